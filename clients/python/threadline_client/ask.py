@@ -1,0 +1,111 @@
+"""``threadline ask``: one prompt, streamed to the terminal; Ctrl-C interrupts the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any, TextIO
+
+from .client import ThreadlineClient
+
+
+def _quiet_server_env() -> dict[str, str]:
+    return {"THREADLINE_LOG_LEVEL": os.environ.get("THREADLINE_LOG_LEVEL", "WARNING")}
+
+
+async def ask(
+    prompt: str,
+    *,
+    model: str | None = None,
+    session_id: str | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    client = await ThreadlineClient.spawn(env=_quiet_server_env())
+    interrupted = False
+    try:
+        await client.initialize()
+        if session_id is None:
+            opts: dict[str, Any] = {"model": model} if model else {}
+            session_id = await client.new_session(**opts)
+        else:
+            await client.request("session/resume", {"sessionId": session_id, "cwd": os.getcwd()})
+            if model:
+                await client.request(
+                    "session/set_config_option",
+                    {"sessionId": session_id, "configId": "model", "value": model},
+                )
+        sid = session_id
+
+        def on_update(update_sid: str, update: dict[str, Any]) -> None:
+            if update_sid != sid:
+                return
+            if update.get("sessionUpdate") == "agent_message_chunk":
+                out.write(update.get("content", {}).get("text", ""))
+                out.flush()
+            elif update.get("sessionUpdate") == "tool_call":
+                err.write(f"\n[tool] {update.get('title')}\n")
+
+        client.on_update(on_update)
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            nonlocal interrupted
+            if interrupted:  # second Ctrl-C: leave now
+                client.process.kill()
+                return
+            interrupted = True
+            loop.create_task(client.interrupt(sid))
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        result = await client.prompt(sid, prompt)
+        out.write("\n")
+        out.flush()
+        stop = result.get("stopReason")
+        if stop == "cancelled":
+            err.write("[interrupted]\n")
+        elif stop != "end_turn":
+            err.write(f"[stopped: {stop}]\n")
+        err.write(f"session: {sid}\n")
+        return 130 if interrupted else 0
+    finally:
+        try:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
+        await client.close()
+
+
+async def sessions(out: TextIO = sys.stdout) -> int:
+    client = await ThreadlineClient.spawn(env=_quiet_server_env())
+    try:
+        await client.initialize()
+        for s in await client.list_sessions():
+            meta = s.get("_meta") or {}
+            out.write(
+                f"{s['sessionId']}  {s.get('updatedAt', '')}  "
+                f"{meta.get('messageCount', 0):>4} msgs  {s.get('title') or ''}\n"
+            )
+        return 0
+    finally:
+        await client.close()
+
+
+async def history(session_id: str, out: TextIO = sys.stdout) -> int:
+    client = await ThreadlineClient.spawn(env=_quiet_server_env())
+    try:
+        await client.initialize()
+        for m in await client.history(session_id):
+            text = "".join(
+                b.get("text", "") for b in m["content"] if b.get("type") in ("text", "summary")
+            )
+            flags = " (truncated)" if m.get("truncated") else ""
+            out.write(f"[{m['turnId']} {m['role']}{flags}] {text}\n")
+        return 0
+    finally:
+        await client.close()

@@ -1,0 +1,39 @@
+"""Base model for everything on the wire: camelCase aliases, lenient on input.
+
+Models are built lazily (``defer_build``) so importing the protocol costs little at
+start-up; a model is compiled the first time a handler validates with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """Wire shape: camelCase keys, unknown keys kept (ACP lets peers add fields)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        defer_build=True,
+        serialize_by_alias=True,
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict as it goes on the wire (aliases, no unset optionals)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class StrictWireModel(WireModel):
+    """For params the server validates: unknown keys are ignored, not echoed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def meta_field() -> Any:
+    """ACP's extension slot, ``_meta`` on the wire."""
+    return Field(default=None, alias="_meta")

@@ -1,0 +1,130 @@
+"""Content blocks: ACP's (MCP-style) prompt blocks and Threadline's transcript blocks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from .base import WireModel, meta_field
+
+
+class Annotations(WireModel):
+    audience: list[Literal["user", "assistant"]] | None = None
+    priority: float | None = None
+    last_modified: str | None = None
+
+
+class TextContent(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class ImageContent(WireModel):
+    type: Literal["image"] = "image"
+    data: str
+    mime_type: str
+    uri: str | None = None
+    annotations: Annotations | None = None
+
+
+class AudioContent(WireModel):
+    type: Literal["audio"] = "audio"
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+
+
+class ResourceLink(WireModel):
+    type: Literal["resource_link"] = "resource_link"
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+
+
+class TextResourceContents(WireModel):
+    uri: str
+    text: str
+    mime_type: str | None = None
+
+
+class BlobResourceContents(WireModel):
+    uri: str
+    blob: str
+    mime_type: str | None = None
+
+
+class EmbeddedResource(WireModel):
+    type: Literal["resource"] = "resource"
+    resource: TextResourceContents | BlobResourceContents
+    annotations: Annotations | None = None
+
+
+ContentBlock = Annotated[
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource,
+    Field(discriminator="type"),
+]
+"""What a client may put in a prompt and what a tool may return (ACP ``ContentBlock``)."""
+
+
+class ThoughtBlock(WireModel):
+    """Model reasoning. Provider fields (``signature``, ``redacted``…) are kept verbatim."""
+
+    type: Literal["thought"] = "thought"
+    text: str
+    signature: str | None = None
+
+
+class ToolUseBlock(WireModel):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+ToolResultStatus = Literal["completed", "failed", "cancelled"]
+
+
+class ToolResultBlock(WireModel):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: list[ContentBlock]
+    is_error: bool = False
+    status: ToolResultStatus = "completed"
+    compact_summary: str | None = None
+
+
+class ExitSignalBlock(WireModel):
+    """A one-way signal the model emitted through an exit tool: recorded, never run."""
+
+    type: Literal["exit_signal"] = "exit_signal"
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any]
+
+
+class SummaryBlock(WireModel):
+    type: Literal["summary"] = "summary"
+    text: str
+
+
+TranscriptBlock = Annotated[
+    TextContent
+    | ImageContent
+    | AudioContent
+    | ResourceLink
+    | EmbeddedResource
+    | ThoughtBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ExitSignalBlock
+    | SummaryBlock,
+    Field(discriminator="type"),
+]
+"""A block of a message in ``session/history``."""

@@ -1,0 +1,404 @@
+"""Params and results of every method, and the method table that ties them together."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from .base import StrictWireModel, WireModel, meta_field
+from .content import ContentBlock
+from .messages import Message, StopReason, Usage
+
+PROTOCOL_VERSION = 1
+"""ACP protocol version spoken."""
+
+THREADLINE_PROTOCOL_VERSION = "0.1"
+"""Version of Threadline's extension block (``_meta.threadline``)."""
+
+
+# -- initialize ----------------------------------------------------------------------
+
+
+class FileSystemCapability(WireModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ClientCapabilities(WireModel):
+    fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
+    terminal: bool = False
+
+
+class Implementation(WireModel):
+    name: str
+    version: str | None = None
+    title: str | None = None
+
+
+class InitializeParams(StrictWireModel):
+    """ACP ``InitializeRequest``; LSP-style keys are accepted too."""
+
+    protocol_version: int = PROTOCOL_VERSION
+    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    client_info: Implementation | None = None
+    process_id: int | None = None
+    capabilities: dict[str, Any] | None = None
+    initialization_options: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class PromptCapabilities(WireModel):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = True
+
+
+class McpCapabilities(WireModel):
+    http: bool = False
+    sse: bool = False
+
+
+class ModelInfo(WireModel):
+    model_id: str
+    name: str
+    description: str | None = None
+
+
+class ThreadlineCapabilities(WireModel):
+    """Threadline's extension block under ``agentCapabilities._meta.threadline``."""
+
+    protocol_version: str = THREADLINE_PROTOCOL_VERSION
+    interrupt: bool = True
+    compact: bool = False
+    history: bool = True
+    models: list[ModelInfo] = Field(default_factory=list)
+    default_model: str | None = None
+
+
+class SessionCapabilities(WireModel):
+    list: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    delete: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+
+
+class AgentCapabilities(WireModel):
+    load_session: bool = True
+    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+    meta: dict[str, Any] | None = meta_field()
+
+
+class InitializeResult(WireModel):
+    protocol_version: int = PROTOCOL_VERSION
+    agent_capabilities: AgentCapabilities
+    auth_methods: list[dict[str, Any]] = Field(default_factory=list)
+    agent_info: Implementation
+    server_info: Implementation
+
+
+# -- sessions ------------------------------------------------------------------------
+
+
+class EnvVariable(WireModel):
+    name: str
+    value: str
+
+
+class HttpHeader(WireModel):
+    name: str
+    value: str
+
+
+class McpServerStdio(WireModel):
+    name: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: list[EnvVariable] = Field(default_factory=list)
+
+
+class McpServerHttp(WireModel):
+    type: Literal["http", "sse"]
+    name: str
+    url: str
+    headers: list[HttpHeader] = Field(default_factory=list)
+
+
+McpServer = McpServerHttp | McpServerStdio
+
+
+class ToolDefinition(WireModel):
+    """A client-defined (or exit) tool declared at ``session/new``."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    parallelizable: bool = True
+    needs_approval: bool = False
+
+
+class ThreadlineSessionOptions(StrictWireModel):
+    """``_meta.threadline`` of ``session/new``."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    exit_tools: list[ToolDefinition] = Field(default_factory=list)
+    tool_budget: int = Field(default=25, ge=0, le=10_000)
+    auto_compact: bool | float = True
+    strict_tools: bool = False
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+
+
+def _absolute(cwd: str) -> str:
+    if not cwd.startswith("/") and not (len(cwd) > 2 and cwd[1] == ":"):
+        raise ValueError("cwd must be an absolute path")
+    return cwd
+
+
+class NewSessionParams(StrictWireModel):
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    meta: dict[str, Any] | None = meta_field()
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_absolute(cls, value: str) -> str:
+        return _absolute(value)
+
+    def threadline(self) -> ThreadlineSessionOptions:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlineSessionOptions.model_validate(raw)
+
+
+class SessionModelState(WireModel):
+    current_model_id: str
+    available_models: list[ModelInfo]
+
+
+class ConfigSelectOption(WireModel):
+    value: str
+    name: str
+    description: str | None = None
+
+
+class SessionConfigOption(WireModel):
+    """ACP select config option; Threadline offers ``model``."""
+
+    id: str
+    name: str
+    type: Literal["select"] = "select"
+    category: str | None = None
+    description: str | None = None
+    current_value: str
+    options: list[ConfigSelectOption]
+
+
+class NewSessionResult(WireModel):
+    session_id: str
+    models: SessionModelState | None = None
+    config_options: list[SessionConfigOption] | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class SetConfigOptionResult(WireModel):
+    config_options: list[SessionConfigOption]
+
+
+class SessionRef(StrictWireModel):
+    """Params of the methods that take only a session id."""
+
+    session_id: str = Field(min_length=1)
+
+
+class PromptParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    prompt: list[ContentBlock] = Field(min_length=1)
+    meta: dict[str, Any] | None = meta_field()
+
+
+class PromptResult(WireModel):
+    stop_reason: StopReason
+    usage: Usage | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class InterruptResult(WireModel):
+    interrupted: bool
+    turn_id: str | None = None
+
+
+class ForkParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    message_id: str | None = None
+    cwd: str | None = None
+
+
+class ForkResult(WireModel):
+    session_id: str
+    parent_session_id: str
+    forked_at_message_id: str | None
+
+
+class CompactParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    instructions: str | None = None
+    keep_turns: int = Field(default=2, ge=0, le=1000)
+
+
+class CompactResult(WireModel):
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+
+
+class HistoryResult(WireModel):
+    messages: list[Message]
+
+
+class LoadSessionParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    cwd: str | None = None
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+
+
+class ListSessionsParams(StrictWireModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class SessionInfoMeta(WireModel):
+    parent_session_id: str | None = None
+    message_count: int = 0
+
+
+class SessionInfo(WireModel):
+    session_id: str
+    cwd: str
+    title: str | None = None
+    updated_at: str
+    meta: dict[str, Any] | None = meta_field()
+
+
+class ListSessionsResult(WireModel):
+    sessions: list[SessionInfo]
+    next_cursor: str | None = None
+
+
+class SetConfigOptionParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    config_id: str = Field(min_length=1)
+    value: Any
+
+
+class EmptyResult(WireModel):
+    """ACP responses with no fields (``{}``)."""
+
+
+# -- server -> client ------------------------------------------------------------------
+
+
+class PermissionOption(WireModel):
+    option_id: str
+    name: str
+    kind: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+class ToolCallCall(WireModel):
+    """A client-defined tool call (``tool/call``)."""
+
+    session_id: str
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolCallCallResult(WireModel):
+    content: list[ContentBlock] = Field(default_factory=list)
+    is_error: bool = False
+
+
+class MethodSpec(BaseModel):
+    """One row of the method table: direction, params and result models."""
+
+    name: str
+    direction: Literal["client_to_server", "server_to_client"]
+    kind: Literal["request", "notification"]
+    params: type[BaseModel] | None
+    result: type[BaseModel] | None
+    description: str
+
+
+def _m(
+    name: str,
+    params: type[BaseModel] | None,
+    result: type[BaseModel] | None,
+    description: str,
+    *,
+    kind: Literal["request", "notification"] = "request",
+    direction: Literal["client_to_server", "server_to_client"] = "client_to_server",
+) -> MethodSpec:
+    return MethodSpec(
+        name=name,
+        direction=direction,
+        kind=kind,
+        params=params,
+        result=result,
+        description=description,
+    )
+
+
+METHODS: dict[str, MethodSpec] = {
+    m.name: m
+    for m in (
+        _m("initialize", InitializeParams, InitializeResult, "Handshake; must come first."),
+        _m("shutdown", None, None, "Prepare to exit; answers null."),
+        _m("exit", None, None, "End the process.", kind="notification"),
+        _m("session/new", NewSessionParams, NewSessionResult, "Open a session."),
+        _m("session/prompt", PromptParams, PromptResult, "Run one turn; streams updates."),
+        _m("session/interrupt", SessionRef, InterruptResult, "Stop the running turn."),
+        _m("session/cancel", SessionRef, None, "ACP's interrupt.", kind="notification"),
+        _m("session/fork", ForkParams, ForkResult, "Branch a session at a message."),
+        _m("session/compact", CompactParams, CompactResult, "Summarise older history."),
+        _m("session/history", SessionRef, HistoryResult, "The whole transcript."),
+        _m("session/load", LoadSessionParams, EmptyResult, "Replay history as updates."),
+        _m("session/resume", LoadSessionParams, EmptyResult, "Reattach without replay."),
+        _m("session/list", ListSessionsParams, ListSessionsResult, "Sessions, newest first."),
+        _m("session/close", SessionRef, None, "Free a session's live state."),
+        _m("session/delete", SessionRef, None, "Delete a session."),
+        _m(
+            "session/set_config_option",
+            SetConfigOptionParams,
+            SetConfigOptionResult,
+            "Change a session option such as the model.",
+        ),
+        _m(
+            "session/update",
+            None,
+            None,
+            "Streamed session updates.",
+            kind="notification",
+            direction="server_to_client",
+        ),
+        _m(
+            "session/request_permission",
+            None,
+            None,
+            "Ask the user before a tool runs.",
+            direction="server_to_client",
+        ),
+        _m(
+            "tool/call",
+            ToolCallCall,
+            ToolCallCallResult,
+            "Run a client-defined tool.",
+            direction="server_to_client",
+        ),
+    )
+}

@@ -1,0 +1,153 @@
+"""``session/update`` payloads (ACP ``SessionUpdate`` variants plus Threadline's)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from .base import WireModel, meta_field
+from .content import ContentBlock
+
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class ChunkUpdate(WireModel):
+    content: ContentBlock
+    message_id: str | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class AgentMessageChunk(ChunkUpdate):
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+
+
+class AgentThoughtChunk(ChunkUpdate):
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+
+
+class UserMessageChunk(ChunkUpdate):
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+
+
+class ToolCallLocation(WireModel):
+    path: str
+    line: int | None = None
+
+
+class ContentToolCallContent(WireModel):
+    type: Literal["content"] = "content"
+    content: ContentBlock
+
+
+class DiffToolCallContent(WireModel):
+    type: Literal["diff"] = "diff"
+    path: str
+    old_text: str | None = None
+    new_text: str
+
+
+ToolCallContent = Annotated[
+    ContentToolCallContent | DiffToolCallContent, Field(discriminator="type")
+]
+
+
+class ToolCallStart(WireModel):
+    session_update: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    title: str
+    kind: ToolKind = "other"
+    status: ToolCallStatus = "pending"
+    content: list[ToolCallContent] = Field(default_factory=list)
+    locations: list[ToolCallLocation] = Field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class ToolCallProgress(WireModel):
+    session_update: Literal["tool_call_update"] = "tool_call_update"
+    tool_call_id: str
+    title: str | None = None
+    kind: ToolKind | None = None
+    status: ToolCallStatus | None = None
+    content: list[ToolCallContent] | None = None
+    locations: list[ToolCallLocation] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class PlanEntry(WireModel):
+    content: str
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+class Plan(WireModel):
+    session_update: Literal["plan"] = "plan"
+    entries: list[PlanEntry]
+
+
+class CommandInput(WireModel):
+    hint: str
+
+
+class AvailableCommand(WireModel):
+    name: str
+    description: str
+    input: CommandInput | None = None
+
+
+class AvailableCommandsUpdate(WireModel):
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+    available_commands: list[AvailableCommand]
+
+
+class SessionInfoUpdate(WireModel):
+    session_update: Literal["session_info_update"] = "session_info_update"
+    title: str | None = None
+    updated_at: str | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class UsageUpdate(WireModel):
+    """Context-window use after a model call: ``used`` of ``size`` tokens."""
+
+    session_update: Literal["usage_update"] = "usage_update"
+    used: int
+    size: int
+    meta: dict[str, Any] | None = meta_field()
+
+
+class CompactionUpdate(WireModel):
+    session_update: Literal["compaction_update"] = "compaction_update"
+    compaction_id: str
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
+    summary: str | None = None
+    message: str | None = None
+
+
+SessionUpdate = Annotated[
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | Plan
+    | AvailableCommandsUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+    | CompactionUpdate,
+    Field(discriminator="session_update"),
+]
+
+
+class SessionNotification(WireModel):
+    """Params of the ``session/update`` notification."""
+
+    session_id: str
+    update: SessionUpdate

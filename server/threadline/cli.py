@@ -1,0 +1,44 @@
+"""The ``threadline`` command: ``serve`` for editors, ``ask``/``sessions``/``history`` for people."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="threadline", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the sidecar on stdio (what editors start)")
+    p_ask = sub.add_parser("ask", help="ask one question and stream the answer")
+    p_ask.add_argument("prompt", nargs="+")
+    p_ask.add_argument("--model", help="model id, e.g. local:smollm2-135m")
+    p_ask.add_argument("--session", help="continue this session instead of starting one")
+    sub.add_parser("sessions", help="list stored sessions")
+    p_hist = sub.add_parser("history", help="print a session's transcript")
+    p_hist.add_argument("session")
+    args = parser.parse_args(argv)
+
+    if args.command == "serve":
+        from .rpc.serve import serve
+
+        code = serve()
+        sys.stderr.flush()
+        return code
+    from threadline_client import ask
+
+    try:
+        if args.command == "ask":
+            return asyncio.run(
+                ask.ask(" ".join(args.prompt), model=args.model, session_id=args.session)
+            )
+        if args.command == "sessions":
+            return asyncio.run(ask.sessions())
+        return asyncio.run(ask.history(args.session))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

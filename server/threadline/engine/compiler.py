@@ -1,0 +1,144 @@
+"""Compile a model request from a session: system prompt, BIOS, experiences, transcript.
+
+Transformers applied here, in order: the latest compaction checkpoint (via
+``Transcript.working``), orphaned tool calls dropped, exit signals kept out of the
+continuation, ephemeral messages appended for this request only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..providers.base import ChatMessage, ChatRequest, ToolCallFinal, ToolSpec
+from .mutations import Msg
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Threadline, a concise and helpful assistant working inside the user's editor."
+)
+
+
+def render_block(block: dict[str, Any]) -> str:
+    """Text the model sees for a content block it cannot take natively."""
+    t = block.get("type")
+    if t == "text":
+        return str(block.get("text", ""))
+    if t == "resource":
+        res = block.get("resource", {})
+        body = res.get("text")
+        if body is None:
+            return f"[binary resource {res.get('uri', '')}]"
+        return f"[resource {res.get('uri', '')}]\n{body}"
+    if t == "resource_link":
+        return f"[file {block.get('name', '')}: {block.get('uri', '')}]"
+    if t in ("image", "audio"):
+        return f"[{t} {block.get('mimeType', '')} omitted]"
+    if t == "summary":
+        return str(block.get("text", ""))
+    return ""
+
+
+def _text_of(blocks: Sequence[dict[str, Any]], types: tuple[str, ...]) -> str:
+    return "".join(render_block(b) for b in blocks if b.get("type") in types)
+
+
+def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
+    """Provider-neutral messages; tool calls without a result are left out."""
+    answered = {
+        b["toolUseId"]
+        for m in messages
+        if m["role"] == "tool"
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
+    out: list[ChatMessage] = []
+    for m in messages:
+        content = m["content"]
+        role = m["role"]
+        if role == "user":
+            out.append(
+                ChatMessage(
+                    "user",
+                    "\n\n".join(
+                        s for s in (render_block(b) for b in content) if s
+                    ),
+                )
+            )
+        elif role == "assistant":
+            if content and content[0].get("type") == "summary":
+                out.append(
+                    ChatMessage(
+                        "user",
+                        "Summary of the conversation so far (earlier messages were compacted):\n"
+                        + _text_of(content, ("summary",)),
+                    )
+                )
+                continue
+            calls = [
+                ToolCallFinal(b["id"], b["name"], b.get("input") or {}, json.dumps(b.get("input") or {}))
+                for b in content
+                if b.get("type") == "tool_use" and b["id"] in answered
+            ]
+            thoughts = [
+                {k: v for k, v in b.items() if k != "type"}
+                for b in content
+                if b.get("type") == "thought"
+            ]
+            text = _text_of(content, ("text",))
+            if text or calls or thoughts:
+                out.append(ChatMessage("assistant", text, tool_calls=calls, thoughts=thoughts))
+        elif role == "tool":
+            for b in content:
+                if b.get("type") != "tool_result":
+                    continue
+                out.append(
+                    ChatMessage(
+                        "tool",
+                        "\n".join(render_block(c) for c in b.get("content", [])),
+                        tool_call_id=b["toolUseId"],
+                        tool_name=b.get("toolName"),
+                        is_error=bool(b.get("isError")),
+                    )
+                )
+    return out
+
+
+def system_text(
+    system_prompt: str | None, experiences: dict[str, str], bios: str | None
+) -> str:
+    parts = [system_prompt or DEFAULT_SYSTEM_PROMPT]
+    if experiences:
+        parts.append(
+            "Things to remember (durable notes):\n"
+            + "\n".join(f"- [{k}] {v}" for k, v in experiences.items())
+        )
+    if bios:
+        parts.append(bios)
+    return "\n\n".join(parts)
+
+
+def compile_request(
+    *,
+    system_prompt: str | None,
+    experiences: dict[str, str],
+    working: Sequence[Msg],
+    tools: Sequence[ToolSpec] = (),
+    bios: str | None = None,
+    ephemeral: Sequence[ChatMessage] = (),
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+) -> ChatRequest:
+    messages = [ChatMessage("system", system_text(system_prompt, experiences, bios))]
+    messages += to_chat_messages(working)
+    messages += [
+        ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)
+        for m in ephemeral
+    ]
+    return ChatRequest(
+        messages=messages,
+        tools=list(tools),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        tool_choice="auto" if tools else "none",
+    )

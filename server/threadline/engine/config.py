@@ -1,0 +1,28 @@
+"""A session's options, as stored in its row and set at ``session/new``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class SessionConfig:
+    model: str
+    system_prompt: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    exit_tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_budget: int = 25
+    auto_compact: bool | float = True
+    strict_tools: bool = False
+    max_tokens: int | None = None
+    temperature: float | None = None
+    roots: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

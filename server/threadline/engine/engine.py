@@ -1,0 +1,341 @@
+"""The engine: every session operation the RPC layer exposes, one method each.
+
+Sessions are loaded from the store on first use and kept live until closed; a
+closed session is only unloaded (it is durable), so any later call reloads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import anyio
+
+from threadline_protocol import methods as pm
+
+from ..providers.registry import ProviderRegistry, UnknownModel
+from ..store.sqlite import EventStore, InflightStream, SessionRow
+from . import updates
+from .config import SessionConfig
+from .errors import InvalidParams, SessionNotFound
+from .ids import new_id, now_iso
+from .link import ClientLink
+from .mutations import AssistantTruncated, Mutation, ToolCancelled
+from .session import Session
+from .transcript import Transcript
+
+log = logging.getLogger(__name__)
+
+SLASH_COMMANDS: list[tuple[str, str, str | None]] = [
+    ("compact", "Summarise older history to free context", "optional instructions"),
+    ("fork", "Branch this session into a new one", "optional message id"),
+]
+
+LIST_PAGE = 50
+
+
+class Engine:
+    def __init__(self, store: EventStore, providers: ProviderRegistry, link: ClientLink) -> None:
+        self.store = store
+        self.providers = providers
+        self.link = link
+        self.sessions: dict[str, Session] = {}
+
+    # -- loading ----------------------------------------------------------------------
+
+    def _load(self, row: SessionRow) -> Session:
+        events = self.store.load_events(row.id)
+        transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+        session = Session(row, transcript, self.store, self.providers, self.link)
+        self.sessions[row.id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        row = self.store.get_session(session_id)
+        if row is None:
+            raise SessionNotFound(session_id)
+        return self._load(row)
+
+    def recover(self) -> int:
+        """Turn answers cut off by a crash into truncated messages; returns how many."""
+        recovered = 0
+        for inflight in self.store.inflight_streams():
+            try:
+                self._recover_one(inflight)
+                recovered += 1
+            except Exception:
+                log.exception("could not recover the interrupted turn of %s", inflight.session_id)
+        return recovered
+
+    def _recover_one(self, inflight: InflightStream) -> None:
+        row = self.store.get_session(inflight.session_id, include_deleted=True)
+        if row is None:
+            self.store.clear_stream(inflight.session_id)
+            return
+        events = self.store.load_events(row.id)
+        transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+        turn_id = str(inflight.meta.get("turnId") or f"a{transcript.turn_number}")
+        content: list[dict[str, Any]] = []
+        if inflight.thought:
+            content.append({"type": "thought", "text": inflight.thought})
+        if inflight.text:
+            content.append({"type": "text", "text": inflight.text})
+        mutations: list[Mutation] = []
+        if inflight.message_id not in transcript.index:
+            mutations.append(
+                AssistantTruncated(
+                    {
+                        "messageId": inflight.message_id,
+                        "turnId": turn_id,
+                        "role": "assistant",
+                        "content": content,
+                        "createdAt": now_iso(),
+                        "model": inflight.meta.get("model"),
+                        "truncated": True,
+                        "error": "the sidecar stopped before the answer finished",
+                    }
+                )
+            )
+        for call_id, block in transcript.open_calls.items():
+            mutations.append(
+                ToolCancelled(
+                    {
+                        "messageId": new_id("msg"),
+                        "turnId": turn_id,
+                        "role": "tool",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "toolUseId": call_id,
+                                "toolName": block.get("name"),
+                                "content": [
+                                    {"type": "text", "text": "Tool call cancelled: the sidecar stopped."}
+                                ],
+                                "isError": True,
+                                "status": "cancelled",
+                            }
+                        ],
+                        "createdAt": now_iso(),
+                    }
+                )
+            )
+        self.store.append(row.id, [m.to_event() for m in mutations], now_iso(), end_stream=True)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def initialize_result(self, server_version: str) -> dict[str, Any]:
+        info = {"name": "threadline", "title": "Threadline", "version": server_version}
+        return {
+            "protocolVersion": pm.PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "fork": {},
+                },
+                "_meta": {
+                    "threadline": {
+                        "protocolVersion": pm.THREADLINE_PROTOCOL_VERSION,
+                        "interrupt": True,
+                        "compact": False,
+                        "history": True,
+                        "fork": True,
+                        "models": self.providers.available(),
+                        "defaultModel": self.providers.default_model,
+                    }
+                },
+            },
+            "authMethods": [],
+            "agentInfo": info,
+            "serverInfo": {"name": "threadline", "version": server_version},
+        }
+
+    async def shutdown(self) -> None:
+        """Interrupt every running turn so its partial state is recorded."""
+        running = [s for s in self.sessions.values() if s.turn is not None]
+        if running:
+            async with anyio.create_task_group() as tg:
+                for s in running:
+                    tg.start_soon(s.interrupt)
+        await self.providers.aclose()
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def _model_options(self, current: str) -> dict[str, Any]:
+        models = self.providers.available()
+        ids = [m["modelId"] for m in models]
+        if current not in ids:
+            models = [*models, {"modelId": current, "name": current}]
+        return {
+            "models": {"currentModelId": current, "availableModels": models},
+            "configOptions": [self._model_config_option(current, models)],
+        }
+
+    @staticmethod
+    def _model_config_option(current: str, models: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": "model",
+            "name": "Model",
+            "type": "select",
+            "category": "model",
+            "currentValue": current,
+            "options": [{"value": m["modelId"], "name": m["name"]} for m in models],
+        }
+
+    def _validated_model(self, model: str | None) -> str:
+        try:
+            return self.providers.validate(model or self.providers.default_model)
+        except UnknownModel as exc:
+            raise InvalidParams(str(exc), {"model": model}) from exc
+
+    def new_session(self, params: pm.NewSessionParams) -> dict[str, Any]:
+        opts = params.threadline()
+        names = [t.name for t in opts.tools] + [t.name for t in opts.exit_tools]
+        if len(set(names)) != len(names):
+            raise InvalidParams("tool names must be unique", {"tools": names})
+        config = SessionConfig(
+            model=self._validated_model(opts.model),
+            system_prompt=opts.system_prompt,
+            tools=[t.wire() for t in opts.tools],
+            exit_tools=[t.wire() for t in opts.exit_tools],
+            tool_budget=opts.tool_budget,
+            auto_compact=opts.auto_compact,
+            strict_tools=opts.strict_tools,
+            max_tokens=opts.max_tokens,
+            temperature=opts.temperature,
+        )
+        session_id = new_id("sess")
+        row = self.store.create_session(session_id, params.cwd, config.to_json(), now_iso())
+        session = self._load(row)
+        # After the response, so clients already know the session the update is for.
+        asyncio.get_running_loop().call_soon(
+            session.announce, updates.available_commands(SLASH_COMMANDS)
+        )
+        return {"sessionId": session_id, **self._model_options(config.model)}
+
+    async def prompt(self, params: pm.PromptParams) -> dict[str, Any]:
+        session = self.get(params.session_id)
+        blocks = [b.wire() for b in params.prompt]
+        return await session.prompt(blocks)
+
+    async def interrupt(self, session_id: str) -> dict[str, Any]:
+        return await self.get(session_id).interrupt()
+
+    def cancel(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.request_interrupt()
+
+    def history(self, session_id: str) -> dict[str, Any]:
+        return {"messages": self.get(session_id).transcript.history()}
+
+    def load(self, params: pm.LoadSessionParams) -> dict[str, Any]:
+        """ACP replay: every message as updates, then ``{}``."""
+        session = self.get(params.session_id)
+        for message in session.transcript.history():
+            self._replay(session, message)
+        session.announce(updates.available_commands(SLASH_COMMANDS))
+        return {}
+
+    def _replay(self, session: Session, message: dict[str, Any]) -> None:
+        mid, turn, role = message["messageId"], message["turnId"], message["role"]
+        for block in message["content"]:
+            t = block.get("type")
+            if role == "user" and t not in ("tool_result",):
+                session.announce(updates.content_chunk("user_message_chunk", mid, turn, block))
+            elif t == "text":
+                session.announce(updates.message_chunk("agent_message_chunk", mid, turn, block["text"]))
+            elif t == "thought":
+                session.announce(updates.message_chunk("agent_thought_chunk", mid, turn, block["text"]))
+            elif t == "summary":
+                session.announce(updates.message_chunk("agent_message_chunk", mid, turn, block["text"]))
+            elif t == "tool_use":
+                session.announce(
+                    updates.tool_call(block["id"], block["name"], "other", block.get("input"), turn)
+                )
+            elif t == "exit_signal":
+                session.announce(
+                    updates.tool_call(
+                        block.get("id") or new_id("call"),
+                        block["name"],
+                        "other",
+                        block.get("arguments"),
+                        turn,
+                        status="completed",
+                        exit_signal=True,
+                    )
+                )
+            elif t == "tool_result":
+                status = block.get("status", "completed")
+                session.announce(
+                    updates.tool_call_update(
+                        block["toolUseId"],
+                        "completed" if status == "completed" else "failed",
+                        content=block.get("content", []),
+                        cancelled=status == "cancelled",
+                    )
+                )
+
+    def resume(self, params: pm.LoadSessionParams) -> dict[str, Any]:
+        self.get(params.session_id)
+        return {}
+
+    def list_sessions(self, params: pm.ListSessionsParams) -> dict[str, Any]:
+        rows = self.store.list_sessions(params.cwd, params.cursor, LIST_PAGE + 1)
+        page = rows[:LIST_PAGE]
+        out: dict[str, Any] = {
+            "sessions": [
+                {
+                    "sessionId": r.id,
+                    "cwd": r.cwd,
+                    "title": r.title,
+                    "updatedAt": r.updated_at,
+                    "_meta": {
+                        "parentSessionId": r.parent_id,
+                        "messageCount": r.message_count,
+                        "model": r.config.get("model"),
+                    },
+                }
+                for r in page
+            ]
+        }
+        if len(rows) > LIST_PAGE:
+            last = page[-1]
+            out["nextCursor"] = f"{last.updated_at}|{last.id}"
+        return out
+
+    async def close(self, session_id: str) -> None:
+        session = self.get(session_id)
+        await session.interrupt()
+        self.sessions.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            await session.interrupt()
+            self.sessions.pop(session_id, None)
+        elif self.store.get_session(session_id) is None:
+            raise SessionNotFound(session_id)
+        self.store.delete_session(session_id)
+
+    def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
+        session = self.get(params.session_id)
+        if params.config_id != "model":
+            raise InvalidParams(
+                f"unknown config option {params.config_id!r}", {"configId": params.config_id}
+            )
+        if not isinstance(params.value, str):
+            raise InvalidParams("model must be a string", {"value": params.value})
+        session.check_idle("change the model")
+        session.config.model = self._validated_model(params.value)
+        self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
+        return {"configOptions": self._model_options(session.config.model)["configOptions"]}

@@ -1,0 +1,43 @@
+"""Errors the engine raises; the RPC layer maps each to its wire code unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadline_protocol.errors import ErrorCode
+
+
+class EngineError(Exception):
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class SessionNotFound(EngineError):
+    code = ErrorCode.SESSION_NOT_FOUND
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"unknown session: {session_id}", {"sessionId": session_id})
+
+
+class SessionBusy(EngineError):
+    code = ErrorCode.SESSION_BUSY
+
+
+class InvalidParams(EngineError):
+    code = ErrorCode.INVALID_PARAMS
+
+
+class ProviderFailed(EngineError):
+    code = ErrorCode.PROVIDER_FAILED
+
+
+class ToolLoopFailed(EngineError):
+    code = ErrorCode.TOOL_LOOP_FAILED
+
+
+class ContextTooLarge(EngineError):
+    code = ErrorCode.CONTEXT_TOO_LARGE

@@ -1,0 +1,37 @@
+"""What the engine needs from the connection to its client (implemented by ``rpc/``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .updates import Update
+
+
+class ClientLink(Protocol):
+    def notify_update(self, session_id: str, update: Update) -> None:
+        """Queue a ``session/update``; never blocks (slow clients get coalesced deltas)."""
+        ...
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a server-to-client request and wait for its result (cancellable)."""
+        ...
+
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+
+class NullLink:
+    """A link that drops everything: for benchmarks and engine-only tests."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Update]] = []
+        self.record = False
+
+    def notify_update(self, session_id: str, update: Update) -> None:
+        if self.record:
+            self.updates.append((session_id, update))
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        raise RuntimeError(f"no client to answer {method}")
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,151 @@
+"""Typed transcript mutations: the only way a transcript ever changes.
+
+Each mutation is stored as one event (``kind`` + JSON payload) *before* it is applied
+to the in-memory transcript and announced to clients, so the event log is the
+transcript. Messages inside payloads are already in their wire shape
+(``session/history``), so reading history never re-validates stored data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..store.sqlite import NewEvent
+
+Msg = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMutation:
+    """Base of the mutations that append exactly one message."""
+
+    message: Msg
+    kind: ClassVar[str] = ""
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(self.kind, {"message": self.message}, (self.message["messageId"],))
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage(MessageMutation):
+    kind: ClassVar[str] = "user_message"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage(MessageMutation):
+    kind: ClassVar[str] = "assistant_message"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(MessageMutation):
+    kind: ClassVar[str] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTruncated(MessageMutation):
+    """A partial answer cut off by an interrupt, a failure or a crash."""
+
+    kind: ClassVar[str] = "assistant_truncated"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCancelled(MessageMutation):
+    """The result of a tool call that never finished, so every call has one result."""
+
+    kind: ClassVar[str] = "tool_cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSummary:
+    """A compaction checkpoint: ``message`` replaces everything up to ``upToMessageId``
+    in the prompt, except the messages listed in ``keepMessageIds``."""
+
+    message: Msg
+    up_to_message_id: str
+    keep_message_ids: tuple[str, ...] = ()
+    remember: tuple[str, ...] = ()
+    kind: ClassVar[str] = "context_summary"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(
+            self.kind,
+            {
+                "message": self.message,
+                "upToMessageId": self.up_to_message_id,
+                "keepMessageIds": list(self.keep_message_ids),
+                "remember": list(self.remember),
+            },
+            (self.message["messageId"],),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceRemember:
+    experience_id: str
+    text: str
+    kind: ClassVar[str] = "experience_remember"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(self.kind, {"experienceId": self.experience_id, "text": self.text})
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceForget:
+    experience_id: str
+    kind: ClassVar[str] = "experience_forget"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(self.kind, {"experienceId": self.experience_id})
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReplace:
+    """Hard reset of the working transcript (history keeps the old messages)."""
+
+    messages: tuple[Msg, ...] = field(default_factory=tuple)
+    kind: ClassVar[str] = "context_replace"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(
+            self.kind,
+            {"messages": list(self.messages)},
+            tuple(m["messageId"] for m in self.messages),
+        )
+
+
+Mutation = (
+    UserMessage
+    | AssistantMessage
+    | ToolResult
+    | AssistantTruncated
+    | ToolCancelled
+    | ContextSummary
+    | ExperienceRemember
+    | ExperienceForget
+    | ContextReplace
+)
+
+MESSAGE_KINDS: dict[str, type[MessageMutation]] = {
+    c.kind: c for c in (UserMessage, AssistantMessage, ToolResult, AssistantTruncated, ToolCancelled)
+}
+
+
+def from_event(kind: str, payload: dict[str, Any]) -> Mutation:
+    """Rebuild a typed mutation from a stored event."""
+    if kind in MESSAGE_KINDS:
+        return MESSAGE_KINDS[kind](payload["message"])  # type: ignore[return-value]
+    if kind == ContextSummary.kind:
+        return ContextSummary(
+            payload["message"],
+            payload["upToMessageId"],
+            tuple(payload.get("keepMessageIds", ())),
+            tuple(payload.get("remember", ())),
+        )
+    if kind == ExperienceRemember.kind:
+        return ExperienceRemember(payload["experienceId"], payload["text"])
+    if kind == ExperienceForget.kind:
+        return ExperienceForget(payload["experienceId"])
+    if kind == ContextReplace.kind:
+        return ContextReplace(tuple(payload["messages"]))
+    raise ValueError(f"unknown mutation kind {kind!r}")

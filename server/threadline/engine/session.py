@@ -1,0 +1,171 @@
+"""A live session: its transcript, options, tools and the one turn it may be running.
+
+State machine: idle → running → idle, with ``compacting``/``forking`` as short busy
+states and ``closed`` once unloaded. Only one turn runs at a time; other sessions run
+theirs concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..providers.base import ChatRequest, Provider
+from ..store.sqlite import EventStore, SessionRow
+from ..tools.client import ClientTool
+from ..tools.permissions import PermissionBroker
+from ..tools.registry import ToolRegistry
+from . import updates
+from .compiler import compile_request
+from .config import SessionConfig
+from .errors import SessionBusy
+from .ids import now_iso
+from .link import ClientLink
+from .mutations import Mutation
+from .transcript import Transcript
+from .turn import Turn
+
+if TYPE_CHECKING:
+    from ..providers.registry import ProviderRegistry
+
+log = logging.getLogger(__name__)
+
+TITLE_MAX = 80
+
+
+def bios(registry: ToolRegistry, budget: int) -> str | None:
+    """The tool section of the system prompt; rebuilt whenever the budget changes."""
+    if not registry:
+        return None
+    lines = [
+        "Tools: call a tool when it helps answer; otherwise answer directly.",
+        f"Tool calls left in this turn: {max(budget, 0)}.",
+    ]
+    if registry.exit_names:
+        lines.append(
+            "Signal tools (" + ", ".join(sorted(registry.exit_names)) + ") only record a signal; "
+            "they return nothing."
+        )
+    lines.append(
+        'If you cannot make a structured tool call, write one JSON object: '
+        '{"tool": "<name>", "arguments": {...}}'
+    )
+    return "\n".join(lines)
+
+
+class Session:
+    def __init__(
+        self,
+        row: SessionRow,
+        transcript: Transcript,
+        store: EventStore,
+        providers: ProviderRegistry,
+        link: ClientLink,
+        tool_factory: Callable[[Session], ToolRegistry] | None = None,
+    ) -> None:
+        self.id = row.id
+        self.row = row
+        self.cwd = row.cwd
+        self.title = row.title
+        self.config = SessionConfig.from_json(row.config)
+        self.transcript = transcript
+        self.store = store
+        self.providers = providers
+        self.link = link
+        self.turn: Turn | None = None
+        self.busy: str | None = None
+        self.permissions = PermissionBroker()
+        self.tools = (
+            tool_factory(self)
+            if tool_factory
+            else ToolRegistry(
+                [ClientTool(d) for d in self.config.tools], self.config.exit_tools
+            )
+        )
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        if self.turn is not None:
+            return "running"
+        return self.busy or "idle"
+
+    def check_idle(self, action: str) -> None:
+        if self.turn is not None or self.busy is not None:
+            raise SessionBusy(
+                f"session {self.id} is {self.state}; cannot {action} now",
+                {"sessionId": self.id, "state": self.state},
+            )
+
+    # -- mutations and updates ------------------------------------------------------------
+
+    def commit(self, mutations: list[Mutation], *, end_stream: bool = False) -> None:
+        """Store first, then apply: what the transcript shows is always durable."""
+        self.store.append(self.id, [m.to_event() for m in mutations], now_iso(), end_stream)
+        for m in mutations:
+            self.transcript.apply(m)
+
+    def announce(self, update: updates.Update) -> None:
+        self.link.notify_update(self.id, update)
+
+    def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
+        if self.title:
+            return
+        text = next((b.get("text", "") for b in prompt if b.get("type") == "text"), "")
+        title = " ".join(str(text).split())[:TITLE_MAX]
+        if not title:
+            return
+        self.title = title
+        now = now_iso()
+        self.store.update_session(self.id, title=title, now=now)
+        self.announce(updates.session_info(title, now))
+
+    # -- model ----------------------------------------------------------------------------
+
+    async def provider(self) -> Provider:
+        return await self.providers.get(self.config.model)
+
+    def compile_request(self, *, budget: int, tools_off: bool = False) -> ChatRequest:
+        registry = self.tools
+        return compile_request(
+            system_prompt=self.config.system_prompt,
+            experiences=self.transcript.experiences,
+            working=self.transcript.working(),
+            tools=[] if tools_off else registry.specs(),
+            bios=None if tools_off else bios(registry, budget),
+            max_tokens=self.config.max_tokens or self.providers.default_max_tokens(self.config.model),
+            temperature=self.config.temperature,
+        )
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def prompt(self, prompt: list[dict[str, Any]]) -> dict[str, Any]:
+        self.check_idle("prompt")
+        turn = Turn(self, prompt)
+        self.turn = turn
+        try:
+            with anyio.CancelScope() as scope:
+                turn.scope = scope
+                return await turn.run()
+            return turn.cancelled_result()
+        finally:
+            self.turn = None
+            turn.done.set()
+
+    async def interrupt(self) -> dict[str, Any]:
+        turn = self.turn
+        if turn is None or turn.scope is None:
+            return {"interrupted": False}
+        turn.scope.cancel()
+        await turn.done.wait()
+        return {"interrupted": True, "turnId": turn.turn_id}
+
+    def request_interrupt(self) -> None:
+        """Fire-and-forget form for ``session/cancel``."""
+        turn = self.turn
+        if turn is not None and turn.scope is not None:
+            turn.scope.cancel()

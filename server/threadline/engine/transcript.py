@@ -1,0 +1,140 @@
+"""The in-memory transcript: a fold of the session's mutations, never edited in place.
+
+``history()`` is what clients see (every message, with ``compacted`` marks);
+``working()`` is what the model sees (the latest compaction checkpoint applied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .mutations import (
+    ContextReplace,
+    ContextSummary,
+    ExperienceForget,
+    ExperienceRemember,
+    MessageMutation,
+    Msg,
+    Mutation,
+    from_event,
+)
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    summary_index: int
+    up_to_index: int
+    keep_ids: frozenset[str]
+
+
+@dataclass(slots=True)
+class Transcript:
+    messages: list[Msg] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    experiences: dict[str, str] = field(default_factory=dict)
+    checkpoint: Checkpoint | None = None
+    working_start: int = 0
+    turn_number: int = 0
+    open_calls: dict[str, Msg] = field(default_factory=dict)
+    """tool_use blocks still waiting for their result, by tool call id."""
+
+    @classmethod
+    def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
+        t = cls()
+        for kind, payload in events:
+            t.apply(from_event(kind, payload))
+        return t
+
+    def _append(self, message: Msg) -> None:
+        self.index[message["messageId"]] = len(self.messages)
+        self.messages.append(message)
+        turn = message.get("turnId", "")
+        if message["role"] == "user" and turn.startswith("u"):
+            try:
+                self.turn_number = max(self.turn_number, int(turn[1:]))
+            except ValueError:
+                pass
+        for block in message["content"]:
+            t = block.get("type")
+            if t == "tool_use":
+                self.open_calls[block["id"]] = block
+            elif t == "tool_result":
+                self.open_calls.pop(block["toolUseId"], None)
+
+    def apply(self, mutation: Mutation) -> None:
+        if isinstance(mutation, MessageMutation):
+            self._append(mutation.message)
+        elif isinstance(mutation, ContextSummary):
+            up_to = self.index.get(mutation.up_to_message_id, -1)
+            self._append(mutation.message)
+            self.checkpoint = Checkpoint(
+                summary_index=len(self.messages) - 1,
+                up_to_index=up_to,
+                keep_ids=frozenset(mutation.keep_message_ids),
+            )
+            for i, text in enumerate(mutation.remember):
+                self.experiences[f"{mutation.message['messageId']}#{i}"] = text
+        elif isinstance(mutation, ExperienceRemember):
+            self.experiences[mutation.experience_id] = mutation.text
+        elif isinstance(mutation, ExperienceForget):
+            self.experiences.pop(mutation.experience_id, None)
+        elif isinstance(mutation, ContextReplace):
+            start = len(self.messages)
+            for m in mutation.messages:
+                self._append(m)
+            self.working_start = start
+            self.checkpoint = None
+
+    # -- views ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def last_message_id(self) -> str | None:
+        return self.messages[-1]["messageId"] if self.messages else None
+
+    def compacted_indexes(self) -> set[int]:
+        """Positions of messages that the latest checkpoint (or a replace) took out of the prompt."""
+        out = set(range(self.working_start))
+        cp = self.checkpoint
+        if cp is not None:
+            for i in range(self.working_start, cp.up_to_index + 1):
+                if self.messages[i]["messageId"] not in cp.keep_ids:
+                    out.add(i)
+            for i in range(cp.up_to_index + 1, len(self.messages)):
+                if i != cp.summary_index and _is_summary(self.messages[i]):
+                    out.add(i)
+        return out
+
+    def history(self) -> list[Msg]:
+        compacted = self.compacted_indexes()
+        if not compacted:
+            return list(self.messages)
+        return [
+            {**m, "compacted": True} if i in compacted else m for i, m in enumerate(self.messages)
+        ]
+
+    def working(self) -> list[Msg]:
+        """Messages the next model request is built from, in prompt order."""
+        cp = self.checkpoint
+        if cp is None:
+            return self.messages[self.working_start :]
+        kept = [
+            m
+            for m in self.messages[self.working_start : cp.up_to_index + 1]
+            if m["messageId"] in cp.keep_ids
+        ]
+        after = [
+            m
+            for i, m in enumerate(self.messages[cp.up_to_index + 1 :], start=cp.up_to_index + 1)
+            if i != cp.summary_index and not _is_summary(m)
+        ]
+        return [*kept, self.messages[cp.summary_index], *after]
+
+
+def _is_summary(message: Msg) -> bool:
+    content = message["content"]
+    return bool(content) and content[0].get("type") == "summary"

@@ -1,0 +1,639 @@
+"""One prompt turn: the agentic loop from the user's message to a stop reason.
+
+The loop streams a model call, commits the assistant message, runs the normal tool
+calls it asked for, and goes round again until the model answers, the budget runs
+out, or the turn is interrupted or fails. Whatever happens, the transcript stays
+structurally valid: every ``tool_use`` gets exactly one result, and a partial answer
+is kept as a truncated message.
+
+Deltas reach the client in *bursts*: the loop drains every provider event that is
+ready, journals the burst in one commit, then announces it as one coalesced chunk
+per block. That is what keeps per-token cost low and what a crash can recover.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import ObjectSendStream
+
+from ..providers.base import (
+    ChatRequest,
+    Done,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    StatusNotice,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallDelta,
+    ToolCallFinal,
+    UsageReport,
+)
+from ..tools.base import ToolContext, ToolOutcome
+from . import updates
+from .errors import ProviderFailed, ToolLoopFailed
+from .ids import new_id, now_iso
+from .loopguard import RepeatedLineDetector
+from .mutations import (
+    AssistantMessage,
+    AssistantTruncated,
+    Msg,
+    Mutation,
+    ToolCancelled,
+    ToolResult,
+    UserMessage,
+)
+from .toolcalls import parse_fallback_call
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = logging.getLogger(__name__)
+
+BURST_MAX = 512
+"""Most provider events handled before a burst is committed and announced."""
+
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "refusal": "refusal"}
+
+
+@dataclass(slots=True)
+class _Stream:
+    """The assistant message being streamed (not yet a mutation)."""
+
+    message_id: str
+    text: list[str] = field(default_factory=list)
+    thoughts: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCallFinal] = field(default_factory=list)
+    usage: UsageReport | None = None
+    finish: str = "stop"
+    error: ProviderError | None = None
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    loop_detected: bool = False
+
+    def full_text(self) -> str:
+        return "".join(self.text)
+
+    def content(
+        self, *, with_calls: bool = True, exit_names: frozenset[str] = frozenset()
+    ) -> list[dict[str, Any]]:
+        """Thoughts, text, then calls; exit calls become ``exit_signal`` blocks, which
+        are never sent back to the model as calls and need no result."""
+        blocks: list[dict[str, Any]] = list(self.thoughts)
+        text = self.full_text()
+        if text:
+            blocks.append({"type": "text", "text": text})
+        if with_calls:
+            for c in self.calls:
+                if c.name in exit_names:
+                    blocks.append(
+                        {"type": "exit_signal", "id": c.id, "name": c.name, "arguments": c.arguments}
+                    )
+                else:
+                    blocks.append(
+                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                    )
+        return blocks
+
+
+@dataclass(slots=True)
+class _Totals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def add(self, u: UsageReport | None) -> None:
+        if u is None:
+            return
+        self.input_tokens += u.input_tokens
+        self.output_tokens += u.output_tokens
+        self.cache_read_tokens += u.cache_read_tokens
+        self.cache_write_tokens += u.cache_write_tokens
+
+
+def usage_wire(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+) -> dict[str, int]:
+    return {
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "cachedReadTokens": cache_read,
+        "cachedWriteTokens": cache_write,
+        "totalTokens": input_tokens + output_tokens,
+    }
+
+
+class Turn:
+    def __init__(self, session: Session, prompt: list[dict[str, Any]]) -> None:
+        self.session = session
+        self.prompt = prompt
+        self.number = session.transcript.turn_number + 1
+        self.turn_id = f"a{self.number}"
+        self.scope: anyio.CancelScope | None = None
+        self.done = anyio.Event()
+        self.stream: _Stream | None = None
+        self.totals = _Totals()
+        self.budget = session.config.tool_budget
+        self.produced: list[str] = []
+        self.last_message_id: str | None = None
+        self._seen_calls: set[str] = set()
+        self._tools_off = False
+
+    # -- committing -------------------------------------------------------------------
+
+    def _message(self, role: str, content: list[dict[str, Any]], **extra: Any) -> Msg:
+        turn = f"u{self.number}" if role == "user" else self.turn_id
+        msg: Msg = {
+            "messageId": new_id("msg"),
+            "turnId": turn,
+            "role": role,
+            "content": content,
+            "createdAt": now_iso(),
+        }
+        msg.update({k: v for k, v in extra.items() if v is not None})
+        return msg
+
+    def _commit(self, *mutations: Mutation, end_stream: bool = False) -> None:
+        self.session.commit(list(mutations), end_stream=end_stream)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        try:
+            self._commit(UserMessage(self._message("user", self.prompt)))
+            self.session.maybe_title(self.prompt)
+            while True:
+                stream = await self._model_call()
+                if stream.loop_detected:
+                    raise ToolLoopFailed(
+                        "the model repeated the same line over and over; generation stopped",
+                        {"reason": "repeated_line_loop", "partialText": self.partial_text()},
+                    )
+                if not stream.calls:
+                    return self._result(STOP_REASONS.get(stream.finish, "end_turn"))
+                stop = await self._handle_calls(stream)
+                if stop is not None:
+                    return self._result(stop)
+        except anyio.get_cancelled_exc_class():
+            self._abort("cancelled by the user")
+            raise
+        except BaseException as exc:
+            self._abort(f"not finished: {exc}")
+            raise
+
+    def partial_text(self) -> str:
+        return "".join(self.produced)
+
+    def _result(self, stop_reason: str) -> dict[str, Any]:
+        t = self.totals
+        return {
+            "stopReason": stop_reason,
+            "usage": usage_wire(
+                t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens
+            ),
+            "_meta": {"threadline": {"turnId": self.turn_id, "messageId": self.last_message_id}},
+        }
+
+    def cancelled_result(self) -> dict[str, Any]:
+        return self._result("cancelled")
+
+    # -- model calls --------------------------------------------------------------------
+
+    def _request(self) -> ChatRequest:
+        return self.session.compile_request(
+            budget=self.budget, tools_off=self._tools_off or self.budget <= 0
+        )
+
+    async def _model_call(self) -> _Stream:
+        session = self.session
+        provider = await session.provider()
+        request = self._request()
+        stream = _Stream(new_id("msg"))
+        self.stream = stream
+        session.store.begin_stream(
+            session.id, stream.message_id, {"turnId": self.turn_id, "model": provider.model_id}
+        )
+        guard = RepeatedLineDetector()
+        send, recv = anyio.create_memory_object_stream[ProviderEvent](max_buffer_size=BURST_MAX)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_produce, provider, request, send)
+            async with recv:
+                ended = False
+                while not ended:
+                    try:
+                        event = await recv.receive()
+                    except anyio.EndOfStream:
+                        break
+                    self._on_event(stream, event, guard)
+                    for _ in range(BURST_MAX):
+                        try:
+                            event = recv.receive_nowait()
+                        except anyio.WouldBlock:
+                            break
+                        except anyio.EndOfStream:
+                            ended = True
+                            break
+                        self._on_event(stream, event, guard)
+                    self._flush(stream)
+                    if stream.loop_detected or stream.error is not None:
+                        tg.cancel_scope.cancel()
+                        break
+        self._flush(stream)
+        self.totals.add(stream.usage)
+        if stream.usage is not None:
+            session.announce(
+                updates.usage_update(
+                    stream.usage.input_tokens + stream.usage.output_tokens,
+                    provider.context_window,
+                )
+            )
+        if not stream.calls and stream.error is None and session.tools:
+            self._fallback_calls(stream)
+        if stream.error is not None or stream.loop_detected:
+            self._commit_stream(stream, truncated=True)
+            if stream.error is not None:
+                err = stream.error
+                raise ProviderFailed(
+                    f"model call failed: {err.message}",
+                    {
+                        "reason": err.reason,
+                        "status": err.status,
+                        "retryable": err.retryable,
+                        "partialText": self.partial_text(),
+                    },
+                )
+            return stream
+        self._commit_stream(stream, truncated=False)
+        return stream
+
+    def _on_event(self, stream: _Stream, event: ProviderEvent, guard: RepeatedLineDetector) -> None:
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return
+            stream.text.append(event.text)
+            self.produced.append(event.text)
+            stream.pending.append(("text", event.text))
+            if guard.feed(event.text):
+                stream.loop_detected = True
+        elif isinstance(event, ThoughtDelta):
+            last = stream.thoughts[-1] if stream.thoughts else None
+            if last is not None and last.get("signature") is None and not event.extra:
+                last["text"] += event.text
+                if event.signature is not None:
+                    last["signature"] = event.signature
+            else:
+                block: dict[str, Any] = {"type": "thought", "text": event.text}
+                if event.signature is not None:
+                    block["signature"] = event.signature
+                if event.extra:
+                    block.update(event.extra)
+                stream.thoughts.append(block)
+            if event.text:
+                stream.pending.append(("thought", event.text))
+        elif isinstance(event, ToolCallFinal):
+            stream.calls.append(event)
+        elif isinstance(event, UsageReport):
+            stream.usage = event
+        elif isinstance(event, Done):
+            stream.finish = event.finish_reason
+        elif isinstance(event, ProviderError):
+            stream.error = event
+        elif isinstance(event, StatusNotice):
+            self.session.announce(
+                updates.session_info(None, now_iso(), status=event.message)
+            )
+        elif isinstance(event, ToolCallDelta):  # pyright: ignore[reportUnnecessaryIsInstance]
+            pass
+
+    def _flush(self, stream: _Stream) -> None:
+        """Journal the burst in one commit, then announce it coalesced per block."""
+        if not stream.pending:
+            return
+        session = self.session
+        session.store.append_chunks(session.id, stream.pending)
+        kind, buf = stream.pending[0][0], [stream.pending[0][1]]
+        for k, text in stream.pending[1:]:
+            if k == kind:
+                buf.append(text)
+                continue
+            self._announce_chunk(stream, kind, "".join(buf))
+            kind, buf = k, [text]
+        self._announce_chunk(stream, kind, "".join(buf))
+        stream.pending.clear()
+
+    def _announce_chunk(self, stream: _Stream, kind: str, text: str) -> None:
+        update_kind = "agent_thought_chunk" if kind == "thought" else "agent_message_chunk"
+        self.session.announce(
+            updates.message_chunk(update_kind, stream.message_id, self.turn_id, text)
+        )
+
+    def _fallback_calls(self, stream: _Stream) -> None:
+        """A text-only model may write a call as JSON; take it and strip it from the answer."""
+        text = stream.full_text()
+        parsed = parse_fallback_call(text)
+        if parsed is None:
+            return
+        call, remaining = parsed
+        stream.calls.append(call)
+        stream.text = [remaining] if remaining else []
+
+    def _commit_stream(self, stream: _Stream, *, truncated: bool) -> None:
+        provider_model = self.session.config.model
+        usage = stream.usage
+        msg = self._message(
+            "assistant",
+            stream.content(with_calls=not truncated, exit_names=self.session.tools.exit_names),
+            model=provider_model,
+            usage=usage_wire(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+            )
+            if usage
+            else None,
+            stopReason=None if truncated else STOP_REASONS.get(stream.finish, "end_turn"),
+            truncated=True if truncated else None,
+            error=stream.error.message if stream.error else None,
+        )
+        msg["messageId"] = stream.message_id
+        mutation = AssistantTruncated(msg) if truncated else AssistantMessage(msg)
+        self._commit(mutation, end_stream=True)
+        self.stream = None
+        self.last_message_id = stream.message_id
+
+    # -- tools --------------------------------------------------------------------------
+
+    async def _handle_calls(self, stream: _Stream) -> str | None:
+        """Run the calls of one assistant message; a stop reason ends the turn."""
+        session = self.session
+        part = session.tools.partition(stream.calls)
+        for call in part.exits:
+            session.announce(
+                updates.tool_call(
+                    call.id,
+                    call.name,
+                    "other",
+                    call.arguments,
+                    self.turn_id,
+                    status="completed",
+                    exit_signal=True,
+                )
+            )
+        if part.unknown:
+            for call in part.unknown:
+                self._commit(
+                    ToolResult(
+                        self._tool_result(
+                            call,
+                            ToolOutcome.text(f"unknown tool {call.name!r}", is_error=True),
+                            status="failed",
+                        )
+                    )
+                )
+            names = ", ".join(sorted({c.name for c in part.unknown}))
+            raise ToolLoopFailed(
+                f"the model called a tool that does not exist: {names}",
+                {"reason": "tool_parse_error", "partialText": self.partial_text()},
+            )
+        if not part.normal:
+            return STOP_REASONS.get(stream.finish, "end_turn") if part.exits else "end_turn"
+        # A model that repeats an identical call gets no tools on its next round,
+        # so it has to answer from the results it already has.
+        fresh: list[ToolCallFinal] = []
+        for call in part.normal:
+            key = call.name + json.dumps(call.arguments, sort_keys=True)
+            if key in self._seen_calls:
+                self._commit(
+                    ToolResult(
+                        self._tool_result(
+                            call,
+                            ToolOutcome.text(
+                                "Already called with these arguments; use the earlier result."
+                            ),
+                            status="completed",
+                        )
+                    )
+                )
+                self._tools_off = True
+            else:
+                self._seen_calls.add(key)
+                fresh.append(call)
+        runnable = fresh[: max(self.budget, 0)]
+        skipped = fresh[len(runnable) :]
+        await self._run_batches(runnable)
+        self.budget -= len(runnable)
+        for call in skipped:
+            self._commit(
+                ToolResult(
+                    self._tool_result(
+                        call,
+                        ToolOutcome.text("not run: the tool budget is exhausted", is_error=True),
+                        status="cancelled",
+                    )
+                )
+            )
+        if skipped or (self.budget <= 0 and not self._tools_off and fresh):
+            return "max_turn_requests"
+        return None
+
+    def _tool_result(
+        self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str
+    ) -> Msg:
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "toolUseId": call.id,
+            "toolName": call.name,
+            "content": outcome.content,
+            "isError": outcome.is_error,
+            "status": status,
+        }
+        if outcome.compact_summary:
+            block["compactSummary"] = outcome.compact_summary
+        return self._message("tool", [block])
+
+    async def _run_batches(self, calls: list[ToolCallFinal]) -> None:
+        """Parallelizable calls run together; a non-parallelizable call is a barrier."""
+        batch: list[ToolCallFinal] = []
+        for call in calls:
+            tool = self.session.tools.get(call.name)
+            if tool is not None and tool.parallelizable:
+                batch.append(call)
+                continue
+            await self._run_batch(batch)
+            batch = []
+            await self._run_batch([call])
+        await self._run_batch(batch)
+
+    async def _run_batch(self, batch: list[ToolCallFinal]) -> None:
+        if not batch:
+            return
+        for call in batch:
+            self._announce_call(call)
+        outcomes: dict[str, tuple[ToolOutcome, str]] = {}
+        if len(batch) == 1:
+            outcomes[batch[0].id] = await self._run_one(batch[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for call in batch:
+
+                    async def one(c: ToolCallFinal = call) -> None:
+                        outcomes[c.id] = await self._run_one(c)
+
+                    tg.start_soon(one)
+        # Results are committed in call order, whatever order they finished in.
+        failures: list[str] = []
+        for call in batch:
+            outcome, status = outcomes[call.id]
+            self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
+            self.session.announce(
+                updates.tool_call_update(
+                    call.id, status, content=outcome.content, raw_output=outcome.raw_output
+                )
+            )
+            if outcome.is_error and status == "failed":
+                failures.append(f"{call.name}: {_first_text(outcome)}")
+        if failures and self.session.config.strict_tools:
+            raise ToolLoopFailed(
+                "a tool failed: " + "; ".join(failures),
+                {"reason": "tool_execution_error", "partialText": self.partial_text()},
+            )
+
+    def _announce_call(self, call: ToolCallFinal) -> None:
+        session = self.session
+        tool = session.tools.get(call.name)
+        assert tool is not None
+        ctx = self._ctx(call)
+        try:
+            locations = tool.locations(call.arguments, ctx)
+        except Exception:
+            locations = []
+        session.announce(
+            updates.tool_call(
+                call.id,
+                tool.title(call.arguments),
+                tool.kind,
+                call.arguments,
+                self.turn_id,
+                locations=locations,
+            )
+        )
+
+    def _ctx(self, call: ToolCallFinal) -> ToolContext:
+        s = self.session
+        return ToolContext(s.id, call.id, s.cwd, tuple(s.config.roots), s.link)
+
+    async def _run_one(self, call: ToolCallFinal) -> tuple[ToolOutcome, str]:
+        session = self.session
+        tool = session.tools.get(call.name)
+        assert tool is not None
+        if tool.needs_permission:
+            allowed = await session.permissions.ask(session, tool, call, self.turn_id)
+            if not allowed:
+                return (
+                    ToolOutcome.text(
+                        "The user refused permission for this tool call. Do not retry it; "
+                        "continue without it or ask the user.",
+                        is_error=True,
+                    ),
+                    "failed",
+                )
+        session.announce(updates.tool_call_update(call.id, "in_progress"))
+        try:
+            with anyio.fail_after(tool.timeout):
+                outcome = await tool.run(call.arguments, self._ctx(call))
+        except TimeoutError:
+            return (
+                ToolOutcome.text(f"{call.name} timed out after {tool.timeout:g} s", is_error=True),
+                "failed",
+            )
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            log.info("tool %s failed: %s", call.name, exc)
+            return ToolOutcome.text(f"{call.name} failed: {exc}", is_error=True), "failed"
+        return outcome, "failed" if outcome.is_error else "completed"
+
+    # -- aborts -----------------------------------------------------------------------
+
+    def _abort(self, reason: str) -> None:
+        """Record what an interrupt or failure left behind. Synchronous: it must run
+        even while the task is being cancelled."""
+        session = self.session
+        mutations: list[Mutation] = []
+        stream = self.stream
+        if stream is not None:
+            self.stream = None
+            msg = self._message(
+                "assistant",
+                stream.content(with_calls=False),
+                model=session.config.model,
+                truncated=True,
+                error=reason,
+            )
+            msg["messageId"] = stream.message_id
+            mutations.append(AssistantTruncated(msg))
+            self.last_message_id = stream.message_id
+        for call_id, block in list(session.transcript.open_calls.items()):
+            result = self._message(
+                "tool",
+                [
+                    {
+                        "type": "tool_result",
+                        "toolUseId": call_id,
+                        "toolName": block.get("name"),
+                        "content": [{"type": "text", "text": f"Tool call {reason}."}],
+                        "isError": True,
+                        "status": "cancelled",
+                    }
+                ],
+            )
+            mutations.append(ToolCancelled(result))
+            session.announce(updates.tool_call_update(call_id, "failed", cancelled=True))
+        if mutations:
+            try:
+                self._commit(*mutations, end_stream=True)
+            except Exception:
+                log.exception("could not record the aborted turn of %s", session.id)
+        elif stream is not None:
+            session.store.clear_stream(session.id)
+
+
+def _first_text(outcome: ToolOutcome) -> str:
+    for c in outcome.content:
+        if c.get("type") == "text":
+            return str(c.get("text", ""))[:200]
+    return ""
+
+
+async def _produce(
+    provider: Provider, request: ChatRequest, send: ObjectSendStream[ProviderEvent]
+) -> None:
+    """Pump provider events into the turn's buffer without a scheduler round trip per event."""
+    async with send:
+        try:
+            events: AsyncIterator[ProviderEvent] = provider.stream(request)
+            async with aclosing(events):  # type: ignore[type-var]
+                async for event in events:
+                    try:
+                        send.send_nowait(event)
+                    except anyio.WouldBlock:
+                        await send.send(event)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+        except Exception as exc:
+            log.exception("provider %s failed", provider.model_id)
+            err = ProviderError("provider_exception", f"{type(exc).__name__}: {exc}")
+            try:
+                send.send_nowait(err)
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await send.send(err)

@@ -1,0 +1,30 @@
+"""Logging to stderr and to a log file in the data folder; stdout is the protocol's."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+
+from .settings import Settings
+
+
+def setup_logging(settings: Settings) -> None:
+    root = logging.getLogger()
+    root.setLevel(settings.log_level)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    err = logging.StreamHandler()
+    err.setFormatter(fmt)
+    root.addHandler(err)
+    settings.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    old = os.umask(0o077)
+    try:
+        fh = logging.handlers.RotatingFileHandler(
+            settings.log_path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8"
+        )
+    finally:
+        os.umask(old)
+    fh.setFormatter(fmt)
+    root.addHandler(fh)
+    for noisy in ("pygls", "httpx", "httpcore", "openai", "anthropic"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

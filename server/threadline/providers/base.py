@@ -1,0 +1,146 @@
+"""The provider interface: one small set of semantic stream events for every model.
+
+The turn loop never sees a vendor's wire format; each provider turns its stream into
+these events. Thought signatures and provider-specific fields travel in ``extra`` so
+they can be sent back byte-exact on later turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtDelta:
+    text: str
+    signature: str | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a tool call's arguments, for clients that show calls as they form."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments_fragment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinal:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+FinishReason = Literal["stop", "length", "tool_calls", "refusal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    finish_reason: FinishReason = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """A failure the provider could not recover from (after its own retries)."""
+
+    reason: str
+    message: str
+    status: int | None = None
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StatusNotice:
+    """Provider-side waiting (retry backoff, rate limit) the client should see."""
+
+    message: str
+    retry_in: float | None = None
+
+
+ProviderEvent = (
+    TextDelta
+    | ThoughtDelta
+    | ToolCallDelta
+    | ToolCallFinal
+    | UsageReport
+    | Done
+    | ProviderError
+    | StatusNotice
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    """A provider-neutral message of the compiled request.
+
+    ``role`` is system/user/assistant/tool; assistant messages may carry tool calls
+    and thoughts; tool messages carry ``tool_call_id``. ``ephemeral`` messages are
+    sent to the model but never written to history.
+    """
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCallFinal] = field(default_factory=list)
+    thoughts: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+    ephemeral: bool = False
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    tool_choice: Literal["auto", "none"] = "auto"
+
+
+class Provider(Protocol):
+    """A model backend. ``stream`` yields events until ``Done`` or ``ProviderError``."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def context_window(self) -> int: ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]: ...
+
+    def count_tokens(self, request: ChatRequest) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+def rough_token_count(request: ChatRequest) -> int:
+    """Fallback estimate (4 characters a token) for providers without a tokenizer."""
+    chars = sum(len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages)
+    chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+    return chars // 4 + 4 * len(request.messages)

@@ -1,0 +1,147 @@
+"""Scripted provider: replays a fixed event script. For tests and benchmarks only.
+
+A script is JSON: ``{"rounds": [[step, ...], ...]}``. Round *n* answers the *n*-th
+model call of a turn (the last round repeats), so every turn replays the same
+script deterministically. Steps::
+
+    {"text": "Hello"}                          a text delta
+    {"repeat": {"text": "tok ", "count": N}}   N text deltas
+    {"thought": "...", "signature": "sig"}     a thought delta
+    {"tool_call": {"name": "n", "arguments": {...}, "id": "optional"}}
+    {"usage": {"input_tokens": 1, "output_tokens": 2}}
+    {"sleep": 0.05}                            wait (cancellable)
+    {"hang": true}                             wait until cancelled
+    {"error": {"reason": "...", "message": "...", "retryable": false}}
+    {"echo": true}                             repeat the last user message as text
+
+The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .base import (
+    ChatRequest,
+    Done,
+    FinishReason,
+    ProviderError,
+    ProviderEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallFinal,
+    UsageReport,
+    rough_token_count,
+)
+
+ECHO_SCRIPT: dict[str, Any] = {"rounds": [[{"echo": True}]]}
+
+
+def load_script(spec: str) -> dict[str, Any]:
+    if spec in ("", "echo"):
+        return ECHO_SCRIPT
+    if spec.lstrip().startswith("{"):
+        return json.loads(spec)
+    return json.loads(Path(spec).read_text())
+
+
+def _round_index(request: ChatRequest) -> int:
+    """How many model calls this turn has made: assistant messages after the last user one."""
+    n = 0
+    for m in reversed(request.messages):
+        if m.role == "user" and not m.ephemeral:
+            break
+        if m.role == "assistant":
+            n += 1
+    return n
+
+
+class ScriptedProvider:
+    def __init__(self, spec: str, context_window: int = 8192) -> None:
+        self._spec = spec
+        self._script = load_script(spec)
+        self._context_window = context_window
+        self._calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return f"scripted:{self._spec}" if len(self._spec) < 200 else "scripted:inline"
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def calls(self) -> int:
+        return self._calls
+
+    def count_tokens(self, request: ChatRequest) -> int:
+        return rough_token_count(request)
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+        self._calls += 1
+        rounds: list[list[dict[str, Any]]] = self._script.get("rounds") or [[]]
+        steps = rounds[min(_round_index(request), len(rounds) - 1)]
+        finish: FinishReason = "stop"
+        produced = 0
+        for i, step in enumerate(steps):
+            if "text" in step:
+                produced += 1
+                yield TextDelta(step["text"])
+            elif "repeat" in step:
+                rep = step["repeat"]
+                text = rep["text"]
+                delta = TextDelta(text)
+                every = int(rep.get("yield_every", 0))
+                for j in range(int(rep["count"])):
+                    yield delta
+                    if every and j % every == every - 1:
+                        await anyio.sleep(0)
+                produced += int(rep["count"])
+            elif "thought" in step:
+                yield ThoughtDelta(step["thought"], step.get("signature"), step.get("extra"))
+            elif "tool_call" in step:
+                call = step["tool_call"]
+                args = call.get("arguments", {})
+                yield ToolCallFinal(
+                    id=call.get("id") or f"call_{self._calls}_{i}",
+                    name=call["name"],
+                    arguments=args if isinstance(args, dict) else {},
+                    raw_arguments=json.dumps(args),
+                )
+                finish = "tool_calls"
+            elif "usage" in step:
+                yield UsageReport(**step["usage"])
+            elif "sleep" in step:
+                await anyio.sleep(float(step["sleep"]))
+            elif "hang" in step:
+                await anyio.sleep_forever()
+            elif "error" in step:
+                err = step["error"]
+                yield ProviderError(
+                    reason=err.get("reason", "scripted_error"),
+                    message=err.get("message", "scripted failure"),
+                    status=err.get("status"),
+                    retryable=bool(err.get("retryable", False)),
+                )
+                return
+            elif "echo" in step:
+                last = next(
+                    (m.content for m in reversed(request.messages) if m.role == "user"), ""
+                )
+                for word in last.split(" "):
+                    produced += 1
+                    yield TextDelta(word + " ")
+            elif "finish" in step:
+                finish = step["finish"]
+        if not any("usage" in s for s in steps):
+            yield UsageReport(input_tokens=rough_token_count(request), output_tokens=produced)
+        yield Done(finish)

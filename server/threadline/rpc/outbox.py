@@ -1,0 +1,135 @@
+"""The outbox: every message to the client goes through one writer thread.
+
+Writing to stdout can block when the client stops reading; doing it on the event loop
+would freeze every session. Here the loop only appends to a queue. While a client
+is slow, consecutive text chunks of the same message merge in the queue, so memory
+stays bounded by the text itself and nothing is dropped or reordered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from typing import Any, BinaryIO
+
+from .framing import Framing, encode
+
+log = logging.getLogger(__name__)
+
+_MERGEABLE = ("agent_message_chunk", "agent_thought_chunk")
+
+
+class _Chunk:
+    """A pending text chunk notification that later chunks may be appended to."""
+
+    __slots__ = ("key", "parts", "update", "session_id")
+
+    def __init__(self, session_id: str, update: dict[str, Any]) -> None:
+        self.session_id = session_id
+        self.update = update
+        self.key = (session_id, update["sessionUpdate"], update.get("messageId"))
+        self.parts = [update["content"]["text"]]
+
+    def message(self) -> dict[str, Any]:
+        update = dict(self.update)
+        update["content"] = {"type": "text", "text": "".join(self.parts)}
+        return {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": self.session_id, "update": update},
+        }
+
+
+class Outbox:
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._queue: deque[dict[str, Any] | _Chunk] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._broken = False
+        self.framing: Framing | None = None
+        self.coalesced = 0
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, name="threadline-outbox", daemon=True)
+        self._thread.start()
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._queue.append(message)
+            self._cond.notify()
+
+    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+        """Queue a ``session/update``; text chunks merge with a queued chunk of the same message."""
+        with self._cond:
+            if self._closed:
+                return
+            kind = update.get("sessionUpdate")
+            if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
+                last = self._queue[-1] if self._queue else None
+                if isinstance(last, _Chunk) and last.key == (
+                    session_id,
+                    kind,
+                    update.get("messageId"),
+                ):
+                    last.parts.append(update["content"]["text"])
+                    self.coalesced += 1
+                    return
+                self._queue.append(_Chunk(session_id, update))
+            else:
+                self._queue.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {"sessionId": session_id, "update": update},
+                    }
+                )
+            self._cond.notify()
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def _run(self) -> None:
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch: list[dict[str, Any] | _Chunk] = []
+                while self._queue and len(batch) < 256:
+                    batch.append(self._queue.popleft())
+            if self._broken:
+                continue
+            out = bytearray()
+            for item in batch:
+                msg = item.message() if isinstance(item, _Chunk) else item
+                try:
+                    body = dumps(msg).encode("utf-8")
+                except (TypeError, ValueError):
+                    log.exception("cannot serialise outgoing message")
+                    continue
+                out += encode(body, self.framing)
+            try:
+                self._stream.write(out)
+                self._stream.flush()
+                self.sent += len(batch)
+            except (BrokenPipeError, OSError, ValueError):
+                log.warning("client output closed; dropping further messages")
+                self._broken = True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Flush what is queued (bounded by ``timeout``), then stop the writer."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout)

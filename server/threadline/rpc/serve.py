@@ -1,0 +1,72 @@
+"""``threadline serve``: wire the store, providers, engine and connection, then run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from typing import BinaryIO
+
+import anyio
+
+from .. import __version__
+from ..engine.engine import Engine
+from ..logs import setup_logging
+from ..providers.registry import ProviderRegistry
+from ..settings import Settings
+from ..store.sqlite import EventStore
+from .handlers import HANDLERS, NOTIFICATIONS
+from .server import ThreadlineServer
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 1.5
+"""Seconds running turns get to record their partial state when the client leaves."""
+
+
+def protect_stdout() -> BinaryIO:
+    """Keep fd 1 for the protocol only: anything else that writes to stdout (a C
+    library, a stray print) is sent to stderr instead."""
+    proto = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return open(proto, "wb", buffering=0)  # noqa: SIM115 - owned by the outbox
+
+
+async def _run(server: ThreadlineServer) -> None:
+    server.start_reader(asyncio.get_running_loop())
+    await server.stopped.wait()
+    server.shutting_down = True
+    with anyio.move_on_after(SHUTDOWN_GRACE):
+        await server.engine.shutdown()
+        await server.cancel_all_requests()
+
+
+def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    settings = Settings.from_env()
+    setup_logging(settings)
+    out = stdout or protect_stdout()
+    store = EventStore(settings.db_path)
+    providers = ProviderRegistry(settings.default_model)
+    server = ThreadlineServer(
+        lambda link: Engine(store, providers, link),
+        HANDLERS,
+        NOTIFICATIONS,
+        stdin or sys.stdin.buffer,
+        out,
+    )
+    recovered = server.engine.recover()
+    log.info(
+        "threadline %s serving (data: %s, recovered %d interrupted turns)",
+        __version__,
+        settings.home,
+        recovered,
+    )
+    try:
+        asyncio.run(_run(server))
+    finally:
+        store.close()
+        server.outbox.close()
+        log.info("threadline stopped")
+    return 0

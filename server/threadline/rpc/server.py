@@ -1,0 +1,299 @@
+"""The JSON-RPC connection: pygls' server and protocol, adapted to Threadline's contract.
+
+pygls keeps the request bookkeeping for server→client requests (futures, response
+matching) and the cattrs converter; messages are parsed here, as plain dicts, so no
+params are lost to typed structuring and pydantic validates them in the handlers. What the contract needs beyond it lives here:
+both framings, a response for *every* request (no params, ``params: []``, invalid
+params, unknown methods, bad JSON, before ``initialize``), responses sent from the
+request's own task (so an interrupt is answered only after the prompt it stopped),
+and all output through the non-blocking outbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+from lsprotocol.types import ResponseError
+from pydantic import ValidationError
+from pygls.protocol import JsonRPCProtocol, default_converter
+from pygls.server import JsonRPCServer
+
+from threadline_protocol.errors import ErrorCode
+
+from ..engine.engine import Engine
+from ..engine.errors import EngineError
+from .framing import FrameDecoder, FrameError
+from .outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+AsyncHandler = Callable[["ThreadlineServer", dict[str, Any]], Awaitable[Any]]
+SyncHandler = Callable[["ThreadlineServer", dict[str, Any]], Any]
+Handler = AsyncHandler | SyncHandler
+"""Synchronous handlers answer inline, so pipelined requests keep their order
+(``session/new`` then ``session/prompt`` in one write); async ones get a task."""
+NotificationHandler = Callable[["ThreadlineServer", dict[str, Any]], None]
+
+CANCEL_METHODS = ("$/cancelRequest", "$/cancel_request")
+
+
+class ThreadlineProtocol(JsonRPCProtocol):
+    """Routes pygls' own sends (server→client requests) into the outbox."""
+
+    outbox: Outbox | None = None
+
+    def _send_data(self, data: Any) -> None:
+        if not data or self.outbox is None:
+            return
+        if hasattr(data, "__attrs_attrs__"):
+            data = self._converter.unstructure(data)
+        self.outbox.send(data)
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ThreadlineServer(JsonRPCServer):
+    protocol: ThreadlineProtocol
+
+    def __init__(
+        self,
+        engine_factory: Callable[[ThreadlineServer], Engine],
+        handlers: dict[str, Handler],
+        notifications: dict[str, NotificationHandler],
+        stdin: BinaryIO,
+        stdout: BinaryIO,
+    ) -> None:
+        super().__init__(ThreadlineProtocol, default_converter)
+        self.outbox = Outbox(stdout)
+        self.protocol.outbox = self.outbox
+        self._stdin = stdin
+        self.handlers = handlers
+        self.notifications = notifications
+        self.initialized = False
+        self.shutting_down = False
+        self.client_caps: dict[str, Any] = {}
+        self._tasks: dict[Any, asyncio.Task[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next_request = 0
+        self.stopped = asyncio.Event()
+        self.engine = engine_factory(self)
+
+    # -- ClientLink ----------------------------------------------------------------------
+
+    def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.outbox.send_update(session_id, update)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        self._next_request += 1
+        msg_id = f"tl-{self._next_request}"
+        future = self.protocol.send_request(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # Withdraw the request: the client may drop its prompt or tool run.
+            self.protocol._request_futures.pop(msg_id, None)
+            self.outbox.send(
+                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+            )
+            raise
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.client_caps
+
+    # -- input ---------------------------------------------------------------------------
+
+    def start_reader(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        threading.Thread(target=self._read_stdin, name="threadline-stdin", daemon=True).start()
+
+    def _read_stdin(self) -> None:
+        """Blocking reads on a thread of its own; frames are handed to the event loop."""
+        assert self._loop is not None
+        decoder = FrameDecoder()
+        fd = self._stdin.fileno()
+        while True:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                self._loop.call_soon_threadsafe(self._on_eof)
+                return
+            frames = decoder.feed(data)
+            if decoder.framing is not None and self.outbox.framing is None:
+                self.outbox.framing = decoder.framing
+            if frames:
+                self._loop.call_soon_threadsafe(self._on_frames, frames)
+
+    def _on_eof(self) -> None:
+        log.info("stdin closed; stopping")
+        self.stopped.set()
+
+    def _on_frames(self, frames: list[bytes | FrameError]) -> None:
+        for frame in frames:
+            if isinstance(frame, FrameError):
+                self._send_error(None, ErrorCode.INVALID_REQUEST, frame.message)
+                continue
+            try:
+                message = json.loads(frame)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                self._send_error(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+                continue
+            try:
+                self._on_message(message)
+            except Exception:
+                log.exception("failed to handle a message")
+                mid = message.get("id") if isinstance(message, dict) else None
+                self._send_error(mid, ErrorCode.INTERNAL_ERROR, "internal error")
+
+    def _on_message(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            detail = "batches are not supported" if isinstance(message, list) else "not an object"
+            self._send_error(None, ErrorCode.INVALID_REQUEST, f"invalid request: {detail}")
+            return
+        msg_id = message.get("id")
+        has_id = "id" in message
+        if has_id and not (msg_id is None or isinstance(msg_id, (str, int))) or isinstance(
+            msg_id, bool
+        ):
+            self._send_error(None, ErrorCode.INVALID_REQUEST, "invalid request: bad id")
+            return
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0":
+            if has_id:
+                self._send_error(msg_id, ErrorCode.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"')
+            return
+        if method is None and has_id and ("result" in message or "error" in message):
+            self._on_response(message)
+            return
+        if not isinstance(method, str):
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "invalid request: no method")
+            return
+        params = message.get("params")
+        if params is None or params == []:
+            params = {}
+        if not has_id:
+            self._on_notification(method, params)
+            return
+        if not isinstance(params, dict):
+            self._send_error(msg_id, ErrorCode.INVALID_PARAMS, "params must be an object")
+            return
+        self._on_request(msg_id, method, params)
+
+    def _on_response(self, message: dict[str, Any]) -> None:
+        err = message.get("error")
+        if isinstance(err, dict):
+            error = ResponseError(
+                code=int(err.get("code", ErrorCode.INTERNAL_ERROR)),
+                message=str(err.get("message", "")),
+                data=err.get("data"),
+            )
+            self.protocol._handle_response(message["id"], None, error)
+        else:
+            self.protocol._handle_response(message["id"], message.get("result"))
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == "exit":
+            self.stopped.set()
+            return
+        if not self.initialized:
+            return
+        if method in CANCEL_METHODS:
+            if isinstance(params, dict):
+                task = self._tasks.get(params.get("id", params.get("requestId")))
+                if task is not None:
+                    task.cancel()
+            return
+        handler = self.notifications.get(method)
+        if handler is None or not isinstance(params, dict):
+            return
+        try:
+            handler(self, params)
+        except (ValidationError, EngineError) as exc:
+            log.info("ignored notification %s: %s", method, exc)
+
+    def _on_request(self, msg_id: Any, method: str, params: dict[str, Any]) -> None:
+        if msg_id in self._tasks:
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST, f"request id {msg_id!r} is in use")
+            return
+        if method != "initialize" and not self.initialized:
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "not initialized")
+            return
+        if self.shutting_down:
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "server is shutting down")
+            return
+        handler = self.handlers.get(method)
+        if handler is None:
+            self._send_error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
+            return
+        if not inspect.iscoroutinefunction(handler):
+            self._answer(msg_id, lambda: handler(self, params))
+            return
+        task = asyncio.ensure_future(self._run(msg_id, handler, params))
+        self._tasks[msg_id] = task
+
+    def _answer(self, msg_id: Any, call: Callable[[], Any]) -> None:
+        try:
+            result = call()
+        except Exception as exc:
+            self._send_exception(msg_id, exc)
+        else:
+            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def _send_exception(self, msg_id: Any, exc: Exception) -> None:
+        if isinstance(exc, ValidationError):
+            self._send_error(
+                msg_id,
+                ErrorCode.INVALID_PARAMS,
+                "invalid params: " + "; ".join(_describe(e) for e in exc.errors()),
+                json.loads(exc.json(include_url=False, include_context=False)),
+            )
+        elif isinstance(exc, (EngineError, RpcError)):
+            self._send_error(msg_id, exc.code, exc.message, exc.data)
+        else:
+            log.exception("request %r failed", msg_id, exc_info=exc)
+            self._send_error(msg_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
+
+    async def _run(self, msg_id: Any, handler: AsyncHandler, params: dict[str, Any]) -> None:
+        """Run a handler and answer from this same task, exactly once."""
+        try:
+            result = await handler(self, params)
+        except asyncio.CancelledError:
+            self._send_error(msg_id, ErrorCode.REQUEST_CANCELLED, "request cancelled")
+        except Exception as exc:
+            self._send_exception(msg_id, exc)
+        else:
+            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        finally:
+            self._tasks.pop(msg_id, None)
+
+    def _send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": int(code), "message": message}
+        if data is not None:
+            error["data"] = data
+        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    async def cancel_all_requests(self) -> None:
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2)
+
+
+def _describe(err: Any) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "params"
+    return f"{loc}: {err.get('msg', 'invalid')}"

@@ -1,0 +1,58 @@
+"""Permission requests (ACP ``session/request_permission``) and "always" memory."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..providers.base import ToolCallFinal
+from .base import Tool
+
+if TYPE_CHECKING:
+    from ..engine.session import Session
+
+log = logging.getLogger(__name__)
+
+OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+
+
+class PermissionBroker:
+    """Asks the client before a tool runs; remembers "always" answers for the session."""
+
+    def __init__(self) -> None:
+        self._always: dict[str, bool] = {}
+
+    async def ask(self, session: Session, tool: Tool, call: ToolCallFinal, turn_id: str) -> bool:
+        remembered = self._always.get(tool.name)
+        if remembered is not None:
+            return remembered
+        params: dict[str, Any] = {
+            "sessionId": session.id,
+            "toolCall": {
+                "toolCallId": call.id,
+                "title": tool.title(call.arguments),
+                "kind": tool.kind,
+                "status": "pending",
+                "rawInput": call.arguments,
+            },
+            "options": OPTIONS,
+        }
+        try:
+            result = await session.link.request("session/request_permission", params)
+        except Exception as exc:  # a client that cannot answer has not allowed anything
+            log.info("permission request failed: %s", exc)
+            return False
+        outcome = (result or {}).get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+            return False
+        option = str(outcome.get("optionId", ""))
+        kind = next((o["kind"] for o in OPTIONS if o["optionId"] == option), option)
+        allowed = kind.startswith("allow")
+        if kind.endswith("always"):
+            self._always[tool.name] = allowed
+        return allowed

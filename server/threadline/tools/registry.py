@@ -1,0 +1,63 @@
+"""One registry per session for every tool source, and the partition of model calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..providers.base import ToolCallFinal, ToolSpec
+from .base import Tool
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    normal: list[ToolCallFinal]
+    exits: list[ToolCallFinal]
+    unknown: list[ToolCallFinal]
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = (), exit_tools: Iterable[dict[str, Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self._tools[t.name] = t
+        self._exit: dict[str, dict[str, Any]] = {d["name"]: d for d in exit_tools}
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    @property
+    def exit_names(self) -> frozenset[str]:
+        return frozenset(self._exit)
+
+    def __bool__(self) -> bool:
+        return bool(self._tools or self._exit)
+
+    def specs(self) -> list[ToolSpec]:
+        """Normal tools first, then exit tools: the model may call either."""
+        out = [ToolSpec(t.name, t.description, t.parameters) for t in self._tools.values()]
+        out += [
+            ToolSpec(d["name"], d.get("description", ""), d.get("inputSchema") or {"type": "object"})
+            for d in self._exit.values()
+        ]
+        return out
+
+    def partition(self, calls: Sequence[ToolCallFinal]) -> Partition:
+        normal: list[ToolCallFinal] = []
+        exits: list[ToolCallFinal] = []
+        unknown: list[ToolCallFinal] = []
+        for c in calls:
+            if c.name in self._exit:
+                exits.append(c)
+            elif c.name in self._tools:
+                normal.append(c)
+            else:
+                unknown.append(c)
+        return Partition(normal, exits, unknown)
