@@ -24,14 +24,17 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.json"
 
 
 def build_schema() -> dict[str, Any]:
-    models: list[type[BaseModel]] = [Message, SessionNotification, ProviderErrorData, ToolLoopErrorData]
+    models: list[type[BaseModel]] = [
+        Message,
+        SessionNotification,
+        ProviderErrorData,
+        ToolLoopErrorData,
+    ]
     for spec in METHODS.values():
         for m in (spec.params, spec.result):
             if m is not None and m not in models:
                 models.append(m)
-    _, top = models_json_schema(
-        [(m, "validation") for m in models], ref_template="#/$defs/{model}"
-    )
+    _, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
     methods = {
         name: {
             "direction": spec.direction,
@@ -65,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = SCHEMA_PATH.read_text() if SCHEMA_PATH.exists() else ""
         if current != text:
-            print(f"{SCHEMA_PATH} is stale: run python -m threadline_protocol.schema", file=sys.stderr)
+            print(
+                f"{SCHEMA_PATH} is stale: run python -m threadline_protocol.schema", file=sys.stderr
+            )
             return 1
         return 0
     SCHEMA_PATH.write_text(text)

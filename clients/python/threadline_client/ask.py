@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -57,12 +58,11 @@ async def ask(
                 client.process.kill()
                 return
             interrupted = True
-            loop.create_task(client.interrupt(sid))
+            pending.add(loop.create_task(client.interrupt(sid)))
 
-        try:
+        pending: set[asyncio.Task[Any]] = set()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, on_sigint)
-        except (NotImplementedError, RuntimeError):
-            pass
         result = await client.prompt(sid, prompt)
         out.write("\n")
         out.flush()
@@ -74,10 +74,8 @@ async def ask(
         err.write(f"session: {sid}\n")
         return 130 if interrupted else 0
     finally:
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError):
-            pass
         await client.close()
 
 

@@ -44,6 +44,7 @@ class ThreadlineClient:
         self._reader: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
         self.closed = asyncio.Event()
+        self._answering: set[asyncio.Task[None]] = set()
         self.server_info: dict[str, Any] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -178,7 +179,9 @@ class ThreadlineClient:
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "method" in message:
             if "id" in message:
-                asyncio.create_task(self._answer(message))
+                task = asyncio.create_task(self._answer(message))
+                self._answering.add(task)
+                task.add_done_callback(self._answering.discard)
             elif message["method"] == "session/update":
                 params = message.get("params") or {}
                 for handler in list(self._update_handlers):
@@ -189,7 +192,9 @@ class ThreadlineClient:
             return
         if "error" in message:
             err = message["error"]
-            future.set_exception(RpcError(err.get("code", 0), err.get("message", ""), err.get("data")))
+            future.set_exception(
+                RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
+            )
         else:
             future.set_result(message.get("result"))
 

@@ -60,9 +60,7 @@ def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
             out.append(
                 ChatMessage(
                     "user",
-                    "\n\n".join(
-                        s for s in (render_block(b) for b in content) if s
-                    ),
+                    "\n\n".join(s for s in (render_block(b) for b in content) if s),
                 )
             )
         elif role == "assistant":
@@ -76,7 +74,9 @@ def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
                 )
                 continue
             calls = [
-                ToolCallFinal(b["id"], b["name"], b.get("input") or {}, json.dumps(b.get("input") or {}))
+                ToolCallFinal(
+                    b["id"], b["name"], b.get("input") or {}, json.dumps(b.get("input") or {})
+                )
                 for b in content
                 if b.get("type") == "tool_use" and b["id"] in answered
             ]
@@ -104,9 +104,7 @@ def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
     return out
 
 
-def system_text(
-    system_prompt: str | None, experiences: dict[str, str], bios: str | None
-) -> str:
+def system_text(system_prompt: str | None, experiences: dict[str, str], bios: str | None) -> str:
     parts = [system_prompt or DEFAULT_SYSTEM_PROMPT]
     if experiences:
         parts.append(

@@ -11,7 +11,6 @@ import logging
 from typing import Any
 
 import anyio
-
 from threadline_protocol import methods as pm
 
 from ..providers.registry import ProviderRegistry, UnknownModel
@@ -21,9 +20,9 @@ from .config import SessionConfig
 from .errors import InvalidParams, SessionNotFound
 from .ids import new_id, now_iso
 from .link import ClientLink
-from .mutations import AssistantTruncated, Mutation, ToolCancelled
+from .mutations import AssistantTruncated, Mutation
 from .session import Session
-from .transcript import Transcript
+from .transcript import Transcript, cancelled_results
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +47,9 @@ class Engine:
         events = self.store.load_events(row.id)
         transcript = Transcript.from_events((e.kind, e.payload) for e in events)
         session = Session(row, transcript, self.store, self.providers, self.link)
+        if transcript.open_calls:
+            # Calls left open by a crash: no turn is running now, so none will finish.
+            session.commit(list(cancelled_results(transcript, "the sidecar stopped")))
         self.sessions[row.id] = session
         return session
 
@@ -100,29 +102,7 @@ class Engine:
                     }
                 )
             )
-        for call_id, block in transcript.open_calls.items():
-            mutations.append(
-                ToolCancelled(
-                    {
-                        "messageId": new_id("msg"),
-                        "turnId": turn_id,
-                        "role": "tool",
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "toolUseId": call_id,
-                                "toolName": block.get("name"),
-                                "content": [
-                                    {"type": "text", "text": "Tool call cancelled: the sidecar stopped."}
-                                ],
-                                "isError": True,
-                                "status": "cancelled",
-                            }
-                        ],
-                        "createdAt": now_iso(),
-                    }
-                )
-            )
+        mutations.extend(cancelled_results(transcript, "the sidecar stopped", turn_id))
         self.store.append(row.id, [m.to_event() for m in mutations], now_iso(), end_stream=True)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -253,11 +233,17 @@ class Engine:
             if role == "user" and t not in ("tool_result",):
                 session.announce(updates.content_chunk("user_message_chunk", mid, turn, block))
             elif t == "text":
-                session.announce(updates.message_chunk("agent_message_chunk", mid, turn, block["text"]))
+                session.announce(
+                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
+                )
             elif t == "thought":
-                session.announce(updates.message_chunk("agent_thought_chunk", mid, turn, block["text"]))
+                session.announce(
+                    updates.message_chunk("agent_thought_chunk", mid, turn, block["text"])
+                )
             elif t == "summary":
-                session.announce(updates.message_chunk("agent_message_chunk", mid, turn, block["text"]))
+                session.announce(
+                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
+                )
             elif t == "tool_use":
                 session.announce(
                     updates.tool_call(block["id"], block["name"], "other", block.get("input"), turn)

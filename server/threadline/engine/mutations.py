@@ -127,7 +127,8 @@ Mutation = (
 )
 
 MESSAGE_KINDS: dict[str, type[MessageMutation]] = {
-    c.kind: c for c in (UserMessage, AssistantMessage, ToolResult, AssistantTruncated, ToolCancelled)
+    c.kind: c
+    for c in (UserMessage, AssistantMessage, ToolResult, AssistantTruncated, ToolCancelled)
 }
 
 

@@ -50,7 +50,7 @@ def bios(registry: ToolRegistry, budget: int) -> str | None:
             "they return nothing."
         )
     lines.append(
-        'If you cannot make a structured tool call, write one JSON object: '
+        "If you cannot make a structured tool call, write one JSON object: "
         '{"tool": "<name>", "arguments": {...}}'
     )
     return "\n".join(lines)
@@ -81,9 +81,7 @@ class Session:
         self.tools = (
             tool_factory(self)
             if tool_factory
-            else ToolRegistry(
-                [ClientTool(d) for d in self.config.tools], self.config.exit_tools
-            )
+            else ToolRegistry([ClientTool(d) for d in self.config.tools], self.config.exit_tools)
         )
 
     # -- state ------------------------------------------------------------------------
@@ -137,7 +135,8 @@ class Session:
             working=self.transcript.working(),
             tools=[] if tools_off else registry.specs(),
             bios=None if tools_off else bios(registry, budget),
-            max_tokens=self.config.max_tokens or self.providers.default_max_tokens(self.config.model),
+            max_tokens=self.config.max_tokens
+            or self.providers.default_max_tokens(self.config.model),
             temperature=self.config.temperature,
         )
 

@@ -6,18 +6,20 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ids import new_id, now_iso
 from .mutations import (
-    ContextReplace,
     ContextSummary,
     ExperienceForget,
     ExperienceRemember,
     MessageMutation,
     Msg,
     Mutation,
+    ToolCancelled,
     from_event,
 )
 
@@ -52,10 +54,8 @@ class Transcript:
         self.messages.append(message)
         turn = message.get("turnId", "")
         if message["role"] == "user" and turn.startswith("u"):
-            try:
+            with contextlib.suppress(ValueError):
                 self.turn_number = max(self.turn_number, int(turn[1:]))
-            except ValueError:
-                pass
         for block in message["content"]:
             t = block.get("type")
             if t == "tool_use":
@@ -80,7 +80,7 @@ class Transcript:
             self.experiences[mutation.experience_id] = mutation.text
         elif isinstance(mutation, ExperienceForget):
             self.experiences.pop(mutation.experience_id, None)
-        elif isinstance(mutation, ContextReplace):
+        else:
             start = len(self.messages)
             for m in mutation.messages:
                 self._append(m)
@@ -97,7 +97,7 @@ class Transcript:
         return self.messages[-1]["messageId"] if self.messages else None
 
     def compacted_indexes(self) -> set[int]:
-        """Positions of messages that the latest checkpoint (or a replace) took out of the prompt."""
+        """Positions of messages the latest checkpoint (or a replace) took out of the prompt."""
         out = set(range(self.working_start))
         cp = self.checkpoint
         if cp is not None:
@@ -138,3 +138,31 @@ class Transcript:
 def _is_summary(message: Msg) -> bool:
     content = message["content"]
     return bool(content) and content[0].get("type") == "summary"
+
+
+def cancelled_results(
+    transcript: Transcript, reason: str, turn_id: str | None = None
+) -> list[ToolCancelled]:
+    """A cancelled result for every open tool call, so each ``tool_use`` has one."""
+    turn = turn_id or f"a{transcript.turn_number}"
+    return [
+        ToolCancelled(
+            {
+                "messageId": new_id("msg"),
+                "turnId": turn,
+                "role": "tool",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "toolUseId": call_id,
+                        "toolName": block.get("name"),
+                        "content": [{"type": "text", "text": f"Tool call cancelled: {reason}."}],
+                        "isError": True,
+                        "status": "cancelled",
+                    }
+                ],
+                "createdAt": now_iso(),
+            }
+        )
+        for call_id, block in transcript.open_calls.items()
+    ]

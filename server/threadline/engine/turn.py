@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ..providers.base import (
     ChatRequest,
@@ -46,11 +46,11 @@ from .mutations import (
     AssistantTruncated,
     Msg,
     Mutation,
-    ToolCancelled,
     ToolResult,
     UserMessage,
 )
 from .toolcalls import parse_fallback_call
+from .transcript import cancelled_results
 
 if TYPE_CHECKING:
     from .session import Session
@@ -93,7 +93,12 @@ class _Stream:
             for c in self.calls:
                 if c.name in exit_names:
                     blocks.append(
-                        {"type": "exit_signal", "id": c.id, "name": c.name, "arguments": c.arguments}
+                        {
+                            "type": "exit_signal",
+                            "id": c.id,
+                            "name": c.name,
+                            "arguments": c.arguments,
+                        }
                     )
                 else:
                     blocks.append(
@@ -306,9 +311,7 @@ class Turn:
         elif isinstance(event, ProviderError):
             stream.error = event
         elif isinstance(event, StatusNotice):
-            self.session.announce(
-                updates.session_info(None, now_iso(), status=event.message)
-            )
+            self.session.announce(updates.session_info(None, now_iso(), status=event.message))
         elif isinstance(event, ToolCallDelta):  # pyright: ignore[reportUnnecessaryIsInstance]
             pass
 
@@ -444,9 +447,7 @@ class Turn:
             return "max_turn_requests"
         return None
 
-    def _tool_result(
-        self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str
-    ) -> Msg:
+    def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
             "type": "tool_result",
             "toolUseId": call.id,
@@ -581,21 +582,9 @@ class Turn:
             msg["messageId"] = stream.message_id
             mutations.append(AssistantTruncated(msg))
             self.last_message_id = stream.message_id
-        for call_id, block in list(session.transcript.open_calls.items()):
-            result = self._message(
-                "tool",
-                [
-                    {
-                        "type": "tool_result",
-                        "toolUseId": call_id,
-                        "toolName": block.get("name"),
-                        "content": [{"type": "text", "text": f"Tool call {reason}."}],
-                        "isError": True,
-                        "status": "cancelled",
-                    }
-                ],
-            )
-            mutations.append(ToolCancelled(result))
+        for result in cancelled_results(session.transcript, reason, self.turn_id):
+            mutations.append(result)
+            call_id = result.message["content"][0]["toolUseId"]
             session.announce(updates.tool_call_update(call_id, "failed", cancelled=True))
         if mutations:
             try:
@@ -614,7 +603,7 @@ def _first_text(outcome: ToolOutcome) -> str:
 
 
 async def _produce(
-    provider: Provider, request: ChatRequest, send: ObjectSendStream[ProviderEvent]
+    provider: Provider, request: ChatRequest, send: MemoryObjectSendStream[ProviderEvent]
 ) -> None:
     """Pump provider events into the turn's buffer without a scheduler round trip per event."""
     async with send:

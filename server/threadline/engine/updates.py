@@ -105,7 +105,11 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
 def compaction(
     compaction_id: str, status: str, summary: str | None = None, message: str | None = None
 ) -> Update:
-    u: Update = {"sessionUpdate": "compaction_update", "compactionId": compaction_id, "status": status}
+    u: Update = {
+        "sessionUpdate": "compaction_update",
+        "compactionId": compaction_id,
+        "status": status,
+    }
     if summary is not None:
         u["summary"] = summary
     if message is not None:

@@ -141,6 +141,8 @@ class Provider(Protocol):
 
 def rough_token_count(request: ChatRequest) -> int:
     """Fallback estimate (4 characters a token) for providers without a tokenizer."""
-    chars = sum(len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages)
+    chars = sum(
+        len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages
+    )
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
     return chars // 4 + 4 * len(request.messages)

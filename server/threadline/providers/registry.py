@@ -1,55 +1,134 @@
 """Model strings → providers, created lazily and cached for the server's lifetime.
 
 ``local`` (the embedded SmolLM2 model) is the default; ``scripted:<script>`` replays
-events for tests and benchmarks. Provider modules are imported only when first used
-so that ``initialize`` stays fast.
+events for tests and benchmarks. Other models come from the user config
+(:mod:`threadline.userconfig`): ``openai:<model>``, ``anthropic:<model>``,
+``<configured provider>:<model>`` or a name from ``[models]``. HTTP providers are
+wrapped in a :class:`~.policies.PolicyProvider` (retries, rate limits, timeouts) whose
+rate limiter is shared by every model of the same provider entry.
+
+Provider modules and SDKs are imported only when first used so that ``initialize``
+stays fast; reading the config file is cheap (stdlib ``tomllib``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .base import Provider
 
+if TYPE_CHECKING:
+    from ..userconfig import ModelEntry, UserConfig
+    from .policies import RateLimiter
+
+log = logging.getLogger(__name__)
+
 LOCAL_ALIASES = ("local", "local:smollm2-135m", "smollm2")
 DEFAULT_MODEL = "local:smollm2-135m"
+
+OPENAI_COMPAT_CONTEXT = 8192
+"""Context window assumed for a self-hosted OpenAI-compatible server not configured."""
+OPENAI_CONTEXT = 128_000
+ANTHROPIC_CONTEXT = 200_000
 
 
 class UnknownModel(ValueError):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class Reachability:
+    ok: bool
+    detail: str
+
+
 class ProviderRegistry:
-    def __init__(self, default_model: str | None = None) -> None:
-        self.default_model = default_model or DEFAULT_MODEL
+    def __init__(self, default_model: str | None = None, config: UserConfig | None = None) -> None:
+        self._explicit_default = default_model
+        self._config = config
         self._providers: dict[str, Provider] = {}
+        self._limiters: dict[str, RateLimiter] = {}
         self._local_model: Any = None
         self._lock = anyio.Lock()
+
+    # -- configuration ----------------------------------------------------------------
+
+    @property
+    def config(self) -> UserConfig:
+        """The user config, read on first use (a broken file is logged, not fatal)."""
+        if self._config is None:
+            from ..userconfig import ConfigError, UserConfig, load
+
+            try:
+                self._config = load()
+            except ConfigError as exc:
+                log.error("ignoring the user config: %s", exc)
+                self._config = UserConfig(path=None)
+        return self._config
+
+    @property
+    def default_model(self) -> str:
+        return self._explicit_default or self.config.default_model or DEFAULT_MODEL
 
     def validate(self, model: str) -> str:
         """Canonical model string, or UnknownModel with a message a user can act on."""
         if model in LOCAL_ALIASES:
             return DEFAULT_MODEL
-        scheme, sep, rest = model.partition(":")
+        scheme, sep, _ = model.partition(":")
         if scheme == "scripted" and sep:
             return model
+        if self.config.resolve(model) is not None:
+            return model
+        names = [DEFAULT_MODEL, *self.config.models]
+        providers = ", ".join(f"'{p}:<model>'" for p in sorted(self.config.providers))
         raise UnknownModel(
-            f"unknown model {model!r}: use {DEFAULT_MODEL!r} or 'scripted:<script>'"
+            f"unknown model {model!r}: use one of {', '.join(repr(n) for n in names)}, "
+            f"{providers} or 'scripted:<script>'"
         )
 
     def available(self) -> list[dict[str, Any]]:
-        return [
+        models: list[dict[str, Any]] = [
             {
                 "modelId": DEFAULT_MODEL,
                 "name": "SmolLM2 135M Instruct (embedded, CPU)",
                 "description": "Runs locally through llama.cpp; no API key needed.",
             }
         ]
+        for entry in self.config.models.values():
+            models.append(
+                {
+                    "modelId": entry.id,
+                    "name": entry.name or entry.id,
+                    "description": entry.description
+                    or f"{entry.model} via {entry.provider.name} ({entry.provider.kind})",
+                }
+            )
+        default = self.default_model
+        if all(m["modelId"] != default for m in models):
+            try:
+                self.validate(default)
+                models.append({"modelId": default, "name": default})
+            except UnknownModel:
+                log.warning("the configured default model %r is unknown", default)
+        return models
 
     def default_max_tokens(self, model: str) -> int | None:
-        return 512 if model == DEFAULT_MODEL else None
+        if model == DEFAULT_MODEL:
+            return 512
+        entry = self._entry(model)
+        value = entry.option("max_tokens") if entry is not None else None
+        return int(value) if isinstance(value, int) else None
+
+    def _entry(self, model: str) -> ModelEntry | None:
+        if model in LOCAL_ALIASES or model.startswith("scripted:"):
+            return None
+        return self.config.resolve(model)
+
+    # -- providers --------------------------------------------------------------------
 
     async def get(self, model: str) -> Provider:
         model = self.validate(model)
@@ -70,11 +149,105 @@ class ProviderRegistry:
             if self._local_model is None:
                 self._local_model = LocalModel()
             return LocalProvider(self._local_model)
-        from .scripted import ScriptedProvider
+        entry = self._entry(model)
+        if entry is None:
+            from .scripted import ScriptedProvider
 
-        return ScriptedProvider(model.partition(":")[2])
+            return ScriptedProvider(model.partition(":")[2])
+        return self._wrap(entry, self.backend(entry))
+
+    def backend(self, entry: ModelEntry) -> Provider:
+        """The bare HTTP provider of a configured model (no policies)."""
+        p = entry.provider
+        window = entry.option("context_window")
+        headers = dict(p.headers)
+        connect = float(entry.option("connect_timeout", 10.0))
+        if p.kind == "anthropic":
+            from .anthropic_provider import AnthropicOptions, AnthropicProvider
+
+            return AnthropicProvider(
+                AnthropicOptions(
+                    model=entry.model,
+                    model_id=entry.id,
+                    base_url=p.base_url,
+                    api_key=p.api_key,
+                    api_key_env=p.api_key_env,
+                    context_window=int(window or ANTHROPIC_CONTEXT),
+                    max_tokens=int(entry.option("max_tokens") or 4096),
+                    thinking_budget=_int_or_none(entry.option("thinking_budget")),
+                    prompt_cache=bool(entry.option("prompt_cache", True)),
+                    headers=headers,
+                    connect_timeout=connect,
+                )
+            )
+        from .openai_compat import OPENAI_BASE_URL, OpenAICompatProvider, OpenAIOptions
+
+        is_openai = p.base_url is None or p.base_url.rstrip("/") == OPENAI_BASE_URL
+        return OpenAICompatProvider(
+            OpenAIOptions(
+                model=entry.model,
+                model_id=entry.id,
+                base_url=p.base_url,
+                api_key=p.api_key,
+                api_key_env=p.api_key_env,
+                context_window=int(
+                    window or (OPENAI_CONTEXT if is_openai else OPENAI_COMPAT_CONTEXT)
+                ),
+                headers=headers,
+                tool_results="user" if entry.option("tool_results") == "user" else "native",
+                stream_tools=bool(entry.option("stream_tools", True)),
+                max_tokens_param=entry.option("max_tokens_param"),
+                extra_body=dict(entry.option("extra_body") or {}),
+                tokenizer=entry.option("tokenizer"),
+                send_reasoning=bool(entry.option("send_reasoning", False)),
+                connect_timeout=connect,
+            )
+        )
+
+    def _wrap(self, entry: ModelEntry, inner: Provider) -> Provider:
+        from .policies import PolicyProvider, PolicySettings, RateLimiter
+
+        try:
+            settings = PolicySettings.from_mapping(entry.policies)
+        except ValueError as exc:
+            raise UnknownModel(f"model {entry.id!r}: {exc}") from exc
+        limiter = self._limiters.get(entry.provider.name)
+        if limiter is None:
+            limiter = RateLimiter(
+                settings.requests_per_period, settings.tokens_per_period, settings.period
+            )
+            self._limiters[entry.provider.name] = limiter
+        return PolicyProvider(inner, settings, limiter=limiter)
+
+    async def reachable(self, model: str, timeout: float = 5.0) -> Reachability:
+        """Whether ``model`` can be used now: a cheap request to its server (no tokens
+        spent), the model file for the local model. Never raises."""
+        try:
+            model = self.validate(model)
+        except UnknownModel as exc:
+            return Reachability(False, str(exc))
+        if model == DEFAULT_MODEL:
+            from .local import LocalModelError, find_model_path
+
+            try:
+                return Reachability(True, f"model file {find_model_path().name}")
+            except LocalModelError as exc:
+                return Reachability(False, str(exc))
+        entry = self._entry(model)
+        if entry is None:
+            return Reachability(True, "scripted (tests)")
+        backend: Any = self.backend(entry)
+        try:
+            ok, detail = await backend.reachable(timeout)
+        finally:
+            await backend.aclose()
+        return Reachability(ok, detail)
 
     async def aclose(self) -> None:
         for p in self._providers.values():
             await p.aclose()
         self._providers.clear()
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value else None

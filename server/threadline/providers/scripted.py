@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from .base import (
     ChatRequest,
@@ -104,7 +105,7 @@ class ScriptedProvider:
                 for j in range(int(rep["count"])):
                     yield delta
                     if every and j % every == every - 1:
-                        await anyio.sleep(0)
+                        await anyio.lowlevel.checkpoint()
                 produced += int(rep["count"])
             elif "thought" in step:
                 yield ThoughtDelta(step["thought"], step.get("signature"), step.get("extra"))
@@ -134,9 +135,7 @@ class ScriptedProvider:
                 )
                 return
             elif "echo" in step:
-                last = next(
-                    (m.content for m in reversed(request.messages) if m.role == "user"), ""
-                )
+                last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
                 for word in last.split(" "):
                     produced += 1
                     yield TextDelta(word + " ")

@@ -43,7 +43,7 @@ class FrameDecoder:
             if not stripped:
                 self._buf.clear()
                 return out
-            self.framing = "lines" if stripped[:1] in (b"{", b"[") else "headers"
+            self.framing = "lines" if stripped[0] in b"{[" else "headers"
             del self._buf[: len(self._buf) - len(stripped)]
         if self.framing == "lines":
             self._lines(out)

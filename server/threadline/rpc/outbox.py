@@ -24,7 +24,7 @@ _MERGEABLE = ("agent_message_chunk", "agent_thought_chunk")
 class _Chunk:
     """A pending text chunk notification that later chunks may be appended to."""
 
-    __slots__ = ("key", "parts", "update", "session_id")
+    __slots__ = ("key", "parts", "session_id", "update")
 
     def __init__(self, session_id: str, update: dict[str, Any]) -> None:
         self.session_id = session_id

@@ -31,7 +31,7 @@ def protect_stdout() -> BinaryIO:
     proto = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return open(proto, "wb", buffering=0)  # noqa: SIM115 - owned by the outbox
+    return open(proto, "wb", buffering=0)
 
 
 async def _run(server: ThreadlineServer) -> None:

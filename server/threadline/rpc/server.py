@@ -1,9 +1,9 @@
 """The JSON-RPC connection: pygls' server and protocol, adapted to Threadline's contract.
 
 pygls keeps the request bookkeeping for server→client requests (futures, response
-matching) and the cattrs converter; messages are parsed here, as plain dicts, so no
-params are lost to typed structuring and pydantic validates them in the handlers. What the contract needs beyond it lives here:
-both framings, a response for *every* request (no params, ``params: []``, invalid
+matching) and the cattrs converter. Messages are parsed here, as plain dicts, so no
+params are lost to typed structuring; pydantic validates them in the handlers.
+What else the contract needs lives here too: both framings, a response for *every* request (no params, ``params: []``, invalid
 params, unknown methods, bad JSON, before ``initialize``), responses sent from the
 request's own task (so an interrupt is answered only after the prompt it stopped),
 and all output through the non-blocking outbox.
@@ -24,7 +24,6 @@ from lsprotocol.types import ResponseError
 from pydantic import ValidationError
 from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.server import JsonRPCServer
-
 from threadline_protocol.errors import ErrorCode
 
 from ..engine.engine import Engine
@@ -66,7 +65,7 @@ class RpcError(Exception):
 
 
 class ThreadlineServer(JsonRPCServer):
-    protocol: ThreadlineProtocol
+    protocol: ThreadlineProtocol  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def __init__(
         self,
@@ -166,7 +165,7 @@ class ThreadlineServer(JsonRPCServer):
             return
         msg_id = message.get("id")
         has_id = "id" in message
-        if has_id and not (msg_id is None or isinstance(msg_id, (str, int))) or isinstance(
+        if (has_id and not (msg_id is None or isinstance(msg_id, (str, int)))) or isinstance(
             msg_id, bool
         ):
             self._send_error(None, ErrorCode.INVALID_REQUEST, "invalid request: bad id")
@@ -174,7 +173,9 @@ class ThreadlineServer(JsonRPCServer):
         method = message.get("method")
         if message.get("jsonrpc") != "2.0":
             if has_id:
-                self._send_error(msg_id, ErrorCode.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"')
+                self._send_error(
+                    msg_id, ErrorCode.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"'
+                )
             return
         if method is None and has_id and ("result" in message or "error" in message):
             self._on_response(message)

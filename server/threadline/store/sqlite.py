@@ -14,12 +14,13 @@ failure an editor sidecar actually sees).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,14 +196,12 @@ class EventStore:
             raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else '?'}")
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.Error:
-            pass
         self._db.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Generator[sqlite3.Connection, None, None]:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
@@ -290,9 +289,11 @@ class EventStore:
             ).fetchone()
             if r is None or not r[0]:
                 return
-            if db.execute("SELECT 1 FROM sessions WHERE base_id=? LIMIT 1", (session_id,)).fetchone():
+            if db.execute(
+                "SELECT 1 FROM sessions WHERE base_id=? LIMIT 1", (session_id,)
+            ).fetchone():
                 return
-            base_id = r[1]
+            base_id: str | None = r[1]
             db.execute("DELETE FROM events WHERE session_id=?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id=?", (session_id,))
             db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
@@ -313,11 +314,9 @@ class EventStore:
             return None
         origin, seq, ordinal = r[0], r[1], r[2]
         # Visible only if origin is this session or an ancestor at or before the base point.
-        sid: str | None = session_id
+        sid = session_id
         limit: int | None = None
         for _ in range(10_000):
-            if sid is None:
-                return None
             if sid == origin and (limit is None or seq <= limit):
                 return origin, seq, ordinal
             row = self.get_session(sid, include_deleted=True)
@@ -385,7 +384,8 @@ class EventStore:
                     ordinal += 1
                     added += 1
                     db.execute(
-                        "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
+                        "INSERT INTO messages(message_id, session_id, seq, ordinal) "
+                        "VALUES(?,?,?,?)",
                         (mid, session_id, seq, ordinal),
                     )
             db.execute(
@@ -456,7 +456,9 @@ class EventStore:
                 "SELECT block, text FROM chunks WHERE session_id=? ORDER BY id", (sid,)
             ):
                 (thought if block == "thought" else text).append(t)
-            out.append(InflightStream(sid, mid, json.loads(payload), "".join(text), "".join(thought)))
+            out.append(
+                InflightStream(sid, mid, json.loads(payload), "".join(text), "".join(thought))
+            )
         return out
 
     def clear_stream(self, session_id: str) -> None:

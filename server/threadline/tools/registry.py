@@ -18,7 +18,9 @@ class Partition:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool] = (), exit_tools: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool] = (), exit_tools: Iterable[dict[str, Any]] = ()
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
             self._tools[t.name] = t
@@ -44,7 +46,9 @@ class ToolRegistry:
         """Normal tools first, then exit tools: the model may call either."""
         out = [ToolSpec(t.name, t.description, t.parameters) for t in self._tools.values()]
         out += [
-            ToolSpec(d["name"], d.get("description", ""), d.get("inputSchema") or {"type": "object"})
+            ToolSpec(
+                d["name"], d.get("description", ""), d.get("inputSchema") or {"type": "object"}
+            )
             for d in self._exit.values()
         ]
         return out

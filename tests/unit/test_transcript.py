@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Any
+
+from threadline.engine.mutations import (
+    AssistantMessage,
+    ContextSummary,
+    ExperienceForget,
+    ExperienceRemember,
+    ToolResult,
+    UserMessage,
+    from_event,
+)
+from threadline.engine.transcript import Transcript, cancelled_results
+
+
+def m(mid: str, role: str, turn: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": mid,
+        "turnId": turn,
+        "role": role,
+        "content": list(blocks),
+        "createdAt": "",
+    }
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def test_mutations_round_trip_through_events() -> None:
+    mutations = [
+        UserMessage(m("u1", "user", "u1", text("hi"))),
+        AssistantMessage(m("a1", "assistant", "a1", text("yo"))),
+        ExperienceRemember("e1", "likes tea"),
+        ExperienceForget("e1"),
+        ContextSummary(m("s1", "assistant", "a1", {"type": "summary", "text": "S"}), "a1", ("u1",)),
+    ]
+    for mut in mutations:
+        ev = mut.to_event()
+        assert from_event(ev.kind, ev.payload) == mut
+
+
+def test_open_calls_and_cancelled_results() -> None:
+    t = Transcript()
+    t.apply(UserMessage(m("u1", "user", "u1", text("go"))))
+    t.apply(
+        AssistantMessage(
+            m("a1", "assistant", "a1", {"type": "tool_use", "id": "c1", "name": "x", "input": {}})
+        )
+    )
+    assert list(t.open_calls) == ["c1"]
+    [res] = cancelled_results(t, "stopped")
+    t.apply(res)
+    assert t.open_calls == {}
+    assert t.messages[-1]["content"][0]["status"] == "cancelled"
+    assert t.turn_number == 1
+
+
+def test_summary_checkpoint_shapes_history_and_working_set() -> None:
+    t = Transcript()
+    for i in range(1, 4):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+    t.apply(
+        ContextSummary(
+            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
+        )
+    )
+    hist = t.history()
+    assert [x["messageId"] for x in hist if x.get("compacted")] == ["a1", "u2", "a2"]
+    assert [x["messageId"] for x in t.working()] == ["u1", "s", "u3", "a3"]
+    assert list(t.experiences.values()) == ["fact"]
+    t.apply(ExperienceRemember("e", "x"))
+    t.apply(ExperienceForget("e"))
+    assert "e" not in t.experiences
+
+
+def test_tool_results_close_calls() -> None:
+    t = Transcript()
+    t.apply(
+        AssistantMessage(
+            m("a1", "assistant", "a1", {"type": "tool_use", "id": "c1", "name": "x", "input": {}})
+        )
+    )
+    t.apply(
+        ToolResult(m("t1", "tool", "a1", {"type": "tool_result", "toolUseId": "c1", "content": []}))
+    )
+    assert t.open_calls == {}
