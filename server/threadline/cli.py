@@ -1,4 +1,5 @@
-"""The ``threadline`` command: ``serve`` for editors; ``ask``, ``sessions``, ``history`` for people."""
+"""The ``threadline`` command: ``serve`` for editors; ``ask``, ``sessions``, ``history``
+for people."""
 
 from __future__ import annotations
 

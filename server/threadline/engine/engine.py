@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 import anyio
+
 from threadline_protocol import methods as pm
 
 from ..providers.registry import ProviderRegistry, UnknownModel

@@ -3,10 +3,11 @@
 pygls keeps the request bookkeeping for server→client requests (futures, response
 matching) and the cattrs converter. Messages are parsed here, as plain dicts, so no
 params are lost to typed structuring; pydantic validates them in the handlers.
-What else the contract needs lives here too: both framings, a response for *every* request (no params, ``params: []``, invalid
-params, unknown methods, bad JSON, before ``initialize``), responses sent from the
-request's own task (so an interrupt is answered only after the prompt it stopped),
-and all output through the non-blocking outbox.
+What else the contract needs lives here too: both framings, a response for *every*
+request (no params, ``params: []``, invalid params, unknown methods, bad JSON, before
+``initialize``), responses sent from the request's own task (so an interrupt is
+answered only after the prompt it stopped), and all output through the non-blocking
+outbox.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lsprotocol.types import ResponseError
 from pydantic import ValidationError
 from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.server import JsonRPCServer
+
 from threadline_protocol.errors import ErrorCode
 
 from ..engine.engine import Engine
