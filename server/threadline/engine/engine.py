@@ -35,6 +35,17 @@ SLASH_COMMANDS: list[tuple[str, str, str | None]] = [
 LIST_PAGE = 50
 
 
+def slash_command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """``("compact", "instructions")`` for a prompt that is just a slash command."""
+    if len(blocks) != 1 or blocks[0].get("type") != "text":
+        return None
+    text = str(blocks[0].get("text", "")).strip()
+    for name, _, _ in SLASH_COMMANDS:
+        if text == f"/{name}" or text.startswith(f"/{name} "):
+            return name, text[len(name) + 1 :].strip()
+    return None
+
+
 class Engine:
     def __init__(self, store: EventStore, providers: ProviderRegistry, link: ClientLink) -> None:
         self.store = store
@@ -127,7 +138,7 @@ class Engine:
                     "threadline": {
                         "protocolVersion": pm.THREADLINE_PROTOCOL_VERSION,
                         "interrupt": True,
-                        "compact": False,
+                        "compact": True,
                         "history": True,
                         "fork": True,
                         "models": self.providers.available(),
@@ -206,7 +217,30 @@ class Engine:
     async def prompt(self, params: pm.PromptParams) -> dict[str, Any]:
         session = self.get(params.session_id)
         blocks = [b.wire() for b in params.prompt]
+        command = slash_command(blocks)
+        if command is not None:
+            return await self._run_command(session, *command)
         return await session.prompt(blocks)
+
+    async def _run_command(self, session: Session, name: str, arg: str) -> dict[str, Any]:
+        """``/compact`` and ``/fork`` typed in a prompt (ACP's slash commands)."""
+        if name == "compact":
+            result = await session.compact(arg or None, 2)
+            text = (
+                f"Compacted {result['messagesBefore']} messages into "
+                f"{result['messagesAfter']} ({result['tokensBefore']} → "
+                f"{result['tokensAfter']} tokens)."
+                if result["summary"]
+                else "Nothing to compact yet."
+            )
+        else:
+            forked = self.fork(
+                pm.ForkParams(sessionId=session.id, messageId=arg or None)  # type: ignore[call-arg]
+            )
+            text = f"Forked into session {forked['sessionId']}."
+        turn_id = f"a{session.transcript.turn_number}"
+        session.announce(updates.message_chunk("agent_message_chunk", new_id("msg"), turn_id, text))
+        return {"stopReason": "end_turn", "_meta": {"threadline": {"command": name}}}
 
     async def interrupt(self, session_id: str) -> dict[str, Any]:
         return await self.get(session_id).interrupt()
@@ -215,6 +249,60 @@ class Engine:
         session = self.sessions.get(session_id)
         if session is not None:
             session.request_interrupt()
+
+    # -- fork and compact ------------------------------------------------------------------
+
+    def fork(self, params: pm.ForkParams) -> dict[str, Any]:
+        """One new row pointing at the parent's log; a running turn is snapshotted as if
+        interrupted, in the child only, while the parent's turn keeps running."""
+        parent_row = self.store.get_session(params.session_id)
+        if parent_row is None:
+            raise SessionNotFound(params.session_id)
+        live = self.sessions.get(parent_row.id)
+        snapshot: list[Mutation] = []
+        if params.message_id is not None:
+            where = self.store.locate_message(parent_row.id, params.message_id)
+            if where is None:
+                raise InvalidParams(
+                    f"message {params.message_id} is not in session {parent_row.id}",
+                    {"messageId": params.message_id},
+                )
+            base_id, base_seq, base_count = where
+            forked_at: str | None = params.message_id
+        else:
+            base_id, base_seq, base_count = (
+                parent_row.id,
+                parent_row.last_seq,
+                parent_row.message_count,
+            )
+            forked_at = (
+                live.transcript.last_message_id
+                if live
+                else self.store.last_message_id(parent_row.id)
+            )
+            if live is not None and live.turn is not None:
+                snapshot = live.turn.snapshot()
+        child = self.store.fork_session(
+            new_id("sess"),
+            parent_row,
+            base_id,
+            base_seq,
+            base_count,
+            forked_at,
+            params.cwd or parent_row.cwd,
+            now_iso(),
+        )
+        if snapshot:
+            self.store.append(child.id, [m.to_event() for m in snapshot], now_iso())
+        return {
+            "sessionId": child.id,
+            "parentSessionId": parent_row.id,
+            "forkedAtMessageId": forked_at,
+        }
+
+    async def compact(self, params: pm.CompactParams) -> dict[str, Any]:
+        session = self.get(params.session_id)
+        return await session.compact(params.instructions, params.keep_turns)
 
     def history(self, session_id: str) -> dict[str, Any]:
         return {"messages": self.get(session_id).transcript.history()}

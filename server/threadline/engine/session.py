@@ -18,7 +18,7 @@ from ..store.sqlite import EventStore, SessionRow
 from ..tools.client import ClientTool
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
-from . import updates
+from . import compaction, updates
 from .compiler import compile_request
 from .config import SessionConfig
 from .errors import SessionBusy
@@ -162,6 +162,27 @@ class Session:
         turn.scope.cancel()
         await turn.done.wait()
         return {"interrupted": True, "turnId": turn.turn_id}
+
+    async def compact(self, instructions: str | None, keep_turns: int) -> dict[str, Any]:
+        self.check_idle("compact")
+        self.busy = "compacting"
+        try:
+            return await compaction.compact(
+                self,
+                instructions=instructions,
+                keep_turns=keep_turns,
+                turn_id=f"a{self.transcript.turn_number}",
+            )
+        finally:
+            self.busy = None
+
+    def compaction_limit(self, provider: Provider) -> int | None:
+        """Prompt tokens above which a turn compacts first; None when turned off."""
+        auto = self.config.auto_compact
+        if auto is False:
+            return None
+        fraction = 0.8 if auto is True else float(auto)
+        return int(provider.context_window * fraction)
 
     def request_interrupt(self) -> None:
         """Fire-and-forget form for ``session/cancel``."""

@@ -37,8 +37,8 @@ from ..providers.base import (
     UsageReport,
 )
 from ..tools.base import ToolContext, ToolOutcome
-from . import updates
-from .errors import ProviderFailed, ToolLoopFailed
+from . import compaction, updates
+from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .ids import new_id, now_iso
 from .loopguard import RepeatedLineDetector
 from .mutations import (
@@ -216,10 +216,33 @@ class Turn:
             budget=self.budget, tools_off=self._tools_off or self.budget <= 0
         )
 
+    async def _fitting_request(self, provider: Provider) -> ChatRequest:
+        """The next request, compacted first when it passes the session's threshold."""
+        session = self.session
+        request = self._request()
+        used = provider.count_tokens(request)
+        limit = session.compaction_limit(provider)
+        if limit is not None and used > limit:
+            for keep in (2, 1):
+                result = await compaction.compact(
+                    session, instructions=None, keep_turns=keep, turn_id=self.turn_id
+                )
+                if result["summary"]:
+                    break
+            request = self._request()
+            used = provider.count_tokens(request)
+        if used > provider.context_window:
+            raise ContextTooLarge(
+                f"the prompt needs {used} tokens but the model's context holds "
+                f"{provider.context_window}, even after compaction",
+                {"used": used, "size": provider.context_window},
+            )
+        return request
+
     async def _model_call(self) -> _Stream:
         session = self.session
         provider = await session.provider()
-        request = self._request()
+        request = await self._fitting_request(provider)
         stream = _Stream(new_id("msg"))
         self.stream = stream
         session.store.begin_stream(
@@ -563,6 +586,28 @@ class Turn:
         return outcome, "failed" if outcome.is_error else "completed"
 
     # -- aborts -----------------------------------------------------------------------
+
+    def snapshot(self) -> list[Mutation]:
+        """What this turn would leave if interrupted now, for a fork to record. New
+        message ids: the parent may still finish these messages under their own."""
+        out: list[Mutation] = []
+        stream = self.stream
+        if stream is not None:
+            out.append(
+                AssistantTruncated(
+                    self._message(
+                        "assistant",
+                        stream.content(with_calls=False),
+                        model=self.session.config.model,
+                        truncated=True,
+                        error="forked while the answer was streaming",
+                    )
+                )
+            )
+        out.extend(
+            cancelled_results(self.session.transcript, "not finished when forked", self.turn_id)
+        )
+        return out
 
     def _abort(self, reason: str) -> None:
         """Record what an interrupt or failure left behind. Synchronous: it must run

@@ -121,6 +121,8 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     tool_choice: Literal["auto", "none"] = "auto"
+    purpose: Literal["turn", "compaction"] = "turn"
+    """Why the engine asks: a turn's model call, or a compaction summary."""
 
 
 class Provider(Protocol):

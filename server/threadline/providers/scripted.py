@@ -14,6 +14,8 @@ script deterministically. Steps::
     {"error": {"reason": "...", "message": "...", "retryable": false}}
     {"echo": true}                             repeat the last user message as text
 
+A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
+
 The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
 """
 
@@ -90,7 +92,10 @@ class ScriptedProvider:
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         self._calls += 1
         rounds: list[list[dict[str, Any]]] = self._script.get("rounds") or [[]]
-        steps = rounds[min(_round_index(request), len(rounds) - 1)]
+        if request.purpose == "compaction":
+            steps = self._script.get("summary") or [{"text": "Summary of the conversation."}]
+        else:
+            steps = rounds[min(_round_index(request), len(rounds) - 1)]
         finish: FinishReason = "stop"
         produced = 0
         for i, step in enumerate(steps):

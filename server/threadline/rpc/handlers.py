@@ -68,6 +68,14 @@ def session_set_config_option(server: ThreadlineServer, params: dict[str, Any]) 
     return server.engine.set_config_option(pm.SetConfigOptionParams.model_validate(params))
 
 
+def session_fork(server: ThreadlineServer, params: dict[str, Any]) -> Any:
+    return server.engine.fork(pm.ForkParams.model_validate(params))
+
+
+async def session_compact(server: ThreadlineServer, params: dict[str, Any]) -> Any:
+    return await server.engine.compact(pm.CompactParams.model_validate(params))
+
+
 def session_cancel(server: ThreadlineServer, params: dict[str, Any]) -> None:
     server.engine.cancel(pm.SessionRef.model_validate(params).session_id)
 
@@ -85,6 +93,8 @@ HANDLERS: dict[str, Handler] = {
     "session/close": session_close,
     "session/delete": session_delete,
     "session/set_config_option": session_set_config_option,
+    "session/fork": session_fork,
+    "session/compact": session_compact,
 }
 
 NOTIFICATIONS: dict[str, NotificationHandler] = {

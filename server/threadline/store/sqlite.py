@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER NOT NULL,
     ordinal INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, ordinal);
 CREATE TABLE IF NOT EXISTS inflight(
     session_id TEXT PRIMARY KEY,
     message_id TEXT NOT NULL,
@@ -321,6 +322,25 @@ class EventStore:
                 return origin, seq, ordinal
             row = self.get_session(sid, include_deleted=True)
             if row is None or row.base_id is None:
+                return None
+            sid, limit = row.base_id, row.base_seq
+        return None
+
+    def last_message_id(self, session_id: str) -> str | None:
+        """The newest message visible in a session (its own, else its base's prefix)."""
+        sid: str | None = session_id
+        limit: int | None = None
+        while sid is not None:
+            sql = "SELECT message_id FROM messages WHERE session_id=?"
+            args: list[Any] = [sid]
+            if limit is not None:
+                sql += " AND seq<=?"
+                args.append(limit)
+            r = self._db.execute(sql + " ORDER BY ordinal DESC LIMIT 1", args).fetchone()
+            if r is not None:
+                return str(r[0])
+            row = self.get_session(sid, include_deleted=True)
+            if row is None:
                 return None
             sid, limit = row.base_id, row.base_seq
         return None

@@ -1,0 +1,182 @@
+"""Compaction: the session's own model writes a handoff summary of older history.
+
+The last ``keep_turns`` turns and the original task message stay verbatim; older
+tool results are shown to the summariser through their ``compactSummary`` when a tool
+gave one. The result is one ``ContextSummary`` mutation, so a compaction that fails
+changes nothing, and ``session/history`` still shows every message (the replaced
+ones marked ``compacted``).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..providers.base import (
+    ChatMessage,
+    ChatRequest,
+    ProviderError,
+    TextDelta,
+)
+from . import updates
+from .compiler import render_block
+from .errors import ProviderFailed
+from .ids import new_id, now_iso
+from .mutations import ContextSummary, Msg
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = logging.getLogger(__name__)
+
+SUMMARY_MAX_TOKENS = 600
+TOOL_RESULT_CHARS = 800
+TRANSCRIPT_CHARS = 24_000
+
+SUMMARY_PROMPT = """You are handing this conversation over to another assistant who \
+will continue it without seeing the messages below. Write a concise handoff summary \
+with these headings:
+Goal:
+Constraints and decisions:
+Progress:
+Files and facts touched:
+Open questions:
+Next step:
+Keep exact names, paths, numbers and identifiers. Write only the summary."""
+
+
+class CompactionFailed(ProviderFailed):
+    """The summary could not be written; the transcript is unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Which working messages are summarised and which stay verbatim."""
+
+    summarize: list[Msg]
+    keep_ids: tuple[str, ...]
+    up_to_message_id: str
+
+
+def plan(working: list[Msg], keep_turns: int, task_id: str | None) -> Plan | None:
+    """Cut at a turn start so a tool call is never separated from its result."""
+    starts = [i for i, m in enumerate(working) if m["role"] == "user"]
+    if keep_turns > 0:
+        if len(starts) <= keep_turns:
+            return None
+        cut = starts[-keep_turns]
+    else:
+        cut = len(working)
+    older = working[:cut]
+    keep = tuple(m["messageId"] for m in older if m["messageId"] == task_id)
+    summarize = [m for m in older if m["messageId"] not in keep]
+    if not summarize:
+        return None
+    return Plan(summarize, keep, older[-1]["messageId"])
+
+
+def render_for_summary(messages: list[Msg]) -> str:
+    lines: list[str] = []
+    for m in messages:
+        role = m["role"]
+        for b in m["content"]:
+            t = b.get("type")
+            if t == "tool_use":
+                lines.append(f"[assistant called {b['name']} with {b.get('input')}]")
+            elif t == "tool_result":
+                body = b.get("compactSummary") or "\n".join(
+                    render_block(c) for c in b.get("content", [])
+                )
+                if len(body) > TOOL_RESULT_CHARS:
+                    body = body[:TOOL_RESULT_CHARS] + " …[cut]"
+                lines.append(f"[result of {b.get('toolName') or 'tool'}]: {body}")
+            elif t == "summary":
+                lines.append(f"[earlier summary]: {b.get('text', '')}")
+            elif t in ("text", "resource", "resource_link"):
+                text = render_block(b)
+                if text:
+                    lines.append(f"{role}: {text}")
+    text = "\n".join(lines)
+    if len(text) > TRANSCRIPT_CHARS:
+        # keep the start (the task) and the most recent part
+        half = TRANSCRIPT_CHARS // 2
+        text = text[:half] + "\n…[middle cut]…\n" + text[-half:]
+    return text
+
+
+def summary_request(rendered: str, instructions: str | None) -> ChatRequest:
+    ask = SUMMARY_PROMPT
+    if instructions:
+        ask += f"\nAlso follow these instructions: {instructions}"
+    return ChatRequest(
+        messages=[
+            ChatMessage("system", ask),
+            ChatMessage("user", f"Conversation to summarise:\n\n{rendered}\n\nWrite the summary."),
+        ],
+        max_tokens=SUMMARY_MAX_TOKENS,
+        tool_choice="none",
+        purpose="compaction",
+    )
+
+
+async def compact(
+    session: Session, *, instructions: str | None, keep_turns: int, turn_id: str
+) -> dict[str, Any]:
+    """Summarise and commit one checkpoint; progress goes out as ``compaction_update``."""
+    transcript = session.transcript
+    provider = await session.provider()
+    compaction_id = new_id("cmp")
+    tokens_before = provider.count_tokens(
+        session.compile_request(budget=session.config.tool_budget)
+    )
+    messages_before = len(transcript.working())
+    task_id = next((m["messageId"] for m in transcript.messages if m["role"] == "user"), None)
+    cut = plan(transcript.working(), keep_turns, task_id)
+    if cut is None:
+        return {
+            "summary": "",
+            "tokensBefore": tokens_before,
+            "tokensAfter": tokens_before,
+            "messagesBefore": messages_before,
+            "messagesAfter": messages_before,
+        }
+    session.announce(updates.compaction(compaction_id, "in_progress"))
+    try:
+        request = summary_request(render_for_summary(cut.summarize), instructions)
+        parts: list[str] = []
+        async with aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                elif isinstance(event, ProviderError):
+                    raise CompactionFailed(
+                        f"compaction failed: {event.message}",
+                        {"reason": event.reason, "retryable": event.retryable},
+                    )
+        text = "".join(parts).strip()
+        if not text:
+            raise CompactionFailed("compaction failed: the model wrote an empty summary")
+    except BaseException as exc:
+        status = "failed" if isinstance(exc, Exception) else "cancelled"
+        session.announce(updates.compaction(compaction_id, status, message=str(exc) or None))
+        raise
+    message: Msg = {
+        "messageId": new_id("msg"),
+        "turnId": turn_id,
+        "role": "assistant",
+        "content": [{"type": "summary", "text": text}],
+        "createdAt": now_iso(),
+        "model": session.config.model,
+    }
+    session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
+    tokens_after = provider.count_tokens(session.compile_request(budget=session.config.tool_budget))
+    session.announce(updates.compaction(compaction_id, "completed", summary=text))
+    return {
+        "summary": text,
+        "tokensBefore": tokens_before,
+        "tokensAfter": tokens_after,
+        "messagesBefore": messages_before,
+        "messagesAfter": len(transcript.working()),
+    }
