@@ -138,6 +138,8 @@ class ToolDefinition(WireModel):
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     parallelizable: bool = True
     needs_approval: bool = False
+    timeout: float = Field(default=120.0, gt=0, le=3600)
+    """Seconds the client gets to answer ``tool/call`` before the call fails."""
 
 
 class ThreadlineSessionOptions(StrictWireModel):
@@ -150,6 +152,9 @@ class ThreadlineSessionOptions(StrictWireModel):
     tool_budget: int = Field(default=25, ge=0, le=10_000)
     auto_compact: bool | float = True
     strict_tools: bool = False
+    builtin_tools: bool | list[str] = True
+    """Server-side tools: workspace (read_file, list_directory, search_text, write_file
+    when the client can write) and memory (remember, forget); True, False or names."""
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
 

@@ -21,6 +21,7 @@ async def ask(
     *,
     model: str | None = None,
     session_id: str | None = None,
+    tools: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
@@ -29,7 +30,10 @@ async def ask(
     try:
         await client.initialize()
         if session_id is None:
-            opts: dict[str, Any] = {"model": model} if model else {}
+            # A one-shot question needs no workspace tools unless asked for.
+            opts: dict[str, Any] = {"builtinTools": tools}
+            if model:
+                opts["model"] = model
             session_id = await client.new_session(**opts)
         else:
             await client.request("session/resume", {"sessionId": session_id, "cwd": os.getcwd()})

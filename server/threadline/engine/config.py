@@ -15,6 +15,7 @@ class SessionConfig:
     tool_budget: int = 25
     auto_compact: bool | float = True
     strict_tools: bool = False
+    builtin_tools: bool | list[str] = True
     max_tokens: int | None = None
     temperature: float | None = None
     roots: list[str] = field(default_factory=list)

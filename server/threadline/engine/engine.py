@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import anyio
@@ -158,6 +159,9 @@ class Engine:
             async with anyio.create_task_group() as tg:
                 for s in running:
                     tg.start_soon(s.interrupt)
+        async with anyio.create_task_group() as tg:
+            for s in self.sessions.values():
+                tg.start_soon(s.toolset.aclose)
         await self.providers.aclose()
 
     # -- sessions ---------------------------------------------------------------------
@@ -189,7 +193,11 @@ class Engine:
         except UnknownModel as exc:
             raise InvalidParams(str(exc), {"model": model}) from exc
 
-    def new_session(self, params: pm.NewSessionParams) -> dict[str, Any]:
+    def new_session(
+        self, params: pm.NewSessionParams
+    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """Synchronous (so a pipelined prompt finds the session), unless MCP servers
+        must start: then the result comes from the returned awaitable."""
         opts = params.threadline()
         names = [t.name for t in opts.tools] + [t.name for t in opts.exit_tools]
         if len(set(names)) != len(names):
@@ -202,6 +210,7 @@ class Engine:
             tool_budget=opts.tool_budget,
             auto_compact=opts.auto_compact,
             strict_tools=opts.strict_tools,
+            builtin_tools=opts.builtin_tools,
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
         )
@@ -212,7 +221,20 @@ class Engine:
         asyncio.get_running_loop().call_soon(
             session.announce, updates.available_commands(SLASH_COMMANDS)
         )
-        return {"sessionId": session_id, **self._model_options(config.model)}
+        result = {"sessionId": session_id, **self._model_options(config.model)}
+        if not params.mcp_servers:
+            return result
+        return self._with_mcp(session, params.mcp_servers, result)
+
+    async def _with_mcp(
+        self, session: Session, servers: Sequence[pm.McpServer], result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Start the session's MCP servers; one that fails is reported, not fatal."""
+        await session.toolset.add_mcp_servers([s.wire() for s in servers])
+        failures = session.toolset.failures
+        if failures:
+            result.setdefault("_meta", {})["threadline"] = {"mcpFailures": failures}
+        return result
 
     async def prompt(self, params: pm.PromptParams) -> dict[str, Any]:
         session = self.get(params.session_id)
@@ -307,13 +329,13 @@ class Engine:
     def history(self, session_id: str) -> dict[str, Any]:
         return {"messages": self.get(session_id).transcript.history()}
 
-    def load(self, params: pm.LoadSessionParams) -> dict[str, Any]:
+    def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
         for message in session.transcript.history():
             self._replay(session, message)
         session.announce(updates.available_commands(SLASH_COMMANDS))
-        return {}
+        return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
 
     def _replay(self, session: Session, message: dict[str, Any]) -> None:
         mid, turn, role = message["messageId"], message["turnId"], message["role"]
@@ -360,9 +382,9 @@ class Engine:
                     )
                 )
 
-    def resume(self, params: pm.LoadSessionParams) -> dict[str, Any]:
-        self.get(params.session_id)
-        return {}
+    def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        session = self.get(params.session_id)
+        return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
 
     def list_sessions(self, params: pm.ListSessionsParams) -> dict[str, Any]:
         rows = self.store.list_sessions(params.cwd, params.cursor, LIST_PAGE + 1)
@@ -391,12 +413,14 @@ class Engine:
     async def close(self, session_id: str) -> None:
         session = self.get(session_id)
         await session.interrupt()
+        await session.toolset.aclose()
         self.sessions.pop(session_id, None)
 
     async def delete(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
         if session is not None:
             await session.interrupt()
+            await session.toolset.aclose()
             self.sessions.pop(session_id, None)
         elif self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)

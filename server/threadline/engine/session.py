@@ -8,14 +8,15 @@ theirs concurrently.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..providers.base import ChatRequest, Provider
 from ..store.sqlite import EventStore, SessionRow
-from ..tools.client import ClientTool
+from ..tools.base import Tool
+from ..tools.factory import SessionTools, build_registry
+from ..tools.memory import ForgetTool, RememberTool
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import compaction, updates
@@ -64,7 +65,6 @@ class Session:
         store: EventStore,
         providers: ProviderRegistry,
         link: ClientLink,
-        tool_factory: Callable[[Session], ToolRegistry] | None = None,
     ) -> None:
         self.id = row.id
         self.row = row
@@ -78,10 +78,24 @@ class Session:
         self.turn: Turn | None = None
         self.busy: str | None = None
         self.permissions = PermissionBroker()
-        self.tools = (
-            tool_factory(self)
-            if tool_factory
-            else ToolRegistry([ClientTool(d) for d in self.config.tools], self.config.exit_tools)
+        self.toolset = SessionTools(self._registry(), cwd=self.cwd)
+        self.tools: ToolRegistry = self.toolset.registry
+
+    def _registry(self) -> ToolRegistry:
+        builtin = self.config.builtin_tools
+        names = None if isinstance(builtin, bool) else set(builtin)
+        enabled = builtin is True or bool(names)
+        memory: list[Tool] = []
+        if enabled and (names is None or "remember" in names):
+            memory.append(RememberTool(self.commit))
+        if enabled and (names is None or "forget" in names):
+            memory.append(ForgetTool(self.commit, lambda: self.transcript.experiences))
+        return build_registry(
+            tools=self.config.tools,
+            exit_tools=self.config.exit_tools,
+            client_capabilities=self.link.client_capabilities(),
+            builtin=builtin,
+            extra_tools=memory,
         )
 
     # -- state ------------------------------------------------------------------------

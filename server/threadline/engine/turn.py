@@ -150,6 +150,7 @@ class Turn:
         self.last_message_id: str | None = None
         self._seen_calls: set[str] = set()
         self._tools_off = False
+        self._offered_tools = True
 
     # -- committing -------------------------------------------------------------------
 
@@ -212,9 +213,8 @@ class Turn:
     # -- model calls --------------------------------------------------------------------
 
     def _request(self) -> ChatRequest:
-        return self.session.compile_request(
-            budget=self.budget, tools_off=self._tools_off or self.budget <= 0
-        )
+        self._offered_tools = not (self._tools_off or self.budget <= 0)
+        return self.session.compile_request(budget=self.budget, tools_off=not self._offered_tools)
 
     async def _fitting_request(self, provider: Provider) -> ChatRequest:
         """The next request, compacted first when it passes the session's threshold."""
@@ -431,6 +431,20 @@ class Turn:
             )
         if not part.normal:
             return STOP_REASONS.get(stream.finish, "end_turn") if part.exits else "end_turn"
+        if not self._offered_tools:
+            # Offered no tools and still called one: answer the calls, end the turn
+            # rather than go round again (small models loop here otherwise).
+            for call in part.normal:
+                self._commit(
+                    ToolResult(
+                        self._tool_result(
+                            call,
+                            ToolOutcome.text("not run: no tools were available", is_error=True),
+                            status="cancelled",
+                        )
+                    )
+                )
+            return "end_turn"
         # A model that repeats an identical call gets no tools on its next round,
         # so it has to answer from the results it already has.
         fresh: list[ToolCallFinal] = []

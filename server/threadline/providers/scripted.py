@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -92,6 +92,7 @@ class ScriptedProvider:
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         self._calls += 1
         rounds: list[list[dict[str, Any]]] = self._script.get("rounds") or [[]]
+        steps: list[dict[str, Any]]
         if request.purpose == "compaction":
             steps = self._script.get("summary") or [{"text": "Summary of the conversation."}]
         else:
@@ -145,7 +146,7 @@ class ScriptedProvider:
                     produced += 1
                     yield TextDelta(word + " ")
             elif "finish" in step:
-                finish = step["finish"]
+                finish = cast(FinishReason, step["finish"])
         if not any("usage" in s for s in steps):
             yield UsageReport(input_tokens=rough_token_count(request), output_tokens=produced)
         yield Done(finish)

@@ -249,12 +249,22 @@ class ThreadlineServer(JsonRPCServer):
         self._tasks[msg_id] = task
 
     def _answer(self, msg_id: Any, call: Callable[[], Any]) -> None:
+        """Run a synchronous handler inline. One that still has slow work to do (say,
+        starting MCP servers) returns an awaitable, which is finished in a task."""
         try:
             result = call()
         except Exception as exc:
             self._send_exception(msg_id, exc)
-        else:
-            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return
+        if inspect.isawaitable(result):
+            awaitable = result
+
+            async def finish(server: ThreadlineServer, params: dict[str, Any]) -> Any:
+                return await awaitable
+
+            self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, finish, {}))
+            return
+        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def _send_exception(self, msg_id: Any, exc: Exception) -> None:
         if isinstance(exc, ValidationError):

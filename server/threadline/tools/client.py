@@ -16,7 +16,7 @@ class ClientTool:
         self.parameters: dict[str, Any] = definition.get("inputSchema") or {"type": "object"}
         self.parallelizable: bool = bool(definition.get("parallelizable", True))
         self.needs_permission: bool = bool(definition.get("needsApproval", False))
-        self.timeout = timeout
+        self.timeout = float(definition.get("timeout", timeout))
 
     def title(self, arguments: dict[str, Any]) -> str:
         return self.name

@@ -1,0 +1,88 @@
+"""Built-in ``remember``/``forget`` tools: durable experiences that survive compaction.
+
+They commit ``ExperienceRemember``/``ExperienceForget`` mutations; the compiler puts
+the remembered facts in the system context of every later request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.ids import new_id
+from ..engine.mutations import ExperienceForget, ExperienceRemember, Mutation
+from .base import ToolContext, ToolKind, ToolOutcome
+
+Commit = Callable[[list[Mutation]], None]
+Experiences = Callable[[], dict[str, str]]
+
+MAX_FACT = 500
+
+
+class RememberTool:
+    name = "remember"
+    description = (
+        "Store a short fact (a decision, a preference, a path) that must survive when "
+        "older messages are summarised. Returns the fact's id."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "the fact, one sentence"}},
+        "required": ["text"],
+    }
+    kind: ToolKind = "think"
+    parallelizable = False
+    needs_permission = False
+    timeout = 5.0
+
+    def __init__(self, commit: Commit) -> None:
+        self._commit = commit
+
+    def title(self, arguments: dict[str, Any]) -> str:
+        return "Remember: " + str(arguments.get("text", ""))[:60]
+
+    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        return []
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        text = " ".join(str(arguments.get("text", "")).split())
+        if not text:
+            return ToolOutcome.text("nothing to remember: text is empty", is_error=True)
+        if len(text) > MAX_FACT:
+            return ToolOutcome.text(
+                f"too long: keep a fact under {MAX_FACT} characters", is_error=True
+            )
+        experience_id = new_id("exp")
+        self._commit([ExperienceRemember(experience_id, text)])
+        return ToolOutcome.text(f"remembered as {experience_id}")
+
+
+class ForgetTool:
+    name = "forget"
+    description = "Drop a fact stored with remember, by its id."
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"id": {"type": "string", "description": "the id remember returned"}},
+        "required": ["id"],
+    }
+    kind: ToolKind = "think"
+    parallelizable = False
+    needs_permission = False
+    timeout = 5.0
+
+    def __init__(self, commit: Commit, experiences: Experiences) -> None:
+        self._commit = commit
+        self._experiences = experiences
+
+    def title(self, arguments: dict[str, Any]) -> str:
+        return f"Forget {arguments.get('id', '')}"
+
+    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        return []
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        experience_id = str(arguments.get("id", ""))
+        if experience_id not in self._experiences():
+            return ToolOutcome.text(f"no remembered fact with id {experience_id!r}", is_error=True)
+        self._commit([ExperienceForget(experience_id)])
+        return ToolOutcome.text(f"forgot {experience_id}")

@@ -1,0 +1,146 @@
+"""Test doubles for the client side of the tools, and workspace fixtures.
+
+:class:`FakeEditor` implements the engine's ``ClientLink`` protocol the way an ACP
+editor answers: ``fs/read_text_file`` serves open (unsaved) buffers before the disk
+and honours ``line``/``limit``, ``fs/write_text_file`` writes the disk, and
+``session/request_permission`` answers with a chosen option. It records every
+request so tests can check what reached the client, and what did not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from threadline.tools.base import ToolContext
+
+ECHO_SERVER = str(Path(__file__).with_name("mcp_echo_server.py"))
+
+
+def echo_server_entry(name: str = "echo", **env: str) -> dict[str, Any]:
+    """An ACP ``mcpServers`` stdio entry for the test MCP server."""
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [ECHO_SERVER],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+    }
+
+
+class FakeEditor:
+    def __init__(self, *, read: bool = False, write: bool = False) -> None:
+        self.caps: dict[str, Any] = {
+            "fs": {"readTextFile": read, "writeTextFile": write},
+            "terminal": False,
+        }
+        self.buffers: dict[str, str] = {}
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.updates: list[tuple[str, dict[str, Any]]] = []
+        self.permission = "allow_once"
+        self.ignore_limit = False
+
+    def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.updates.append((session_id, update))
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.caps
+
+    def methods(self) -> list[str]:
+        return [m for m, _ in self.requests]
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        self.requests.append((method, params))
+        if method == "fs/read_text_file":
+            return self._read(params)
+        if method == "fs/write_text_file":
+            return self._write(params)
+        if method == "session/request_permission":
+            return {"outcome": {"outcome": "selected", "optionId": self.permission}}
+        raise RuntimeError(f"method not found: {method}")
+
+    def _write(self, params: dict[str, Any]) -> dict[str, Any]:
+        path = Path(params["path"])
+        assert path.is_absolute()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(params["content"])
+        self.buffers.pop(str(path), None)
+        return {}
+
+    def _read(self, params: dict[str, Any]) -> dict[str, Any]:
+        path = params["path"]
+        assert os.path.isabs(path)
+        if path in self.buffers:
+            text = self.buffers[path]
+        else:
+            try:
+                text = Path(path).read_text()
+            except FileNotFoundError:
+                raise RuntimeError(f"file not found: {path}") from None
+        lines = text.splitlines(keepends=True)
+        start = (params.get("line") or 1) - 1
+        limit = params.get("limit")
+        end = None if limit is None or self.ignore_limit else start + limit
+        return {"content": "".join(lines[start:end])}
+
+
+def make_ctx(cwd: Path, link: Any, roots: tuple[str, ...] = ()) -> ToolContext:
+    return ToolContext("sess_test", "call_test", str(cwd), roots, link)
+
+
+def build_workspace(tmp: Path) -> tuple[Path, Path]:
+    """A workspace with files, a .git folder, and symlinks that stay in or lead out.
+
+    Returns ``(workspace, outside)``; ``outside/secret.txt`` holds ``TOP SECRET``."""
+    ws = tmp / "ws"
+    outside = tmp / "outside"
+    (ws / "src" / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET\n")
+    (ws / "src" / "a.py").write_text("import os\n\ndef hello():\n    return 'hello'\n")
+    (ws / "src" / "pkg" / "b.py").write_text("def Hello():\n    return hello()  # hello\n")
+    (ws / "README.md").write_text("# Demo\nSay hello.\n")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("hello from git internals\n")
+    (ws / "link_out").symlink_to(outside, target_is_directory=True)
+    (ws / "secret_link").symlink_to(outside / "secret.txt")
+    (ws / "link_in").symlink_to(ws / "src", target_is_directory=True)
+    (ws / "readme_link").symlink_to("README.md")
+    return ws, outside
+
+
+def escape_corpus(ws: Path, outside: Path) -> list[object]:
+    """Paths every file tool must refuse: climbing, absolute, symlinks out, tricks."""
+    secret = outside / "secret.txt"
+    return [
+        "../outside/secret.txt",
+        "src/../../outside/secret.txt",
+        "src/pkg/../../../outside",
+        "..",
+        "/etc/passwd",
+        str(secret),
+        str(outside),
+        "//etc/passwd",
+        "file:///etc/passwd",
+        "file://" + str(ws) + "/%2e%2e/outside/secret.txt",
+        "file://evil.example/" + str(ws) + "/README.md",
+        "link_out/secret.txt",
+        "link_out",
+        "secret_link",
+        "link_in/../../outside/secret.txt",
+        "src/\x00.py",
+        "src/" + "a" * 5000,
+        "x" * 300,
+        "src/\u202etxt.py",
+        "src\u200b/a.py",
+        "\uff0e\uff0e\uff0foutside/secret.txt",
+        "\uff0e\uff0e/outside/secret.txt",
+        "\u2025/outside/secret.txt",
+        "src\u2215..\u2215..\u2215outside",
+        "..\\outside\\secret.txt",
+        "src/a.py\nmore",
+        "src/\ud800.py",
+        123,
+        ["src/a.py"],
+    ]
