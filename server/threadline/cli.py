@@ -16,9 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ask.add_argument("prompt", nargs="+")
     p_ask.add_argument("--model", help="model id, e.g. local:smollm2-135m")
     p_ask.add_argument("--session", help="continue this session instead of starting one")
-    p_ask.add_argument(
-        "--tools", action="store_true", help="let the model use the workspace tools"
-    )
+    p_ask.add_argument("--tools", action="store_true", help="let the model use the workspace tools")
     sub.add_parser("sessions", help="list stored sessions")
     p_hist = sub.add_parser("history", help="print a session's transcript")
     p_hist.add_argument("session")
@@ -36,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ask":
             return asyncio.run(
                 ask.ask(
-                    " ".join(args.prompt), model=args.model, session_id=args.session, tools=args.tools
+                    " ".join(args.prompt),
+                    model=args.model,
+                    session_id=args.session,
+                    tools=args.tools,
                 )
             )
         if args.command == "sessions":
