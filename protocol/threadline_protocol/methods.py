@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator
 from .base import StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
+from .updates import SessionNotification, ToolCallLocation
 
 PROTOCOL_VERSION = 1
 """ACP protocol version spoken."""
@@ -315,6 +316,55 @@ class PermissionOption(WireModel):
     kind: Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
 
+class PermissionToolCall(WireModel):
+    """ACP ``ToolCallUpdate`` as it appears in a permission request."""
+
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    raw_input: Any = None
+    locations: list[ToolCallLocation] | None = None
+
+
+class RequestPermissionParams(WireModel):
+    session_id: str
+    tool_call: PermissionToolCall
+    options: list[PermissionOption]
+
+
+class PermissionSelected(WireModel):
+    outcome: Literal["selected"] = "selected"
+    option_id: str
+
+
+class PermissionCancelled(WireModel):
+    outcome: Literal["cancelled"] = "cancelled"
+
+
+class RequestPermissionResult(WireModel):
+    outcome: PermissionSelected | PermissionCancelled = Field(discriminator="outcome")
+
+
+class ReadTextFileParams(WireModel):
+    """ACP ``fs/read_text_file``: ``line`` is 1-based, ``limit`` a number of lines."""
+
+    session_id: str
+    path: str
+    line: int | None = None
+    limit: int | None = None
+
+
+class ReadTextFileResult(WireModel):
+    content: str
+
+
+class WriteTextFileParams(WireModel):
+    session_id: str
+    path: str
+    content: str
+
+
 class ToolCallCall(WireModel):
     """A client-defined tool call (``tool/call``)."""
 
@@ -385,7 +435,7 @@ METHODS: dict[str, MethodSpec] = {
         ),
         _m(
             "session/update",
-            None,
+            SessionNotification,
             None,
             "Streamed session updates.",
             kind="notification",
@@ -393,9 +443,23 @@ METHODS: dict[str, MethodSpec] = {
         ),
         _m(
             "session/request_permission",
-            None,
-            None,
+            RequestPermissionParams,
+            RequestPermissionResult,
             "Ask the user before a tool runs.",
+            direction="server_to_client",
+        ),
+        _m(
+            "fs/read_text_file",
+            ReadTextFileParams,
+            ReadTextFileResult,
+            "Read a file as the editor has it (unsaved text included).",
+            direction="server_to_client",
+        ),
+        _m(
+            "fs/write_text_file",
+            WriteTextFileParams,
+            EmptyResult,
+            "Write a file through the editor.",
             direction="server_to_client",
         ),
         _m(

@@ -17,7 +17,13 @@ from pydantic.json_schema import models_json_schema
 
 from .errors import ErrorCode, ProviderErrorData, ToolLoopErrorData
 from .messages import Message
-from .methods import METHODS, PROTOCOL_VERSION, THREADLINE_PROTOCOL_VERSION
+from .methods import (
+    METHODS,
+    PROTOCOL_VERSION,
+    THREADLINE_PROTOCOL_VERSION,
+    ThreadlineSessionOptions,
+    ToolDefinition,
+)
 from .updates import SessionNotification
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.json"
@@ -29,6 +35,8 @@ def build_schema() -> dict[str, Any]:
         SessionNotification,
         ProviderErrorData,
         ToolLoopErrorData,
+        ThreadlineSessionOptions,
+        ToolDefinition,
     ]
     for spec in METHODS.values():
         for m in (spec.params, spec.result):

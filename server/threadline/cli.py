@@ -7,6 +7,8 @@ import argparse
 import asyncio
 import sys
 
+from . import models_cmd
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="threadline", description=__doc__)
@@ -18,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     p_ask.add_argument("--session", help="continue this session instead of starting one")
     p_ask.add_argument("--tools", action="store_true", help="let the model use the workspace tools")
     sub.add_parser("sessions", help="list stored sessions")
+    models_cmd.add_arguments(
+        sub.add_parser("models", help="list configured models and whether each is reachable")
+    )
     p_hist = sub.add_parser("history", help="print a session's transcript")
     p_hist.add_argument("session")
     args = parser.parse_args(argv)
@@ -28,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         code = serve()
         sys.stderr.flush()
         return code
+    if args.command == "models":
+        return models_cmd.main(args)
     from threadline_client import ask
 
     try:

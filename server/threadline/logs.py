@@ -26,5 +26,5 @@ def setup_logging(settings: Settings) -> None:
         os.umask(old)
     fh.setFormatter(fmt)
     root.addHandler(fh)
-    for noisy in ("pygls", "httpx", "httpcore", "openai", "anthropic"):
+    for noisy in ("pygls", "httpx", "httpx2", "httpcore", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -309,3 +309,25 @@ async def test_remember_survives_compaction(sidecar: SidecarClient) -> None:
     await sidecar.call("session/compact", {"sessionId": sid, "keepTurns": 1})
     results = blocks(await history(sidecar, sid), "tool_result")
     assert results[0]["content"][0]["text"].startswith("remembered as exp_")
+
+
+async def test_invalid_arguments_get_ephemeral_feedback_not_history(sidecar: SidecarClient) -> None:
+    strict_weather = {**WEATHER, "inputSchema": {**WEATHER["inputSchema"], "required": ["city"]}}
+    model = scripted([call("get_weather", town="Paris")], [{"echo": True}])
+    sid = await new(sidecar, model, tools=[strict_weather])
+    assert (await sidecar.prompt(sid, "weather?"))["stopReason"] == "end_turn"
+    assert not [r for m, r in sidecar.server_requests if m == "tool/call"], "never run"
+    answer = sidecar.text_of(sid)
+    assert "'city' is a required property" in answer, "the model saw the feedback"
+    ephemeral = [
+        u["update"]
+        for u in sidecar.updates
+        if u["update"].get("_meta", {}).get("threadline", {}).get("ephemeral")
+    ]
+    assert ephemeral and ephemeral[0]["sessionUpdate"] == "user_message_chunk"
+    msgs = await history(sidecar, sid)
+    assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert "invalid arguments" in blocks(msgs, "tool_result")[0]["content"][0]["text"]
+    assert all(
+        "required property" not in json.dumps(m["content"]) for m in msgs if m["role"] == "user"
+    )

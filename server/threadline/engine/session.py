@@ -8,11 +8,12 @@ theirs concurrently.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..providers.base import ChatRequest, Provider
+from ..providers.base import ChatMessage, ChatRequest, Provider
 from ..store.sqlite import EventStore, SessionRow
 from ..tools.base import Tool
 from ..tools.factory import SessionTools, build_registry
@@ -141,9 +142,12 @@ class Session:
     async def provider(self) -> Provider:
         return await self.providers.get(self.config.model)
 
-    def compile_request(self, *, budget: int, tools_off: bool = False) -> ChatRequest:
+    def compile_request(
+        self, *, budget: int, tools_off: bool = False, ephemeral: Sequence[ChatMessage] = ()
+    ) -> ChatRequest:
         registry = self.tools
         return compile_request(
+            ephemeral=ephemeral,
             system_prompt=self.config.system_prompt,
             experiences=self.transcript.experiences,
             working=self.transcript.working(),

@@ -24,6 +24,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..providers.base import (
+    ChatMessage,
     ChatRequest,
     Done,
     Provider,
@@ -37,6 +38,7 @@ from ..providers.base import (
     UsageReport,
 )
 from ..tools.base import ToolContext, ToolOutcome
+from ..tools.schema import argument_problem
 from . import compaction, updates
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .ids import new_id, now_iso
@@ -151,6 +153,7 @@ class Turn:
         self._seen_calls: set[str] = set()
         self._tools_off = False
         self._offered_tools = True
+        self._ephemeral: list[ChatMessage] = []
 
     # -- committing -------------------------------------------------------------------
 
@@ -214,7 +217,23 @@ class Turn:
 
     def _request(self) -> ChatRequest:
         self._offered_tools = not (self._tools_off or self.budget <= 0)
-        return self.session.compile_request(budget=self.budget, tools_off=not self._offered_tools)
+        return self.session.compile_request(
+            budget=self.budget, tools_off=not self._offered_tools, ephemeral=self._ephemeral
+        )
+
+    def _say_once(self, text: str) -> None:
+        """Tell the model something for its next request only: observers see it, the
+        history never does (a persistence flag, not a visibility flag)."""
+        self._ephemeral.append(ChatMessage("user", text, ephemeral=True))
+        self.session.announce(
+            updates.content_chunk(
+                "user_message_chunk",
+                new_id("eph"),
+                f"u{self.number}",
+                {"type": "text", "text": text},
+                ephemeral=True,
+            )
+        )
 
     async def _fitting_request(self, provider: Provider) -> ChatRequest:
         """The next request, compacted first when it passes the session's threshold."""
@@ -243,6 +262,7 @@ class Turn:
         session = self.session
         provider = await session.provider()
         request = await self._fitting_request(provider)
+        self._ephemeral = []
         stream = _Stream(new_id("msg"))
         self.stream = stream
         session.store.begin_stream(
@@ -462,10 +482,32 @@ class Turn:
                         )
                     )
                 )
+                if not self._tools_off:
+                    self._say_once(
+                        f"You already called {call.name} with these arguments. No more tool "
+                        "calls in this turn: answer the user now from the results above."
+                    )
                 self._tools_off = True
-            else:
-                self._seen_calls.add(key)
-                fresh.append(call)
+                continue
+            tool = session.tools.get(call.name)
+            problem = argument_problem(tool, call.arguments)
+            if tool is not None and problem is not None:
+                self._commit(
+                    ToolResult(
+                        self._tool_result(
+                            call,
+                            ToolOutcome.text(f"invalid arguments: {problem}", is_error=True),
+                            status="failed",
+                        )
+                    )
+                )
+                self._say_once(
+                    f"Your call to {call.name} was not run: {problem}. Call it again with "
+                    f"arguments that match its schema: {json.dumps(tool.parameters)}"
+                )
+                continue
+            self._seen_calls.add(key)
+            fresh.append(call)
         runnable = fresh[: max(self.budget, 0)]
         skipped = fresh[len(runnable) :]
         await self._run_batches(runnable)

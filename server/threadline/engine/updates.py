@@ -26,13 +26,14 @@ def message_chunk(kind: str, message_id: str, turn_id: str, text: str) -> Update
     }
 
 
-def content_chunk(kind: str, message_id: str, turn_id: str, block: dict[str, Any]) -> Update:
-    return {
-        "sessionUpdate": kind,
-        "messageId": message_id,
-        "content": block,
-        "_meta": _turn_meta(turn_id),
-    }
+def content_chunk(
+    kind: str, message_id: str, turn_id: str, block: dict[str, Any], *, ephemeral: bool = False
+) -> Update:
+    """``ephemeral``: sent to the model for one request only, never in history."""
+    meta = _turn_meta(turn_id)
+    if ephemeral:
+        meta["threadline"]["ephemeral"] = True
+    return {"sessionUpdate": kind, "messageId": message_id, "content": block, "_meta": meta}
 
 
 def tool_call(

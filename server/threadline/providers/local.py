@@ -35,7 +35,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,7 +73,8 @@ DEFAULT_TEMPERATURE = 0.2
 DEFAULT_TOP_P = 0.9
 TOOL_ARGS_MAX_TOKENS = 256
 """Bound on grammar-constrained argument generation (unbounded, one call ran 88 s)."""
-MAX_TOOL_CALLS = 4
+MAX_TOOL_CALLS = 1
+"""Calls per response. More are possible, but a 135M model mostly adds spurious ones."""
 PREFILL_CHUNK = 64
 """Prompt tokens evaluated between cancellation checks (~0.25-0.6 s on 2 cores)."""
 LOCK_POLL_SECONDS = 0.05
@@ -423,7 +424,7 @@ class LocalProvider:
         if jobs:
             await anyio.to_thread.run_sync(join)
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[ProviderEvent, None]:
         try:
             await self._model.load()
         except LocalModelError as e:

@@ -39,6 +39,7 @@ class PermissionBroker:
                 "kind": tool.kind,
                 "status": "pending",
                 "rawInput": call.arguments,
+                "locations": _locations(tool, call, session),
             },
             "options": OPTIONS,
         }
@@ -56,3 +57,14 @@ class PermissionBroker:
         if kind.endswith("always"):
             self._always[tool.name] = allowed
         return allowed
+
+
+def _locations(tool: Tool, call: ToolCallFinal, session: Session) -> list[dict[str, Any]]:
+    """The files the call would touch, so the user sees them before allowing it."""
+    from .base import ToolContext
+
+    ctx = ToolContext(session.id, call.id, session.cwd, tuple(session.config.roots), session.link)
+    try:
+        return tool.locations(call.arguments, ctx)
+    except Exception:
+        return []

@@ -1,0 +1,434 @@
+/**
+ * ThreadlineClient: a typed JSON-RPC connection to a Threadline sidecar.
+ *
+ * vscode-jsonrpc does the wire work (Content-Length framing, id matching, full-duplex
+ * requests, `$/cancelRequest` in both directions); this class adds the protocol's
+ * vocabulary on top: one method per protocol method, `session/update` as typed events,
+ * and slots for the requests the server sends (permission, `tool/call`, `fs/*`). It has
+ * no editor dependency, so VS Code, a CLI or a test can all use it.
+ */
+import type { ChildProcess } from "node:child_process";
+import {
+  CancellationToken,
+  Emitter,
+  ErrorCodes as JsonRpcErrorCodes,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  createMessageConnection,
+  type Disposable,
+  type Logger,
+  type MessageConnection,
+} from "vscode-jsonrpc/node";
+import { spawnServer, waitForExit, type SpawnOptions } from "./spawn";
+import {
+  ACP_PROTOCOL_VERSION,
+  type ClientRequestMethod,
+  type CompactParams,
+  type CompactResult,
+  type ContentBlock,
+  type ForkParams,
+  type ForkResult,
+  type HistoryResult,
+  type InitializeParams,
+  type InitializeResult,
+  type InterruptResult,
+  type ListSessionsParams,
+  type ListSessionsResult,
+  type LoadSessionParams,
+  type NewSessionParams,
+  type NewSessionResult,
+  type PromptResult,
+  type ReadTextFileParams,
+  type ReadTextFileResult,
+  type RequestPermissionParams,
+  type RequestPermissionResult,
+  type SessionNotification,
+  type SessionUpdate,
+  type SessionUpdateKind,
+  type SetConfigOptionParams,
+  type SetConfigOptionResult,
+  type ThreadlineSessionOptions,
+  type ToolCallCall,
+  type ToolCallCallResult,
+  type UpdateOf,
+  type WriteTextFileParams,
+  type WriteTextFileResult,
+  type ParamsOf,
+  type ResultOf,
+} from "./types";
+
+/** Answers one server→client request; `token` fires when the server withdraws it. */
+export type ServerRequestHandler<P, R> = (params: P, token: CancellationToken) => R | Promise<R>;
+
+/** The server→client requests this client can answer, with their shapes. */
+export interface ServerRequests {
+  "session/request_permission": [RequestPermissionParams, RequestPermissionResult];
+  "tool/call": [ToolCallCall, ToolCallCallResult];
+  "fs/read_text_file": [ReadTextFileParams, ReadTextFileResult];
+  "fs/write_text_file": [WriteTextFileParams, WriteTextFileResult];
+}
+export type ServerRequestName = keyof ServerRequests;
+
+const SERVER_REQUESTS: ServerRequestName[] = [
+  "session/request_permission",
+  "tool/call",
+  "fs/read_text_file",
+  "fs/write_text_file",
+];
+
+/** `session/new` params with the Threadline options spelled out instead of `_meta`. */
+export type NewSessionOptions = Omit<NewSessionParams, "mcpServers"> & {
+  mcpServers?: NewSessionParams["mcpServers"];
+  /** Merged into `_meta.threadline`. */
+  threadline?: ThreadlineSessionOptions;
+};
+
+export interface ClientOptions {
+  /** vscode-jsonrpc logger for transport-level problems. Default: silent. */
+  logger?: Logger;
+  /** `clientInfo` sent by `initialize`. */
+  clientInfo?: { name: string; version: string };
+}
+
+const silentLogger: Logger = { error() {}, warn() {}, info() {}, log() {} };
+
+export class ThreadlineClient implements Disposable {
+  readonly connection: MessageConnection;
+  /** The sidecar process when this client spawned it. */
+  readonly process: ChildProcess | undefined;
+  /** The `initialize` answer, once received. */
+  serverInfo: InitializeResult | undefined;
+
+  private readonly updates = new Emitter<SessionNotification>();
+  private readonly closed = new Emitter<void>();
+  private readonly handlers = new Map<ServerRequestName, ServerRequestHandler<never, unknown>>();
+  private readonly clientInfo: { name: string; version: string };
+  private isClosed = false;
+  private disposing: Promise<number | null> | undefined;
+
+  /** Spawn `threadline serve` (or `options.command`) and connect to its stdio. */
+  static spawn(options: SpawnOptions & ClientOptions = {}): ThreadlineClient {
+    const child = spawnServer(options);
+    if (!child.stdout || !child.stdin) throw new Error("server process has no stdio pipes");
+    return new ThreadlineClient(child.stdout, child.stdin, options, child);
+  }
+
+  /** Connect to a server already running behind these streams (socket, pipe, ssh…). */
+  static connect(
+    input: NodeJS.ReadableStream,
+    output: NodeJS.WritableStream,
+    options: ClientOptions = {},
+  ): ThreadlineClient {
+    return new ThreadlineClient(input, output, options);
+  }
+
+  private constructor(
+    input: NodeJS.ReadableStream,
+    output: NodeJS.WritableStream,
+    options: ClientOptions,
+    child?: ChildProcess,
+  ) {
+    this.process = child;
+    this.clientInfo = options.clientInfo ?? { name: "threadline-ts-client", version: "0.1.0" };
+    this.connection = createMessageConnection(
+      new StreamMessageReader(input),
+      new StreamMessageWriter(output),
+      options.logger ?? silentLogger,
+    );
+    this.connection.onNotification("session/update", (params: SessionNotification) => {
+      this.updates.fire(params);
+    });
+    for (const method of SERVER_REQUESTS) {
+      this.connection.onRequest(method, (params: unknown, token: CancellationToken) =>
+        this.dispatch(method, params, token),
+      );
+    }
+    this.connection.onClose(() => this.markClosed());
+    child?.once("exit", () => this.markClosed());
+    // A write to a dead process surfaces as EPIPE on the stream; the pending requests
+    // are rejected by the connection, so the stream error itself needs no rethrow.
+    output.on?.("error", () => this.markClosed());
+    this.connection.listen();
+  }
+
+  // -- events ----------------------------------------------------------------------------
+
+  /** Every `session/update` notification, for all sessions. */
+  onUpdate(listener: (notification: SessionNotification) => void): Disposable {
+    return this.updates.event(listener);
+  }
+
+  /** Updates of one session only. */
+  onSessionUpdate(sessionId: string, listener: (update: SessionUpdate) => void): Disposable {
+    return this.updates.event((n) => {
+      if (n.sessionId === sessionId) listener(n.update);
+    });
+  }
+
+  /** Updates of one kind, narrowed: `onUpdateOf("tool_call", u => u.toolCallId)`. */
+  onUpdateOf<K extends SessionUpdateKind>(
+    kind: K,
+    listener: (update: UpdateOf<K>, sessionId: string) => void,
+  ): Disposable {
+    return this.updates.event((n) => {
+      if (n.update.sessionUpdate === kind) listener(n.update as UpdateOf<K>, n.sessionId);
+    });
+  }
+
+  /** Fires once when the connection or the process goes away. */
+  onClose(listener: () => void): Disposable {
+    return this.closed.event(listener);
+  }
+
+  get isConnected(): boolean {
+    return !this.isClosed;
+  }
+
+  // -- server -> client requests ---------------------------------------------------------
+
+  /**
+   * Answer one kind of server request. Without a handler the server gets
+   * MethodNotFound, which it treats as "not allowed" / a failed tool. Register the `fs/*`
+   * handlers before `initialize` so the capabilities advertise them.
+   */
+  handle<M extends ServerRequestName>(
+    method: M,
+    handler: ServerRequestHandler<ServerRequests[M][0], ServerRequests[M][1]>,
+  ): Disposable {
+    this.handlers.set(method, handler as ServerRequestHandler<never, unknown>);
+    return {
+      dispose: () => {
+        if (this.handlers.get(method) === handler) this.handlers.delete(method);
+      },
+    };
+  }
+
+  onRequestPermission(
+    handler: ServerRequestHandler<RequestPermissionParams, RequestPermissionResult>,
+  ): Disposable {
+    return this.handle("session/request_permission", handler);
+  }
+
+  onToolCall(handler: ServerRequestHandler<ToolCallCall, ToolCallCallResult>): Disposable {
+    return this.handle("tool/call", handler);
+  }
+
+  onReadTextFile(handler: ServerRequestHandler<ReadTextFileParams, ReadTextFileResult>): Disposable {
+    return this.handle("fs/read_text_file", handler);
+  }
+
+  onWriteTextFile(
+    handler: ServerRequestHandler<WriteTextFileParams, WriteTextFileResult>,
+  ): Disposable {
+    return this.handle("fs/write_text_file", handler);
+  }
+
+  private async dispatch(method: ServerRequestName, params: unknown, token: CancellationToken) {
+    const handler = this.handlers.get(method) as ServerRequestHandler<unknown, unknown> | undefined;
+    if (!handler) {
+      return new ResponseError(JsonRpcErrorCodes.MethodNotFound, `client does not handle ${method}`);
+    }
+    try {
+      return await handler(params, token);
+    } catch (err) {
+      if (err instanceof ResponseError) return err;
+      return new ResponseError(
+        JsonRpcErrorCodes.InternalError,
+        err instanceof Error ? err.message : String(err),
+      );
+    }
+  }
+
+  // -- generic access --------------------------------------------------------------------
+
+  /** Any client→server request, typed from the generated method table. */
+  request<M extends ClientRequestMethod>(
+    method: M,
+    params: ParamsOf<M>,
+    token?: CancellationToken,
+  ): Promise<ResultOf<M>> {
+    return this.connection.sendRequest(method, params, token ?? CancellationToken.None);
+  }
+
+  // -- lifecycle -------------------------------------------------------------------------
+
+  /**
+   * The handshake. Capabilities default to what this client can actually do: `fs`
+   * reads/writes are advertised only when a handler for them is registered.
+   */
+  async initialize(
+    params: Partial<InitializeParams> = {},
+    token?: CancellationToken,
+  ): Promise<InitializeResult> {
+    const full: InitializeParams = {
+      protocolVersion: ACP_PROTOCOL_VERSION,
+      clientCapabilities: {
+        fs: {
+          readTextFile: this.handlers.has("fs/read_text_file"),
+          writeTextFile: this.handlers.has("fs/write_text_file"),
+        },
+      },
+      clientInfo: this.clientInfo,
+      ...params,
+    };
+    this.serverInfo = await this.request("initialize", full, token);
+    return this.serverInfo;
+  }
+
+  /** `shutdown`: the server finishes durable writes and answers null. */
+  async shutdown(token?: CancellationToken): Promise<void> {
+    await this.connection.sendRequest("shutdown", token ?? CancellationToken.None);
+  }
+
+  /** `exit` notification: the server process ends. */
+  async exit(): Promise<void> {
+    await this.connection.sendNotification("exit");
+  }
+
+  // -- sessions --------------------------------------------------------------------------
+
+  newSession(options: NewSessionOptions, token?: CancellationToken): Promise<NewSessionResult> {
+    const { threadline, _meta, mcpServers, ...rest } = options;
+    const meta = threadline ? { ...(_meta ?? {}), threadline } : _meta;
+    const params: NewSessionParams = { ...rest, mcpServers: mcpServers ?? [] };
+    if (meta) params._meta = meta;
+    return this.request("session/new", params, token);
+  }
+
+  /**
+   * Run one turn. Updates stream through `onUpdate` while this is pending; it resolves
+   * when the turn has ended (`stopReason: "cancelled"` after an interrupt). Cancelling
+   * `token` sends `$/cancelRequest`; the promise then rejects with -32800.
+   */
+  prompt(
+    sessionId: string,
+    prompt: string | ContentBlock[],
+    token?: CancellationToken,
+  ): Promise<PromptResult> {
+    const blocks: ContentBlock[] =
+      typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
+    return this.request("session/prompt", { sessionId, prompt: blocks }, token);
+  }
+
+  /** Stop the running turn; resolves after it has fully stopped. Idempotent. */
+  interrupt(sessionId: string, token?: CancellationToken): Promise<InterruptResult> {
+    return this.request("session/interrupt", { sessionId }, token);
+  }
+
+  /** ACP's `session/cancel` notification: interrupt without waiting for an answer. */
+  async cancel(sessionId: string): Promise<void> {
+    await this.connection.sendNotification("session/cancel", { sessionId });
+  }
+
+  /** Branch a session at a message (inclusive); the parent is untouched. */
+  fork(params: ForkParams, token?: CancellationToken): Promise<ForkResult> {
+    return this.request("session/fork", params, token);
+  }
+
+  /** Summarise older history; progress arrives as `compaction_update` updates. */
+  compact(params: CompactParams, token?: CancellationToken): Promise<CompactResult> {
+    return this.request("session/compact", params, token);
+  }
+
+  history(sessionId: string, token?: CancellationToken): Promise<HistoryResult> {
+    return this.request("session/history", { sessionId }, token);
+  }
+
+  /** ACP `session/load`: the history is replayed as updates before this resolves. */
+  async load(params: LoadSessionParams, token?: CancellationToken): Promise<void> {
+    await this.request("session/load", { mcpServers: [], ...params }, token);
+  }
+
+  /** Reattach to a stored session without replay. */
+  async resume(params: LoadSessionParams, token?: CancellationToken): Promise<void> {
+    await this.request("session/resume", params, token);
+  }
+
+  list(params: ListSessionsParams = {}, token?: CancellationToken): Promise<ListSessionsResult> {
+    return this.request("session/list", params, token);
+  }
+
+  async close(sessionId: string, token?: CancellationToken): Promise<void> {
+    await this.request("session/close", { sessionId }, token);
+  }
+
+  async delete(sessionId: string, token?: CancellationToken): Promise<void> {
+    await this.request("session/delete", { sessionId }, token);
+  }
+
+  setConfigOption(
+    params: SetConfigOptionParams,
+    token?: CancellationToken,
+  ): Promise<SetConfigOptionResult> {
+    return this.request("session/set_config_option", params, token);
+  }
+
+  /** Switch a session's model (`set_config_option` with `configId: "model"`). */
+  setModel(sessionId: string, model: string, token?: CancellationToken) {
+    return this.setConfigOption({ sessionId, configId: "model", value: model }, token);
+  }
+
+  // -- teardown --------------------------------------------------------------------------
+
+  /**
+   * Graceful stop: `shutdown` + `exit`, wait for the process (killed after
+   * `timeoutMs`), then release the connection. Resolves with the exit code when this
+   * client spawned the process. Safe to call twice.
+   */
+  stop(timeoutMs = 5000): Promise<number | null> {
+    this.disposing ??= this.doStop(timeoutMs);
+    return this.disposing;
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+
+  private async doStop(timeoutMs: number): Promise<number | null> {
+    if (!this.isClosed) {
+      try {
+        await withTimeout(this.shutdown(), timeoutMs);
+        await withTimeout(this.exit(), timeoutMs);
+      } catch {
+        // The server is gone or stuck; the process handling below settles it.
+      }
+    }
+    let code: number | null = null;
+    const child = this.process;
+    if (child) {
+      child.stdin?.end();
+      const exited = await withTimeout(waitForExit(child), timeoutMs).catch(() => undefined);
+      if (exited === undefined) {
+        child.kill("SIGKILL");
+        await waitForExit(child);
+      }
+      code = child.exitCode;
+    }
+    this.connection.dispose();
+    this.markClosed();
+    return code;
+  }
+
+  private markClosed(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.closed.fire();
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}

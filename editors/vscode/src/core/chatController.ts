@@ -1,0 +1,255 @@
+/**
+ * The chat's host side: turns webview requests into sidecar calls and sidecar updates
+ * into webview messages, for one "current" session at a time. No `vscode` import: the
+ * view is anything with `post`, so the whole flow runs in Node against a real sidecar.
+ */
+import {
+  isRpcError,
+  type Disposable,
+  type ThreadlineClient,
+  type ThreadlineSessionOptions,
+  type ToolDefinition,
+} from "@threadline/client";
+import type { HostMessage, ModelChoice, WebviewMessage } from "../../webview/src/messages";
+
+export interface ChatSink {
+  post(message: HostMessage): void;
+}
+
+export interface ChatControllerOptions {
+  /** Workspace folder for new sessions (absolute). */
+  cwd(): string;
+  /** Client tools declared on every new session. */
+  tools(): ToolDefinition[];
+  /** The model for new sessions when the user has not picked one (undefined: server default). */
+  defaultModel(): string | undefined;
+  /** Extra `_meta.threadline` options for new sessions. */
+  sessionOptions?(): Omit<ThreadlineSessionOptions, "model" | "tools">;
+}
+
+interface ThreadlineInfo {
+  models?: { modelId: string; name: string; description?: string | null }[];
+  defaultModel?: string;
+}
+
+function errorText(err: unknown): string {
+  if (isRpcError(err)) return `${err.message} (${err.code})`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class ChatController implements Disposable {
+  private sessionId: string | null = null;
+  private parentSessionId: string | null = null;
+  private model: string | null = null;
+  private models: ModelChoice[] = [];
+  private running = false;
+  private readonly subscription: Disposable;
+
+  constructor(
+    private readonly client: ThreadlineClient,
+    private readonly sink: ChatSink,
+    private readonly options: ChatControllerOptions,
+  ) {
+    this.subscription = client.onUpdate((notification) => {
+      if (notification.sessionId === this.sessionId) sink.post({ type: "update", notification });
+    });
+    const meta = client.serverInfo?.agentCapabilities?._meta as { threadline?: ThreadlineInfo } | null | undefined;
+    const info = meta?.threadline ?? {};
+    this.models = (info.models ?? []).map((m) => ({ id: m.modelId, name: m.name, description: m.description ?? null }));
+    this.model = options.defaultModel() ?? info.defaultModel ?? null;
+  }
+
+  get currentSessionId(): string | null {
+    return this.sessionId;
+  }
+
+  get isRunning(): boolean {
+    return this.running;
+  }
+
+  get availableModels(): readonly ModelChoice[] {
+    return this.models;
+  }
+
+  get currentModel(): string | null {
+    return this.model;
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+  }
+
+  /** Handle one webview message; failures become an error notice in the chat. */
+  async handle(message: WebviewMessage): Promise<void> {
+    try {
+      switch (message.type) {
+        case "ready":
+          return await this.ready();
+        case "prompt":
+          return await this.prompt(message.text);
+        case "interrupt":
+          return await this.interrupt();
+        case "fork":
+          return await this.fork(message.messageId);
+        case "compact":
+          return await this.compact(message.instructions);
+        case "setModel":
+          return await this.setModel(message.model);
+        case "listSessions":
+          return await this.listSessions();
+        case "resume":
+          return await this.resume(message.sessionId);
+        case "newSession":
+          return this.newSession();
+      }
+    } catch (err) {
+      this.notice("error", errorText(err));
+    }
+  }
+
+  private notice(level: "info" | "error", text: string): void {
+    this.sink.post({ type: "notice", level, text });
+  }
+
+  private postSession(title?: string | null): void {
+    this.sink.post({
+      type: "session",
+      sessionId: this.sessionId,
+      title: title ?? null,
+      parentSessionId: this.parentSessionId,
+      models: this.models,
+      currentModel: this.model,
+    });
+  }
+
+  /** The webview (re)loaded: send the picker state and replay the current session. */
+  private async ready(): Promise<void> {
+    if (this.sessionId) {
+      await this.show(this.sessionId);
+    } else {
+      this.sink.post({ type: "reset" });
+      this.postSession();
+    }
+  }
+
+  private async ensureSession(): Promise<string> {
+    if (this.sessionId) return this.sessionId;
+    const threadline: ThreadlineSessionOptions = {
+      ...(this.options.sessionOptions?.() ?? {}),
+      tools: this.options.tools(),
+    };
+    if (this.model) threadline.model = this.model;
+    const result = await this.client.newSession({ cwd: this.options.cwd(), threadline });
+    this.sessionId = result.sessionId;
+    this.parentSessionId = null;
+    const state = result.models;
+    if (state) {
+      this.model = state.currentModelId;
+      const known = new Set(this.models.map((m) => m.id));
+      for (const m of state.availableModels) {
+        if (!known.has(m.modelId)) this.models.push({ id: m.modelId, name: m.name, description: m.description ?? null });
+      }
+    }
+    this.postSession();
+    return this.sessionId;
+  }
+
+  async prompt(text: string): Promise<void> {
+    if (this.running) {
+      this.notice("info", "A turn is already running: interrupt it first.");
+      return;
+    }
+    this.running = true;
+    try {
+      const sessionId = await this.ensureSession();
+      this.sink.post({ type: "turnStarted", text });
+      try {
+        const result = await this.client.prompt(sessionId, text);
+        const meta = result._meta as { threadline?: { messageId?: string } } | null | undefined;
+        this.sink.post({
+          type: "turnEnded",
+          stopReason: result.stopReason,
+          usage: result.usage ?? null,
+          messageId: meta?.threadline?.messageId ?? null,
+        });
+      } catch (err) {
+        this.notice("error", errorText(err));
+        this.sink.post({ type: "turnEnded", stopReason: "error" });
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  async interrupt(): Promise<void> {
+    if (!this.sessionId) return;
+    await this.client.interrupt(this.sessionId);
+  }
+
+  async fork(messageId?: string): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Nothing to fork yet.");
+      return;
+    }
+    const result = await this.client.fork({ sessionId: this.sessionId, ...(messageId ? { messageId } : {}) });
+    await this.show(result.sessionId, result.parentSessionId);
+    this.notice("info", `Forked from ${result.parentSessionId}.`);
+  }
+
+  /** Fork after the newest message (the editor command has no message to point at). */
+  async forkLatest(): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Nothing to fork yet.");
+      return;
+    }
+    await this.fork(undefined);
+  }
+
+  async compact(instructions?: string): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Nothing to compact yet.");
+      return;
+    }
+    const result = await this.client.compact({ sessionId: this.sessionId, ...(instructions ? { instructions } : {}) });
+    this.sink.post({ type: "compacted", result });
+  }
+
+  async setModel(model: string): Promise<void> {
+    if (this.sessionId) {
+      const result = await this.client.setModel(this.sessionId, model);
+      this.model = result.configOptions.find((o) => o.id === "model")?.currentValue ?? model;
+    } else {
+      this.model = model;
+    }
+    this.postSession();
+  }
+
+  async listSessions(): Promise<void> {
+    const { sessions } = await this.client.list({ cwd: this.options.cwd() });
+    this.sink.post({ type: "sessions", sessions });
+  }
+
+  async resume(sessionId: string): Promise<void> {
+    await this.show(sessionId);
+  }
+
+  newSession(): void {
+    this.sessionId = null;
+    this.parentSessionId = null;
+    this.sink.post({ type: "reset" });
+    this.postSession();
+  }
+
+  /** Make `sessionId` current and replay its history into the view (`session/load`). */
+  private async show(sessionId: string, parentSessionId: string | null = null): Promise<void> {
+    const { sessions } = await this.client.list({});
+    const info = sessions.find((s) => s.sessionId === sessionId);
+    const meta = (info?._meta ?? {}) as { model?: string; parentSessionId?: string | null };
+    this.sessionId = sessionId;
+    this.parentSessionId = parentSessionId ?? meta.parentSessionId ?? null;
+    if (meta.model) this.model = meta.model;
+    this.sink.post({ type: "reset" });
+    this.postSession(info?.title);
+    await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
+  }
+}

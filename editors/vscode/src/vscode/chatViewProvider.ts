@@ -1,0 +1,91 @@
+/**
+ * The chat view: hosts media/chat.html in a webview and connects it to a ChatController
+ * bound to the current sidecar client (a new controller after a sidecar restart).
+ */
+import { readFileSync } from "node:fs";
+import * as vscode from "vscode";
+import type { ThreadlineClient } from "@threadline/client";
+import type { HostMessage, WebviewMessage } from "../../webview/src/messages";
+import { ChatController } from "../core/chatController";
+import { EDITOR_TOOLS } from "../core/editorTools";
+import { fillTemplate } from "../core/html";
+import { settings, workspaceCwd } from "./config";
+import type { SidecarService } from "./sidecarService";
+
+export const VIEW_ID = "threadline.chat";
+
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private controller: ChatController | undefined;
+  private controllerClient: ThreadlineClient | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly sidecar: SidecarService,
+  ) {}
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, "media");
+    const scripts = vscode.Uri.joinPath(this.extensionUri, "dist", "webview");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, scripts] };
+    const template = readFileSync(vscode.Uri.joinPath(media, "chat.html").fsPath, "utf8");
+    view.webview.html = fillTemplate(template, {
+      cspSource: view.webview.cspSource,
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(scripts, "chat.js")).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css")).toString(),
+    });
+    this.disposables.push(
+      view.webview.onDidReceiveMessage((message: WebviewMessage) => void this.dispatch(message)),
+      view.onDidDispose(() => {
+        if (this.view === view) this.view = undefined;
+      }),
+    );
+  }
+
+  private post(message: HostMessage): void {
+    void this.view?.webview.postMessage(message);
+  }
+
+  /** The controller for the live sidecar, created (or re-created) as needed. */
+  async chat(): Promise<ChatController> {
+    const client = await this.sidecar.client();
+    if (!this.controller || this.controllerClient !== client) {
+      this.controller?.dispose();
+      this.controllerClient = client;
+      this.controller = new ChatController(
+        client,
+        { post: (m) => this.post(m) },
+        {
+          cwd: workspaceCwd,
+          tools: () => (settings().editorTools ? EDITOR_TOOLS : []),
+          defaultModel: () => settings().model,
+          sessionOptions: () => {
+            const prompt = settings().systemPrompt;
+            return prompt ? { systemPrompt: prompt } : {};
+          },
+        },
+      );
+    }
+    return this.controller;
+  }
+
+  async dispatch(message: WebviewMessage): Promise<void> {
+    try {
+      await (await this.chat()).handle(message);
+    } catch (err) {
+      this.post({ type: "notice", level: "error", text: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Show the view, then act (commands from the palette go through here). */
+  async reveal(): Promise<void> {
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+  }
+
+  dispose(): void {
+    this.controller?.dispose();
+    for (const d of this.disposables) d.dispose();
+  }
+}

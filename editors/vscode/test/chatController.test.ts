@@ -1,0 +1,181 @@
+/** The chat's host side against a real sidecar: what the webview receives for each action. */
+import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { test } from "node:test";
+import type { ToolDefinition } from "@threadline/client";
+import { ChatController } from "../src/core/chatController";
+import { describePermission, outcomeFor } from "../src/core/permissions";
+import { RecordingSink, scripted, sidecar, waitFor } from "./sidecar";
+
+const CWD = tmpdir();
+
+function controller(
+  client: ConstructorParameters<typeof ChatController>[0],
+  opts: { model?: string; tools?: ToolDefinition[] } = {},
+) {
+  const sink = new RecordingSink();
+  const chat = new ChatController(client, sink, {
+    cwd: () => CWD,
+    tools: () => opts.tools ?? [],
+    defaultModel: () => opts.model,
+  });
+  return { chat, sink };
+}
+
+test("ready then prompt: session, turnStarted, streamed updates equal to history, turnEnded", async (t) => {
+  const { client } = await sidecar(t);
+  const model = scripted({ rounds: [[{ thought: "hmm" }, { text: "Hello " }, { text: "there." }]] });
+  const { chat, sink } = controller(client, { model });
+  await chat.handle({ type: "ready" });
+  assert.equal(sink.of("session")[0]?.sessionId, null, "no session before the first prompt");
+  assert.ok(sink.of("session")[0]!.models.length > 0, "model picker is filled from initialize");
+
+  await chat.handle({ type: "prompt", text: "Hi" });
+  const session = sink.of("session").at(-1)!;
+  assert.ok(session.sessionId);
+  assert.equal(session.currentModel, model);
+  assert.deepEqual(sink.of("turnStarted"), [{ type: "turnStarted", text: "Hi" }]);
+  const ended = sink.of("turnEnded");
+  assert.equal(ended.length, 1);
+  assert.equal(ended[0]!.stopReason, "end_turn");
+
+  const { messages } = await client.history(session.sessionId);
+  const assistant = messages.find((m) => m.role === "assistant")!;
+  assert.equal(ended[0]!.messageId, assistant.messageId);
+  assert.equal(sink.agentText().get(assistant.messageId), "Hello there.");
+  assert.ok(
+    sink.of("update").some((m) => m.notification.update.sessionUpdate === "agent_thought_chunk"),
+    "thoughts are forwarded",
+  );
+  const order = sink.messages.map((m) => m.type);
+  assert.ok(order.indexOf("turnStarted") < order.indexOf("update"));
+  assert.equal(order.at(-1), "turnEnded");
+});
+
+test("interrupt during a turn ends it with cancelled; a second prompt while running is refused", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: scripted({ rounds: [[{ text: "partial" }, { hang: true }]] }) });
+  const turn = chat.handle({ type: "prompt", text: "go" });
+  await waitFor(() => sink.of("update").length > 0, 5000, "first update");
+  assert.equal(chat.isRunning, true);
+  await chat.handle({ type: "prompt", text: "again" });
+  assert.match(sink.of("notice").at(-1)?.text ?? "", /already running/);
+  await chat.handle({ type: "interrupt" });
+  await turn;
+  assert.equal(sink.of("turnEnded").at(-1)?.stopReason, "cancelled");
+  assert.equal(chat.isRunning, false);
+});
+
+test("a provider failure becomes an error notice and a turnEnded(error)", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, {
+    model: scripted({ rounds: [[{ error: { reason: "boom", message: "provider exploded", retryable: false } }]] }),
+  });
+  await chat.handle({ type: "prompt", text: "go" });
+  assert.equal(sink.of("notice").at(-1)?.level, "error");
+  assert.match(sink.of("notice").at(-1)!.text, /-32011/);
+  assert.equal(sink.of("turnEnded").at(-1)?.stopReason, "error");
+});
+
+test("sessions list, new session and resume replay the chosen session", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: "scripted:echo" });
+  await chat.handle({ type: "prompt", text: "remember the word kiwi" });
+  const first = chat.currentSessionId!;
+  await chat.handle({ type: "newSession" });
+  assert.equal(chat.currentSessionId, null);
+  assert.equal(sink.messages.at(-2)?.type, "reset");
+  await chat.handle({ type: "prompt", text: "another session" });
+  const second = chat.currentSessionId!;
+  assert.notEqual(first, second);
+
+  await chat.handle({ type: "listSessions" });
+  const listed = sink.of("sessions").at(-1)!.sessions.map((s) => s.sessionId);
+  assert.ok(listed.includes(first) && listed.includes(second));
+
+  const before = sink.messages.length;
+  await chat.handle({ type: "resume", sessionId: first });
+  assert.equal(chat.currentSessionId, first);
+  const after = sink.messages.slice(before);
+  assert.equal(after[0]?.type, "reset");
+  assert.equal(after[1]?.type === "session" && after[1].sessionId, first);
+  assert.equal(after[1]?.type === "session" && after[1].currentModel, "scripted:echo");
+  const replayedUser = after
+    .filter((m) => m.type === "update" && m.notification.update.sessionUpdate === "user_message_chunk")
+    .map((m) => (m.type === "update" && m.notification.update.sessionUpdate === "user_message_chunk" && m.notification.update.content.type === "text" ? m.notification.update.content.text : ""));
+  assert.deepEqual(replayedUser, ["remember the word kiwi"]);
+  assert.ok(
+    after.every((m) => m.type !== "update" || m.notification.sessionId === first),
+    "only the resumed session's updates reach the view",
+  );
+});
+
+test("the model picker: before a session it sets the new session's model, after it switches", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client);
+  const a = scripted({ rounds: [[{ text: "from A" }]] });
+  const b = scripted({ rounds: [[{ text: "from B" }]] });
+  await chat.handle({ type: "setModel", model: a });
+  assert.equal(sink.of("session").at(-1)?.currentModel, a);
+  await chat.handle({ type: "prompt", text: "1" });
+  await chat.handle({ type: "setModel", model: b });
+  assert.equal(sink.of("session").at(-1)?.currentModel, b);
+  await chat.handle({ type: "prompt", text: "2" });
+  const texts = [...sink.agentText().values()];
+  assert.deepEqual(texts, ["from A", "from B"]);
+});
+
+test("a tool that needs approval goes through the permission prompt mapping", async (t) => {
+  const asked: string[] = [];
+  const { client } = await sidecar(t, {
+    permission: async (params) => {
+      const question = describePermission(params);
+      asked.push(question.message);
+      return outcomeFor(question, "Allow once");
+    },
+    toolCall: async (call) => ({ content: [{ type: "text", text: `ran ${call.name}` }] }),
+  });
+  const tool: ToolDefinition = { name: "deploy", description: "Deploy", needsApproval: true };
+  const { chat } = controller(client, {
+    tools: [tool],
+    model: scripted({ rounds: [[{ tool_call: { name: "deploy", arguments: { env: "prod" } } }], [{ text: "deployed" }]] }),
+  });
+  await chat.handle({ type: "prompt", text: "ship it" });
+  assert.deepEqual(asked, ["Threadline wants to run deploy."]);
+  const { messages } = await client.history(chat.currentSessionId!);
+  const result = messages.find((m) => m.role === "tool")!.content[0]!;
+  assert.ok(result.type === "tool_result");
+  assert.equal(result.isError, false);
+  assert.deepEqual(result.content, [{ type: "text", text: "ran deploy" }]);
+});
+
+test("fork from a message shows the child session with the parent's prefix", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: "scripted:echo" });
+  await chat.handle({ type: "prompt", text: "one" });
+  await chat.handle({ type: "prompt", text: "two" });
+  const parent = chat.currentSessionId!;
+  const firstAnswer = sink.of("turnEnded")[0]!.messageId!;
+  await chat.handle({ type: "fork", messageId: firstAnswer });
+  assert.deepEqual(sink.of("notice").filter((n) => n.level === "error"), []);
+  const child = chat.currentSessionId!;
+  assert.notEqual(child, parent);
+  const session = sink.of("session").at(-1)!;
+  assert.equal(session.parentSessionId, parent);
+  const { messages } = await client.history(child);
+  assert.equal(messages.length, 2);
+  assert.equal(messages[1]!.messageId, firstAnswer);
+});
+
+test("compact reports its result to the view", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: "scripted:echo" });
+  for (const text of ["one", "two", "three"]) await chat.handle({ type: "prompt", text });
+  await chat.handle({ type: "compact" });
+  const compacted = sink.of("compacted").at(-1);
+  assert.ok(compacted, JSON.stringify(sink.of("notice")));
+  assert.ok(compacted.result.summary.length > 0);
+  assert.ok(
+    sink.of("update").some((m) => m.notification.update.sessionUpdate === "compaction_update"),
+  );
+});

@@ -1,0 +1,255 @@
+/**
+ * Renders ChatState into the page. Entries are keyed and versioned, so streaming a
+ * token re-renders one element, not the transcript. The static skeleton (toolbar,
+ * composer) lives in media/chat.html; this module only fills it.
+ */
+import type { ChatState, Entry } from "./state";
+import { renderMarkdown } from "./markdown";
+import type { WebviewMessage } from "./messages";
+
+export interface Elements {
+  transcript: HTMLElement;
+  modelSelect: HTMLSelectElement;
+  interrupt: HTMLButtonElement;
+  send: HTMLButtonElement;
+  input: HTMLTextAreaElement;
+  compact: HTMLButtonElement;
+  sessionsButton: HTMLButtonElement;
+  newSession: HTMLButtonElement;
+  sessionsPanel: HTMLElement;
+  status: HTMLElement;
+  title: HTMLElement;
+}
+
+function byId<T extends HTMLElement>(id: string): T {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`chat.html lacks #${id}`);
+  return el as T;
+}
+
+export function findElements(): Elements {
+  return {
+    transcript: byId("transcript"),
+    modelSelect: byId<HTMLSelectElement>("model"),
+    interrupt: byId<HTMLButtonElement>("interrupt"),
+    send: byId<HTMLButtonElement>("send"),
+    input: byId<HTMLTextAreaElement>("input"),
+    compact: byId<HTMLButtonElement>("compact"),
+    sessionsButton: byId<HTMLButtonElement>("sessions"),
+    newSession: byId<HTMLButtonElement>("new-session"),
+    sessionsPanel: byId("sessions-panel"),
+    status: byId("status"),
+    title: byId("title"),
+  };
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function pretty(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+const STATUS_LABEL: Record<string, string> = {
+  pending: "pending",
+  in_progress: "running",
+  completed: "done",
+  failed: "failed",
+};
+
+export class ChatView {
+  private readonly rendered = new Map<string, { node: HTMLElement; version: number }>();
+  private lastRevision = -1;
+  private sessionsRevision: unknown = undefined;
+
+  constructor(
+    private readonly els: Elements,
+    private readonly post: (message: WebviewMessage) => void,
+  ) {}
+
+  render(state: ChatState): void {
+    if (state.revision === this.lastRevision) return;
+    this.lastRevision = state.revision;
+    this.renderEntries(state.entries);
+    this.renderToolbar(state);
+    this.renderSessions(state);
+  }
+
+  private renderEntries(entries: Entry[]): void {
+    const { transcript } = this.els;
+    const live = new Set(entries.map((e) => e.key));
+    for (const [key, { node }] of this.rendered) {
+      if (!live.has(key)) {
+        node.remove();
+        this.rendered.delete(key);
+      }
+    }
+    const stick = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+    let previous: HTMLElement | null = null;
+    for (const entry of entries) {
+      let slot = this.rendered.get(entry.key);
+      if (!slot) {
+        slot = { node: this.create(entry), version: -1 };
+        this.rendered.set(entry.key, slot);
+      }
+      if (slot.version !== entry.version) {
+        this.fill(slot.node, entry);
+        slot.version = entry.version;
+      }
+      const expectedNext: ChildNode | null = previous ? previous.nextSibling : transcript.firstChild;
+      if (expectedNext !== slot.node) transcript.insertBefore(slot.node, expectedNext);
+      previous = slot.node;
+    }
+    if (stick) transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  private create(entry: Entry): HTMLElement {
+    switch (entry.kind) {
+      case "thought": {
+        const details = el("details", "entry thought");
+        details.append(el("summary", undefined, "Thinking"), el("div", "body"));
+        return details;
+      }
+      case "tool": {
+        const card = el("div", "entry tool");
+        card.dataset.toolCallId = entry.toolCallId;
+        const head = el("div", "tool-head");
+        head.append(el("span", "tool-icon", "⚙"), el("span", "tool-title"), el("span", "badge"));
+        const input = el("details", "tool-input");
+        input.append(el("summary", undefined, "Input"), el("pre", "json"));
+        card.append(head, input, el("pre", "tool-output"));
+        return card;
+      }
+      case "notice":
+        return el("div", `entry notice ${entry.level}`);
+      default: {
+        const node = el("div", `entry ${entry.kind}`);
+        node.append(el("div", "role", entry.kind === "user" ? "You" : "Assistant"), el("div", "body"));
+        return node;
+      }
+    }
+  }
+
+  private fill(node: HTMLElement, entry: Entry): void {
+    switch (entry.kind) {
+      case "thought":
+        node.querySelector(".body")!.textContent = entry.text;
+        return;
+      case "tool": {
+        node.querySelector(".tool-title")!.textContent = entry.title;
+        const badge = node.querySelector<HTMLElement>(".badge")!;
+        const status = entry.cancelled ? "cancelled" : entry.status;
+        badge.textContent = STATUS_LABEL[status] ?? status;
+        node.dataset.status = status;
+        node.querySelector(".tool-input pre")!.textContent = pretty(entry.input);
+        const output = node.querySelector<HTMLElement>(".tool-output")!;
+        output.textContent = entry.output;
+        output.hidden = entry.output === "";
+        return;
+      }
+      case "notice":
+        node.textContent = entry.text;
+        return;
+      case "user":
+        node.querySelector(".body")!.textContent = entry.text;
+        this.forkButton(node, entry.messageId);
+        return;
+      case "assistant":
+        renderMarkdown(node.querySelector<HTMLElement>(".body")!, entry.text);
+        if (entry.messageId) node.dataset.messageId = entry.messageId;
+        this.forkButton(node, entry.messageId);
+        return;
+    }
+  }
+
+  /** "Fork from here": needs the message id the server gave the message. */
+  private forkButton(node: HTMLElement, messageId: string | null): void {
+    if (!messageId || node.querySelector(".fork")) return;
+    const button = el("button", "fork", "Fork from here");
+    button.title = "Start a new session that branches after this message";
+    button.addEventListener("click", () => this.post({ type: "fork", messageId }));
+    node.querySelector(".role")?.append(button);
+  }
+
+  private renderToolbar(state: ChatState): void {
+    const { modelSelect, interrupt, send, compact, status, title } = this.els;
+    const options = state.models.map((m) => {
+      const option = el("option", undefined, m.name);
+      option.value = m.id;
+      if (m.description) option.title = m.description;
+      return option;
+    });
+    if (state.currentModel && !state.models.some((m) => m.id === state.currentModel)) {
+      const option = el("option", undefined, state.currentModel);
+      option.value = state.currentModel;
+      options.push(option);
+    }
+    const signature = options.map((o) => o.value).join("\n");
+    if (modelSelect.dataset.signature !== signature) {
+      modelSelect.replaceChildren(...options);
+      modelSelect.dataset.signature = signature;
+    }
+    if (state.currentModel) modelSelect.value = state.currentModel;
+    modelSelect.disabled = state.running;
+
+    interrupt.disabled = !state.running;
+    interrupt.classList.toggle("active", state.running);
+    send.disabled = state.running;
+    compact.disabled = state.running || !state.sessionId;
+    document.body.classList.toggle("running", state.running);
+
+    title.textContent = state.title ?? (state.sessionId ? "Untitled session" : "New session");
+    title.title = state.sessionId ?? "";
+
+    const parts: string[] = [];
+    if (state.running) parts.push("Generating…");
+    if (state.contextUsed !== null && state.contextSize) {
+      parts.push(`context ${state.contextUsed.toLocaleString("en-US")} / ${state.contextSize.toLocaleString("en-US")} tokens`);
+    }
+    const used = state.lastUsage;
+    if (used && ((used.inputTokens ?? 0) > 0 || (used.outputTokens ?? 0) > 0)) {
+      parts.push(`last turn ${used.inputTokens ?? 0} in · ${used.outputTokens ?? 0} out`);
+    }
+    if (state.compaction && state.compaction.status === "in_progress") parts.push("compacting…");
+    if (state.parentSessionId) parts.push(`fork of ${state.parentSessionId}`);
+    status.textContent = parts.join(" · ");
+  }
+
+  private renderSessions(state: ChatState): void {
+    if (this.sessionsRevision === state.sessions) return;
+    this.sessionsRevision = state.sessions;
+    const panel = this.els.sessionsPanel;
+    if (!state.sessions) {
+      panel.hidden = true;
+      return;
+    }
+    const items = state.sessions.map((s) => {
+      const meta = (s._meta ?? {}) as { messageCount?: number; parentSessionId?: string | null };
+      const button = el("button", "session");
+      button.dataset.sessionId = s.sessionId;
+      button.append(
+        el("span", "session-title", s.title || s.sessionId),
+        el("span", "session-meta", `${meta.messageCount ?? 0} messages · ${s.updatedAt.slice(0, 16).replace("T", " ")}${meta.parentSessionId ? " · fork" : ""}`),
+      );
+      if (s.sessionId === state.sessionId) button.classList.add("current");
+      button.addEventListener("click", () => {
+        this.post({ type: "resume", sessionId: s.sessionId });
+        panel.hidden = true;
+      });
+      return button;
+    });
+    const heading = el("div", "panel-heading", state.sessions.length ? "Sessions" : "No sessions yet");
+    panel.replaceChildren(heading, ...items);
+    panel.hidden = false;
+  }
+}

