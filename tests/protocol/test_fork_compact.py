@@ -191,9 +191,10 @@ async def test_compacting_a_busy_session_is_refused(sidecar: SidecarClient) -> N
 
 
 async def test_auto_compaction_at_a_tiny_threshold(sidecar: SidecarClient) -> None:
-    sid = await sidecar.new_session(model=SUMMARIZING, autoCompact=0.002)
+    sid = await sidecar.new_session(model=SUMMARIZING, autoCompact=0.02)
     for i in range(4):
-        assert (await sidecar.prompt(sid, f"q{i}"))["stopReason"] == "end_turn"
+        prompt = f"q{i} " + "context " * 60
+        assert (await sidecar.prompt(sid, prompt))["stopReason"] == "end_turn"
     summaries = [m for m in await history(sidecar, sid) if m["content"][0]["type"] == "summary"]
     assert summaries, "a compaction ran inside a turn"
     off = await sidecar.new_session(model=SUMMARIZING, autoCompact=False)
@@ -210,7 +211,7 @@ async def test_context_too_large_is_32013(sidecar: SidecarClient) -> None:
 
 
 async def test_slash_commands(sidecar: SidecarClient) -> None:
-    sid = await session_with_turns(sidecar, 3, model=SUMMARIZING)
+    sid = await session_with_turns(sidecar, 4, model=SUMMARIZING, words=60)
     commands = next(
         u["update"]["availableCommands"]
         for u in sidecar.updates
@@ -223,3 +224,14 @@ async def test_slash_commands(sidecar: SidecarClient) -> None:
     await sidecar.prompt(sid, "/fork")
     assert "Forked into session" in sidecar.text_of(sid)
     assert len((await sidecar.call("session/list", {}))["sessions"]) == 2
+
+
+async def test_a_summary_longer_than_the_history_is_not_committed(sidecar: SidecarClient) -> None:
+    wordy = "scripted:" + json.dumps(
+        {"rounds": [[{"text": "ok"}]], "summary": [{"text": "A very long summary. " * 200}]}
+    )
+    sid = await session_with_turns(sidecar, 4, model=wordy)
+    before = json.dumps(await history(sidecar, sid))
+    result = await sidecar.call("session/compact", {"sessionId": sid})
+    assert result["summary"] == "" and result["tokensAfter"] == result["tokensBefore"]
+    assert json.dumps(await history(sidecar, sid)) == before

