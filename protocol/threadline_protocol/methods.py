@@ -262,6 +262,8 @@ class CompactResult(WireModel):
     tokens_after: int
     messages_before: int
     messages_after: int
+    meta: dict[str, Any] | None = meta_field()
+    """``threadline.compacted`` is false (with ``reason``) when nothing changed."""
 
 
 class HistoryResult(WireModel):

@@ -19,6 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     p_ask.add_argument("--model", help="model id, e.g. local:smollm2-135m")
     p_ask.add_argument("--session", help="continue this session instead of starting one")
     p_ask.add_argument("--tools", action="store_true", help="let the model use the workspace tools")
+    p_chat = sub.add_parser("chat", help="interactive terminal chat")
+    from threadline_client import chat as chat_cli
+
+    chat_cli.add_arguments(p_chat)
     sub.add_parser("sessions", help="list stored sessions")
     models_cmd.add_arguments(
         sub.add_parser("models", help="list configured models and whether each is reachable")
@@ -35,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     if args.command == "models":
         return models_cmd.main(args)
-    from threadline_client import ask
+    if args.command == "chat":
+        return chat_cli.run(args)
+    from threadline_client import RpcError, ask
 
     try:
         if args.command == "ask":
@@ -52,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(ask.history(args.session))
     except KeyboardInterrupt:
         return 130
+    except (RpcError, ConnectionError) as exc:
+        print(f"threadline: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

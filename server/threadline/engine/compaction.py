@@ -134,15 +134,19 @@ async def compact(
     messages_before = len(transcript.working())
     task_id = next((m["messageId"] for m in transcript.messages if m["role"] == "user"), None)
     cut = plan(transcript.working(), keep_turns, task_id)
-    noop = {
-        "summary": "",
-        "tokensBefore": tokens_before,
-        "tokensAfter": tokens_before,
-        "messagesBefore": messages_before,
-        "messagesAfter": messages_before,
-    }
+
+    def noop(reason: str) -> dict[str, Any]:
+        return {
+            "summary": "",
+            "tokensBefore": tokens_before,
+            "tokensAfter": tokens_before,
+            "messagesBefore": messages_before,
+            "messagesAfter": messages_before,
+            "_meta": {"threadline": {"compacted": False, "reason": reason}},
+        }
+
     if cut is None:
-        return noop
+        return noop("nothing old enough to summarise")
     session.announce(updates.compaction(compaction_id, "in_progress"))
     try:
         # A session that caps answers short gets a short summary too (never tiny).
@@ -183,7 +187,7 @@ async def compact(
                 message="the summary is not shorter than the history it would replace",
             )
         )
-        return noop
+        return noop("the summary is not shorter than the history it would replace")
     session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
     tokens_after = provider.count_tokens(session.compile_request(budget=session.config.tool_budget))
     session.announce(updates.compaction(compaction_id, "completed", summary=text))
@@ -193,4 +197,5 @@ async def compact(
         "tokensAfter": tokens_after,
         "messagesBefore": messages_before,
         "messagesAfter": len(transcript.working()),
+        "_meta": {"threadline": {"compacted": True}},
     }

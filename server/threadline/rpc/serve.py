@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from typing import BinaryIO
 
@@ -35,7 +37,13 @@ def protect_stdout() -> BinaryIO:
 
 
 async def _run(server: ThreadlineServer) -> None:
-    server.start_reader(asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    # Ctrl-C in the editor's terminal reaches the whole process group: the sidecar
+    # ignores it (its client interrupts turns); SIGTERM stops it cleanly.
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        loop.add_signal_handler(signal.SIGTERM, server.stopped.set)
+    server.start_reader(loop)
     await server.stopped.wait()
     server.shutting_down = True
     with anyio.move_on_after(SHUTDOWN_GRACE):

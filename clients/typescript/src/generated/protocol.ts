@@ -120,6 +120,7 @@ export interface CompactParams {
 }
 
 export interface CompactResult {
+  _meta?: { [key: string]: unknown } | null;
   messagesAfter: number;
   messagesBefore: number;
   summary: string;

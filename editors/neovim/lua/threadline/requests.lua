@@ -1,0 +1,165 @@
+--- Answers to the sidecar's requests: permission (`vim.ui.select`), editor tools
+--- (`tool/call`), and files (`fs/read_text_file`, `fs/write_text_file`) served from
+--- loaded buffers so the model sees unsaved text.
+---
+--- vim.lsp.rpc runs each server request in a coroutine and sends whatever it returns,
+--- so a handler that must wait for the user yields and is resumed by the callback.
+local config = require('threadline.config')
+
+local M = {}
+
+local function response_error(code, message)
+  return nil, vim.lsp.rpc.rpc_response_error(code, message)
+end
+
+--- Wait in the request's coroutine for `start(done)` to call `done(value)`.
+---@param start fun(done: fun(value: any))
+---@return any
+local function await(start)
+  local co = coroutine.running()
+  local result, finished = nil, false
+  start(function(value)
+    result, finished = value, true
+    vim.schedule(function()
+      if coroutine.status(co) == 'suspended' then
+        coroutine.resume(co)
+      end
+    end)
+  end)
+  while not finished do
+    coroutine.yield()
+  end
+  return result
+end
+M.await = await
+
+---@param params table ACP RequestPermissionRequest
+---@return table
+function M.permission(params)
+  local call = params.toolCall or {}
+  local options = params.options or {}
+  local title = call.title or call.toolCallId or 'a tool'
+  local detail = call.rawInput and vim.json.encode(call.rawInput) or ''
+  if #detail > 120 then
+    detail = detail:sub(1, 117) .. '...'
+  end
+  local choice = await(function(done)
+    vim.ui.select(options, {
+      prompt = ('Threadline: allow %s %s?'):format(title, detail),
+      kind = 'threadline.permission',
+      format_item = function(o)
+        return o.name or o.optionId
+      end,
+    }, function(item)
+      done(item)
+    end)
+  end)
+  if type(choice) ~= 'table' or not choice.optionId then
+    return { outcome = { outcome = 'cancelled' } }
+  end
+  return { outcome = { outcome = 'selected', optionId = choice.optionId } }
+end
+
+---@param params table `{sessionId, toolCallId, name, arguments}`
+function M.tool_call(params)
+  for _, tool in ipairs(config.options.tools) do
+    if tool.name == params.name then
+      local ok, result = pcall(tool.handler, params.arguments or {}, {
+        session_id = params.sessionId,
+        tool_call_id = params.toolCallId,
+      })
+      if not ok then
+        return { content = { { type = 'text', text = tostring(result) } }, isError = true }
+      end
+      if type(result) == 'string' then
+        result = { content = { { type = 'text', text = result } } }
+      end
+      return result
+    end
+  end
+  return response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound, 'no tool ' .. tostring(params.name))
+end
+
+---@param path string
+---@return integer? buf a loaded buffer showing that file
+local function loaded_buffer(path)
+  local want = vim.fs.normalize(vim.uv.fs_realpath(path) or path)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == '' then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= '' and vim.fs.normalize(vim.uv.fs_realpath(name) or name) == want then
+        return buf
+      end
+    end
+  end
+end
+M.loaded_buffer = loaded_buffer
+
+---@param params table `{sessionId, path, line?, limit?}` (line is 1-based)
+function M.read_text_file(params)
+  local lines
+  local buf = loaded_buffer(params.path)
+  if buf then
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, true)
+    if vim.bo[buf].eol or vim.bo[buf].fixeol then
+      table.insert(lines, '')
+    end
+  else
+    local f = io.open(params.path, 'rb')
+    if not f then
+      return response_error(vim.lsp.protocol.ErrorCodes.RequestFailed, 'cannot read ' .. params.path)
+    end
+    local data = f:read('*a')
+    f:close()
+    lines = vim.split(data, '\n', { plain = true })
+  end
+  local first = math.max(1, tonumber(params.line) or 1)
+  local last = #lines
+  if tonumber(params.limit) then
+    last = math.min(last, first + tonumber(params.limit) - 1)
+  end
+  return { content = table.concat(vim.list_slice(lines, first, last), '\n') }
+end
+
+---@param params table `{sessionId, path, content}`
+function M.write_text_file(params)
+  local lines = vim.split(params.content, '\n', { plain = true })
+  local buf = loaded_buffer(params.path)
+  if buf then
+    local eol = lines[#lines] == ''
+    if eol then
+      table.remove(lines)
+    end
+    vim.api.nvim_buf_set_lines(buf, 0, -1, true, lines)
+    vim.bo[buf].eol = eol
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent noautocmd write')
+    end)
+    return vim.empty_dict()
+  end
+  vim.fn.mkdir(vim.fs.dirname(params.path), 'p')
+  local f, err = io.open(params.path, 'wb')
+  if not f then
+    return response_error(vim.lsp.protocol.ErrorCodes.RequestFailed, tostring(err))
+  end
+  f:write(params.content)
+  f:close()
+  return vim.empty_dict()
+end
+
+---@param method string
+---@param params table
+function M.handle(method, params)
+  if method == 'session/request_permission' then
+    return M.permission(params)
+  elseif method == 'tool/call' then
+    return M.tool_call(params)
+  elseif method == 'fs/read_text_file' and config.options.fs then
+    return M.read_text_file(params)
+  elseif method == 'fs/write_text_file' and config.options.fs then
+    return M.write_text_file(params)
+  end
+  return response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound, 'threadline.nvim has no ' .. method)
+end
+
+return M

@@ -1,0 +1,107 @@
+--- Shared by the specs: a fresh sidecar home per test, scripted models, waiting.
+local H = {}
+
+local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
+local root = vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(here)))
+local repo = vim.fs.dirname(vim.fs.dirname(root)) -- editors/neovim -> repo root
+
+--- The sidecar command: $THREADLINE_CMD (space separated), else the repo's venv.
+function H.cmd()
+  local env = os.getenv('THREADLINE_CMD')
+  if env and env ~= '' then
+    return vim.split(env, ' ', { trimempty = true })
+  end
+  return { repo .. '/.venv/bin/python', '-m', 'threadline', 'serve' }
+end
+
+---@param ... table[] rounds of scripted steps
+function H.scripted(...)
+  return 'scripted:' .. vim.json.encode({ rounds = { ... } })
+end
+
+--- setup() with a fresh THREADLINE_HOME; returns the plugin module and the home.
+---@param opts? table
+function H.start(opts)
+  local home = vim.fn.tempname()
+  vim.fn.mkdir(home, 'p')
+  local tl = require('threadline')
+  tl.stop()
+  tl.setup(vim.tbl_deep_extend('force', {
+    cmd = H.cmd(),
+    env = { THREADLINE_HOME = home, THREADLINE_LOG_LEVEL = 'WARNING' },
+    cwd = home,
+    open = 'current',
+  }, opts or {}))
+  H.home = home
+  return tl, home
+end
+
+function H.stop()
+  require('threadline').stop()
+  if H.home then
+    vim.fn.delete(H.home, 'rf')
+    H.home = nil
+  end
+  for _, id in ipairs(H.autocmds or {}) do
+    pcall(vim.api.nvim_del_autocmd, id)
+  end
+  H.autocmds = {}
+end
+
+--- Wait for `cond()` (processing events meanwhile) or fail with `what`.
+function H.wait(cond, what, timeout)
+  local ok = vim.wait(timeout or 20000, cond, 10)
+  assert(ok, 'timed out waiting for ' .. (what or 'a condition'))
+end
+
+--- Record `User {pattern}` autocommand data into a list.
+function H.record(pattern)
+  local seen = {}
+  H.autocmds = H.autocmds or {}
+  table.insert(
+    H.autocmds,
+    vim.api.nvim_create_autocmd('User', {
+      pattern = pattern,
+      callback = function(ev)
+        table.insert(seen, ev.data)
+      end,
+    })
+  )
+  return seen
+end
+
+--- Start a session with `model` and wait until it is current.
+function H.new_session(tl, model)
+  local sid
+  tl.new(model, function(id)
+    sid = id
+  end)
+  H.wait(function()
+    return sid ~= nil
+  end, 'session/new')
+  return sid
+end
+
+--- The whole text of a buffer.
+function H.text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, true), '\n')
+end
+
+--- `session/history` of a session, synchronously.
+function H.history(tl, sid)
+  local result, err = tl.call('session/history', { sessionId = sid })
+  assert(not err, vim.inspect(err))
+  return result.messages
+end
+
+function H.text_of(message)
+  local out = {}
+  for _, b in ipairs(message.content) do
+    if b.type == 'text' then
+      table.insert(out, b.text)
+    end
+  end
+  return table.concat(out)
+end
+
+return H

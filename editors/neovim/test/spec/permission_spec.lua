@@ -1,0 +1,88 @@
+-- An editor tool that needs approval: the sidecar asks (session/request_permission),
+-- vim.ui.select answers, and the tool runs only when allowed.
+local H = require('helpers')
+
+local DEPLOY = H.scripted(
+  { { tool_call = { name = 'deploy', arguments = { to = 'prod' }, id = 'call_deploy' } } },
+  { { text = 'Done.' } }
+)
+
+describe('threadline permission prompts', function()
+  local tl, ran, original
+  before_each(function()
+    ran = {}
+    tl = H.start({
+      tools = {
+        {
+          name = 'deploy',
+          description = 'Deploy the app',
+          input_schema = { type = 'object', properties = { to = { type = 'string' } } },
+          needs_approval = true,
+          handler = function(args)
+            table.insert(ran, args)
+            return { content = { { type = 'text', text = 'deployed to ' .. args.to } } }
+          end,
+        },
+      },
+    })
+    original = vim.ui.select
+  end)
+  after_each(function()
+    vim.ui.select = original
+    H.stop()
+  end)
+
+  local function run_with_choice(kind)
+    local asked = {}
+    vim.ui.select = function(items, opts, on_choice)
+      table.insert(asked, { items = items, opts = opts })
+      vim.schedule(function() -- answer later, as a real picker would
+        for _, item in ipairs(items) do
+          if item.kind == kind then
+            return on_choice(item, 1)
+          end
+        end
+        on_choice(nil)
+      end)
+    end
+    H.new_session(tl, DEPLOY)
+    local done = H.record('ThreadlineTurnDone')
+    vim.cmd('Threadline ask ship it')
+    H.wait(function()
+      return #done == 1
+    end, 'the turn')
+    return asked, done[1]
+  end
+
+  it('allow_once runs the tool', function()
+    local asked, done = run_with_choice('allow_once')
+    assert.equals('end_turn', done.stopReason)
+    assert.equals(1, #asked)
+    assert.matches('allow deploy', asked[1].opts.prompt, 1, true)
+    local kinds = vim.tbl_map(function(o)
+      return o.kind
+    end, asked[1].items)
+    assert.same({ 'allow_once', 'allow_always', 'reject_once', 'reject_always' }, kinds)
+    assert.same({ { to = 'prod' } }, ran)
+    local buffer = H.text(tl.buffer())
+    assert.matches('✓ deploy (completed) — deployed to prod', buffer, 1, true)
+    local _, lines = buffer:gsub('deploy %(', '')
+    assert.equals(1, lines, 'one line per tool call, updated in place')
+    assert.matches('Done.', buffer, 1, true)
+  end)
+
+  it('reject_once keeps the tool from running', function()
+    local asked, done = run_with_choice('reject_once')
+    assert.equals('end_turn', done.stopReason)
+    assert.equals(1, #asked)
+    assert.same({}, ran)
+    assert.matches('✗ deploy (failed)', H.text(tl.buffer()), 1, true)
+  end)
+
+  it('a dismissed picker answers cancelled: the tool does not run', function()
+    local asked, done = run_with_choice('none of them')
+    assert.equals(1, #asked)
+    assert.equals('end_turn', done.stopReason)
+    assert.same({}, ran)
+  end)
+end)

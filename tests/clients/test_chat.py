@@ -1,0 +1,369 @@
+"""``threadline chat`` in a real pseudo-terminal, against the real sidecar.
+
+Each test types into the chat as a person would (lines, Ctrl-C, Ctrl-D) and reads the
+screen output; the scripted model makes the answers deterministic, and one test uses
+the embedded local model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.terminal import Terminal
+from tests.support import scripted
+from threadline_client import ThreadlineClient
+
+CHAT = [sys.executable, "-m", "threadline_client.chat"]
+DRIVER = [sys.executable, str(Path(__file__).with_name("chat_driver.py"))]
+
+PAUSE = {"sleep": 0.15}
+MARKDOWN = scripted(
+    [
+        {"text": "Hello "},
+        PAUSE,
+        {"text": "**bold** world.\n\n"},
+        PAUSE,
+        {"text": "- alpha\n- beta\n"},
+    ]
+)
+HANG = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
+DEPLOY = scripted(
+    [{"tool_call": {"name": "deploy", "arguments": {"to": "prod"}, "id": "call_deploy"}}],
+    [{"text": "All done."}],
+)
+
+
+def chat_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env.update(THREADLINE_HOME=str(home), THREADLINE_LOG_LEVEL="WARNING", TERM="xterm-256color")
+    return env
+
+
+@pytest.fixture
+def terminals(home: Path, tmp_path: Path) -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for t in opened:
+        t.close()
+
+
+def open_chat(
+    terminals: list[Terminal],
+    home: Path,
+    cwd: Path,
+    *args: str,
+    driver: dict[str, Any] | None = None,
+) -> Terminal:
+    argv = [*DRIVER, json.dumps(driver)] if driver is not None else [*CHAT, *args]
+    term = Terminal(argv, chat_env(home), cwd=str(cwd))
+    terminals.append(term)
+    return term
+
+
+def session_id_of(term: Terminal) -> str:
+    return term.expect(r"session (sess_\w+)").group(1)
+
+
+def history(home: Path, session_id: str) -> list[dict[str, Any]]:
+    async def read() -> list[dict[str, Any]]:
+        client = await ThreadlineClient.spawn(
+            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await client.initialize()
+            return await client.history(session_id)
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+
+
+def test_streams_markdown_then_prints_a_usage_line(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", MARKDOWN)
+    sid = session_id_of(term)
+    term.expect("❯")
+    term.line("say hello")
+    # Markdown is rendered, not echoed: no asterisks, list bullets drawn.
+    term.expect(r"Hello bold world\.")
+    term.expect(r"• alpha\s*\n\s*• beta")
+    usage = term.expect(r"↳ end_turn · tokens in (\d+) · out (\d+) · context (\d+)/8192")
+    assert int(usage.group(2)) == 3
+    term.expect("❯")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert "**" not in term.text
+    messages = history(home, sid)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert text_of(messages[1]) == "Hello **bold** world.\n\n- alpha\n- beta\n"
+
+
+def test_ctrl_c_interrupts_the_turn_and_a_second_one_exits(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", HANG)
+    sid = session_id_of(term)
+    term.expect("❯")
+    term.line("hang please")
+    term.expect("partial answer")
+    term.ctrl_c()
+    term.expect(r"\[interrupted\]")
+    term.expect("↳ cancelled")
+    term.expect("❯")
+    # The sidecar survived the terminal's Ctrl-C: it still answers.
+    term.line("/sessions")
+    term.expect(rf"\* +{sid} +[\d:T -]+ +2 ")
+    term.expect("❯")
+    term.ctrl_c()  # after a command: a hint first
+    term.expect(r"Ctrl-C again or Ctrl-D to exit")
+    term.ctrl_c()
+    assert term.wait() == 0
+    messages = history(home, sid)
+    assert messages[-1]["role"] == "assistant" and messages[-1]["truncated"] is True
+    assert text_of(messages[-1]) == "partial answer"
+
+
+def test_ctrl_c_right_after_an_interrupt_exits(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", HANG)
+    term.expect("❯")
+    term.line("hang")
+    term.expect("partial answer")
+    term.ctrl_c()
+    term.expect("↳ cancelled")
+    term.expect("❯")
+    term.ctrl_c()
+    assert term.wait() == 0
+
+
+@pytest.mark.parametrize(("choice", "allowed"), [("1", True), ("3", False)])
+def test_permission_prompt_then_tool_call_shown(
+    terminals: list[Terminal], home: Path, tmp_path: Path, choice: str, allowed: bool
+) -> None:
+    marker = tmp_path / "deployed.json"
+    term = open_chat(terminals, home, tmp_path, driver={"model": DEPLOY, "marker": str(marker)})
+    term.expect("❯")
+    term.line("ship it")
+    term.expect(r"⚙ deploy")
+    term.expect(r"\? The model wants to run deploy")
+    term.expect(r"\[1\] Allow once +\[2\] Always allow +\[3\] Reject +\[4\] Always reject")
+    term.expect("choose 1-4:")
+    term.line(choice)
+    if allowed:
+        term.expect(r"✓ deploy .*deployed to prod")
+    else:
+        term.expect(r"✗ deploy .*failed")
+    term.expect("All done.")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert marker.exists() is allowed
+    if allowed:
+        assert json.loads(marker.read_text()) == {"to": "prod"}
+
+
+def test_ctrl_c_at_a_permission_question_cancels_the_turn(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "deployed.json"
+    hang_after = scripted(
+        [{"tool_call": {"name": "deploy", "arguments": {"to": "prod"}}}], [{"hang": True}]
+    )
+    term = open_chat(terminals, home, tmp_path, driver={"model": hang_after, "marker": str(marker)})
+    term.expect("❯")
+    term.line("ship it")
+    term.expect("choose 1-4:")
+    term.ctrl_c()
+    term.expect("↳ cancelled")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert not marker.exists()
+
+
+def test_model_sessions_new_and_resume_commands(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", MARKDOWN)
+    first = session_id_of(term)
+    term.expect("❯")
+    term.line("/model")
+    term.expect(r"local:smollm2-135m")
+    term.expect(r"\* scripted:")
+    term.line("/model scripted:echo")
+    term.expect(r"model scripted:echo")
+    term.line("ping pong")
+    term.expect(r"ping pong")
+    term.expect("↳ end_turn")
+    term.line("/new scripted:echo")
+    second = session_id_of(term)
+    assert second != first
+    term.line("/sessions")
+    term.expect(rf"\* +{second}")
+    term.line(f"/resume {first}")
+    term.expect(rf"resumed {first} · model scripted:echo")
+    term.expect(r"you: ping pong")
+    term.line("/resume sess_nope")
+    term.expect(r"/resume: .*\(-32002\)")
+    term.line("/bogus")
+    term.expect(r"unknown command /bogus")
+    term.line("/quit")
+    assert term.wait() == 0
+    assert text_of(history(home, first)[-1]).strip() == "ping pong"
+
+
+def test_session_flag_resumes(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    sid = session_id_of(term)
+    term.expect("❯")
+    term.line("first words")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+    again = open_chat(terminals, home, tmp_path, "--session", sid)
+    again.expect(rf"resumed {sid}")
+    again.expect(r"you: first words")
+    again.expect("❯")
+    again.line("second words")
+    again.expect(r"second words")
+    again.expect("↳ end_turn")
+    again.ctrl_d()
+    assert again.wait() == 0
+    assert [m["turnId"] for m in history(home, sid)] == ["u1", "a1", "u2", "a2"]
+
+
+def test_fork_command(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    parent = session_id_of(term)
+    term.expect("❯")
+    term.line("one")
+    term.expect("↳ end_turn")
+    term.line("two")
+    term.expect("↳ end_turn")
+    first_answer = history(home, parent)[1]["messageId"]
+    term.line(f"/fork {first_answer}")
+    child = term.expect(rf"forked {parent} at {first_answer} →\s+(sess_\w+)").group(1)
+    term.line("three")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert [text_of(m).strip() for m in history(home, child)] == ["one", "one", "three", "three"]
+    assert len(history(home, parent)) == 4
+
+
+def test_compact_command(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
+    # Every call, the summary's included, answers 40 words: shorter than two turns.
+    wordy = scripted([{"repeat": {"text": "lorem ", "count": 40}}])
+    term = open_chat(terminals, home, tmp_path, "--model", wordy)
+    sid = session_id_of(term)
+    term.expect("❯")
+    for word in ("one", "two", "three", "four"):
+        term.line(word)
+        term.expect("↳ end_turn")
+    term.line("/compact keep it short")
+    counts = term.expect(r"compacted: (\d+) → (\d+) messages")
+    assert int(counts.group(2)) < int(counts.group(1))
+    term.ctrl_d()
+    assert term.wait() == 0
+    messages = history(home, sid)
+    assert any(b.get("type") == "summary" for m in messages for b in m["content"])
+    assert any(m.get("compacted") for m in messages)
+
+
+@pytest.mark.model
+def test_real_local_model_answers_in_the_terminal(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    # One short model call: no tools (each tool round is another call on the CPU).
+    options = {"maxTokens": 24, "builtinTools": False}
+    term = open_chat(terminals, home, tmp_path, driver={"session_options": options})
+    sid = session_id_of(term)
+    term.expect("❯", timeout=60)
+    term.line("Say hi.")
+    usage = term.expect(r"↳ (end_turn|max_tokens) · tokens in (\d+) · out (\d+)", timeout=240)
+    assert 0 < int(usage.group(3)) <= 24
+    term.ctrl_d()
+    assert term.wait(30) == 0
+    answer = history(home, sid)[-1]
+    assert answer["role"] == "assistant" and text_of(answer).strip()
+    # The terminal showed the stored answer: its first words (markdown marks aside).
+    words = [re.sub(r"\W", "", w) for w in text_of(answer).split()]
+    shown = re.sub(r"\W", "", term.text)
+    assert all(w in shown for w in [w for w in words if len(w) > 1][:3])
+
+
+def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_path: Path) -> None:
+    """What a person sees (tmux's rendering of the screen and scrollback): the live area
+    left no stale copy behind when the answer was interrupted mid-stream."""
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI"):
+            pytest.fail("tmux is missing: apt-get install -y tmux")
+        pytest.skip("apt-get install -y tmux")
+    steps: list[dict[str, Any]] = []
+    for i in range(60):
+        steps += [{"text": f"w{i:02d} "}, {"sleep": 0.02}]
+    model = scripted([*steps, {"hang": True}])
+    name = f"chat-{os.getpid()}-{tmp_path.name}"
+    env = chat_env(home)
+    argv = [*CHAT, "--model", model]
+    command = " ".join(shlex.quote(a) for a in argv)
+    tmux = ["tmux", "-L", name]
+    own_env = [f"-e{k}={v}" for k, v in env.items() if k.startswith("THREADLINE_")]
+    size = ["-x", "60", "-y", "20", "-c", str(tmp_path)]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", name, *size, *own_env, f"{command}; sleep 30"],
+        check=True,
+        env=env,
+    )
+
+    def screen() -> str:
+        out = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-S", "-", "-t", name],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout
+
+    def wait_for(text: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = screen()
+            if text in shown:
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} not on screen:\n{screen()}")
+
+    try:
+        wait_for("❯")
+        subprocess.run([*tmux, "send-keys", "-t", name, "go", "Enter"], check=True)
+        wait_for("w40")
+        subprocess.run([*tmux, "send-keys", "-t", name, "C-c"], check=True)
+        shown = wait_for("↳ cancelled")
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
+    assert "❯ go" in shown, shown
+    words = re.findall(r"w\d\d", shown.split("❯ go", 1)[1])
+    assert words, shown
+    assert len(words) == len(set(words)), f"a word is on screen twice:\n{shown}"
+    assert words == [f"w{i:02d}" for i in range(len(words))]
+    assert "^C" not in shown
