@@ -65,7 +65,7 @@ export async function startServer(
 }
 
 /** The model string for an inline scripted-provider script. */
-export function scripted(script: { rounds: unknown[][] }): string {
+export function scripted(script: { rounds: unknown[][]; summary?: unknown[] }): string {
   return `scripted:${JSON.stringify(script)}`;
 }
 

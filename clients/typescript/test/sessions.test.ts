@@ -117,8 +117,12 @@ test("fork branches at a message; the parent is untouched", async (t) => {
 
 test("compact summarises older turns and reports progress as compaction_update", async (t) => {
   const { client, notifications } = await startServer(t);
-  const sessionId = await twoTurns(client);
-  await client.prompt(sessionId, "third question");
+  // Long turns: a summary is only committed when it is shorter than what it replaces.
+  const model = scripted({ rounds: [[{ text: "an answer" }]], summary: [{ text: "Short summary." }] });
+  const { sessionId } = await client.newSession({ cwd: CWD, threadline: { model } });
+  for (const q of ["first", "second", "third"]) {
+    await client.prompt(sessionId, `${q} question ${"with detail ".repeat(60)}`);
+  }
   const result = await client.compact({ sessionId, keepTurns: 1 });
   assert.equal(typeof result.summary, "string");
   assert.ok(result.summary.length > 0);

@@ -169,8 +169,12 @@ test("fork from a message shows the child session with the parent's prefix", asy
 
 test("compact reports its result to the view", async (t) => {
   const { client } = await sidecar(t);
-  const { chat, sink } = controller(client, { model: "scripted:echo" });
-  for (const text of ["one", "two", "three"]) await chat.handle({ type: "prompt", text });
+  // Long turns: a summary is only committed when it is shorter than what it replaces.
+  const model = scripted({ rounds: [[{ text: "an answer" }]], summary: [{ text: "Short summary." }] });
+  const { chat, sink } = controller(client, { model });
+  for (const q of ["one", "two", "three", "four"]) {
+    await chat.handle({ type: "prompt", text: `${q} ${"with detail ".repeat(60)}` });
+  }
   await chat.handle({ type: "compact" });
   const compacted = sink.of("compacted").at(-1);
   assert.ok(compacted, JSON.stringify(sink.of("notice")));

@@ -93,7 +93,7 @@ export class RecordingSink {
   }
 }
 
-export function scripted(script: { rounds: unknown[][] }): string {
+export function scripted(script: { rounds: unknown[][]; summary?: unknown[] }): string {
   return `scripted:${JSON.stringify(script)}`;
 }
 
