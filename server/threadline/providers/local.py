@@ -7,8 +7,8 @@ Design:
 
 * :class:`LocalModel` owns one ``llama_cpp.Llama`` and a ``threading.Lock``. It is
   loaded lazily, once, in a worker thread, and can be shared by any number of
-  :class:`LocalProvider` instances (``LocalProvider()`` uses a process-wide shared
-  model). Requests from several sessions serialize on the lock.
+  :class:`LocalProvider` instances (the provider registry passes its one model).
+  Requests from several sessions serialize on the lock.
 * Each ``stream()`` runs generation in its own worker thread. Events are pushed to
   the async side through an anyio memory object stream with
   ``anyio.from_thread.run_sync(..., token=...)``. The worker checks a cancel flag
@@ -260,19 +260,6 @@ def _n_ctx_train(llm: Llama) -> int:
         return 0
 
 
-_shared_model: LocalModel | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_local_model() -> LocalModel:
-    """The process-wide default model used by ``LocalProvider()``."""
-    global _shared_model
-    with _shared_lock:
-        if _shared_model is None:
-            _shared_model = LocalModel()
-        return _shared_model
-
-
 # ---------------------------------------------------------------------------
 # Prompt rendering
 
@@ -383,7 +370,9 @@ class LocalProvider:
         max_tool_calls: int = MAX_TOOL_CALLS,
         suppress_repeated_calls: bool = True,
     ) -> None:
-        self._model = model if model is not None else shared_local_model()
+        # Share one LocalModel between providers by passing it (the registry does);
+        # no module-level cache, so each server owns its model.
+        self._model = model if model is not None else LocalModel()
         self._default_max_tokens = default_max_tokens
         self._default_temperature = default_temperature
         self._tool_args_max_tokens = tool_args_max_tokens
