@@ -48,7 +48,8 @@ from .base import (
     UsageReport,
     rough_token_count,
 )
-from .policies import OUTPUT_EVENTS, failure_from_exception
+from .policies import failure_from_exception
+from .sdk_stream import MissingKey, relay
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class AnthropicProvider:
         if self._client is None:
             o = self.options
             if not o.api_key:
-                raise _MissingKey(
+                raise MissingKey(
                     f"no API key for {o.model_id}: set ${o.api_key_env or 'ANTHROPIC_API_KEY'}"
                 )
             import anthropic
@@ -159,27 +160,11 @@ class AnthropicProvider:
         return params
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
-        streamed = False
-        try:
-            client = self.client()
-            events = await client.messages.create(**self.params(request))
-            assembler = EventAssembler()
-            try:
-                async for raw in events:
-                    for event in assembler.feed(raw):
-                        streamed = streamed or isinstance(event, OUTPUT_EVENTS)
-                        yield event
-            finally:
-                with anyio.move_on_after(2, shield=True):
-                    await events.close()
-            for event in assembler.finish():
-                yield event
-        except _MissingKey as exc:
-            yield ProviderError("auth_error", str(exc), None, False)
-        except Exception as exc:
-            failure = failure_from_exception(exc, streamed=streamed, secrets=self._secrets())
-            log.info("%s failed: %s: %s", self.model_id, failure.reason, failure.message)
-            yield failure
+        async def open_stream() -> Any:
+            return await self.client().messages.create(**self.params(request))
+
+        async for event in relay(self.model_id, open_stream, EventAssembler(), self._secrets()):
+            yield event
 
     async def reachable(self, timeout: float = 5.0) -> tuple[bool, str]:
         """Whether the API answers ``GET /v1/models`` with this key (spends no tokens)."""
@@ -188,7 +173,7 @@ class AnthropicProvider:
             with anyio.fail_after(timeout):
                 page = await client.models.list(limit=100)
             ids = [m.id for m in page.data]
-        except _MissingKey as exc:
+        except MissingKey as exc:
             return False, str(exc)
         except TimeoutError:
             return False, f"no answer within {timeout:g} s"
@@ -197,10 +182,6 @@ class AnthropicProvider:
             status = f"HTTP {failure.status}: " if failure.status else ""
             return False, f"{status}{failure.message}"[:300]
         return True, "model listed" if self.options.model in ids else "API answered"
-
-
-class _MissingKey(Exception):
-    pass
 
 
 def _tool_choice(request: ChatRequest, *, thinking: bool) -> dict[str, Any]:
@@ -322,7 +303,8 @@ class EventAssembler:
         self._stop: str | None = None
         self._stopped = False
 
-    def feed(self, event: Any) -> Iterator[ProviderEvent]:
+    def feed(self, raw: Any) -> Iterator[ProviderEvent]:
+        event = raw
         kind = getattr(event, "type", None)
         if kind == "message_start":
             self._usage.update(event.message.usage)

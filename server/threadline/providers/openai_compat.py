@@ -35,7 +35,7 @@ import functools
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -56,7 +56,8 @@ from .base import (
     UsageReport,
     rough_token_count,
 )
-from .policies import OUTPUT_EVENTS, failure_from_exception
+from .policies import failure_from_exception
+from .sdk_stream import Assembler, MissingKey, relay
 
 log = logging.getLogger(__name__)
 
@@ -196,34 +197,24 @@ class OpenAICompatProvider:
     # -- the stream -------------------------------------------------------------------
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
-        streamed = False
-        try:
-            client = self.client()
-            if not self._streams(request):
-                completion = await client.chat.completions.create(
+        if self._streams(request):
+            assembler: Assembler = StreamAssembler(request, self.count_tokens)
+
+            async def open_stream() -> Any:
+                return await self.client().chat.completions.create(
+                    **self.params(request, stream=True)
+                )
+        else:
+            assembler = _CompletionAssembler(request, self.count_tokens)
+
+            async def open_stream() -> Any:
+                completion = await self.client().chat.completions.create(
                     **self.params(request, stream=False)
                 )
-                for event in events_from_completion(completion, request, self.count_tokens):
-                    yield event
-                return
-            assembler = StreamAssembler(request, self.count_tokens)
-            chunks = await client.chat.completions.create(**self.params(request, stream=True))
-            try:
-                async for chunk in chunks:
-                    for event in assembler.feed(chunk):
-                        streamed = streamed or isinstance(event, OUTPUT_EVENTS)
-                        yield event
-            finally:
-                with anyio.move_on_after(2, shield=True):
-                    await chunks.close()
-            for event in assembler.finish():
-                yield event
-        except MissingKey as exc:
-            yield ProviderError("auth_error", str(exc), None, False)
-        except Exception as exc:
-            failure = failure_from_exception(exc, streamed=streamed, secrets=self._secrets())
-            log.info("%s failed: %s: %s", self.model_id, failure.reason, failure.message)
-            yield failure
+                return _single(completion)
+
+        async for event in relay(self.model_id, open_stream, assembler, self._secrets()):
+            yield event
 
     async def reachable(self, timeout: float = 5.0) -> tuple[bool, str]:
         """Whether the server answers ``GET /models`` (cheap, spends no tokens)."""
@@ -244,8 +235,22 @@ class OpenAICompatProvider:
         return True, served
 
 
-class MissingKey(Exception):
-    pass
+async def _single(item: Any) -> AsyncIterator[Any]:
+    yield item
+
+
+class _CompletionAssembler:
+    """A whole (non-streamed) completion as one raw chunk."""
+
+    def __init__(self, request: ChatRequest, count_tokens: Callable[[ChatRequest], int]) -> None:
+        self._request = request
+        self._count = count_tokens
+
+    def feed(self, raw: Any) -> Iterator[ProviderEvent]:
+        return iter(events_from_completion(raw, self._request, self._count))
+
+    def finish(self) -> Iterator[ProviderEvent]:
+        return iter(())
 
 
 # -- messages ---------------------------------------------------------------------------
@@ -330,7 +335,8 @@ class StreamAssembler:
         self._usage: UsageReport | None = None
         self._output_chars = 0
 
-    def feed(self, chunk: Any) -> Iterator[ProviderEvent]:
+    def feed(self, raw: Any) -> Iterator[ProviderEvent]:
+        chunk = raw
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = _usage(usage)
