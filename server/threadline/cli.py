@@ -7,10 +7,16 @@ import argparse
 import asyncio
 import sys
 
-from . import models_cmd
-
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words == ["serve"]:
+        # The editors' path: start before importing what only the other commands need.
+        from .rpc.serve import serve
+
+        return serve()
+    from . import models_cmd
+
     parser = argparse.ArgumentParser(prog="threadline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the sidecar on stdio (what editors start)")
@@ -34,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from .rpc.serve import serve
 
-        code = serve()
-        sys.stderr.flush()
-        return code
+        return serve()
     if args.command == "models":
         return models_cmd.main(args)
     if args.command == "chat":

@@ -20,21 +20,27 @@ def threshold(line_length: int) -> int:
 
 class RepeatedLineDetector:
     def __init__(self) -> None:
-        self._partial = ""
+        self._parts: list[str] = []
+        self._size = 0
         self._last = ""
         self._count = 0
         self.triggered = False
 
     def feed(self, text: str) -> bool:
-        """Feed streamed text; returns True once the output is looping."""
+        """Feed streamed text; returns True once the output is looping. Text without a
+        newline is only collected (no copying per delta)."""
         if self.triggered:
             return True
-        self._partial += text
-        if "\n" not in self._partial:
-            if len(self._partial) > 100_000:
-                self._partial = self._partial[-10_000:]
+        if "\n" not in text:
+            self._parts.append(text)
+            self._size += len(text)
+            if self._size > 100_000:  # one endless line: keep a bounded tail
+                tail = "".join(self._parts)[-10_000:]
+                self._parts, self._size = [tail], len(tail)
             return False
-        *lines, self._partial = self._partial.split("\n")
+        self._parts.append(text)
+        *lines, partial = "".join(self._parts).split("\n")
+        self._parts, self._size = [partial], len(partial)
         for raw in lines:
             line = raw.strip()
             if line and line == self._last:

@@ -16,8 +16,6 @@ import anyio
 from ..providers.base import ChatMessage, ChatRequest, Provider
 from ..store.sqlite import EventStore, SessionRow
 from ..tools.base import Tool
-from ..tools.factory import SessionTools, build_registry
-from ..tools.memory import ForgetTool, RememberTool
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import compaction, updates
@@ -79,10 +77,15 @@ class Session:
         self.turn: Turn | None = None
         self.busy: str | None = None
         self.permissions = PermissionBroker()
+        from ..tools.factory import SessionTools  # deferred: not needed for initialize
+
         self.toolset = SessionTools(self._registry(), cwd=self.cwd)
         self.tools: ToolRegistry = self.toolset.registry
 
     def _registry(self) -> ToolRegistry:
+        from ..tools.factory import build_registry
+        from ..tools.memory import ForgetTool, RememberTool
+
         builtin = self.config.builtin_tools
         names = None if isinstance(builtin, bool) else set(builtin)
         enabled = builtin is True or bool(names)

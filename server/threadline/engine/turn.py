@@ -362,17 +362,20 @@ class Turn:
         """Journal the burst in one commit, then announce it coalesced per block."""
         if not stream.pending:
             return
-        session = self.session
-        session.store.append_chunks(session.id, stream.pending)
+        runs: list[tuple[str, str]] = []
         kind, buf = stream.pending[0][0], [stream.pending[0][1]]
         for k, text in stream.pending[1:]:
             if k == kind:
                 buf.append(text)
                 continue
-            self._announce_chunk(stream, kind, "".join(buf))
+            runs.append((kind, "".join(buf)))
             kind, buf = k, [text]
-        self._announce_chunk(stream, kind, "".join(buf))
+        runs.append((kind, "".join(buf)))
         stream.pending.clear()
+        # One journal row per run, exactly what is announced.
+        self.session.store.append_chunks(self.session.id, runs)
+        for kind, text in runs:
+            self._announce_chunk(stream, kind, text)
 
     def _announce_chunk(self, stream: _Stream, kind: str, text: str) -> None:
         update_kind = "agent_thought_chunk" if kind == "thought" else "agent_message_chunk"

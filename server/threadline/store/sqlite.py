@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -137,6 +139,13 @@ _COLS = (
 )
 
 
+def _loads(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # written by the stdlib fallback (big integers)
+        return json.loads(text)
+
+
 def _row(r: tuple[Any, ...]) -> SessionRow:
     return SessionRow(
         id=r[0],
@@ -157,7 +166,10 @@ def _row(r: tuple[Any, ...]) -> SessionRow:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:  # beyond orjson (e.g. integers over 64 bits)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 class EventStore:
@@ -431,7 +443,7 @@ class EventStore:
             if len(chain) > 10_000:
                 raise StoreError(f"fork chain of {session_id} is too deep or cyclic")
         out: list[StoredEvent] = []
-        loads = json.loads
+        loads = _loads
         for sid, lim in reversed(chain):
             if lim is None:
                 cur = self._db.execute(
