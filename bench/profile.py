@@ -1,0 +1,206 @@
+"""``python -m bench.profile SCENARIO``: why a figure is what it is.
+
+Runs one scenario against a real ``threadline serve`` with py-spy attached to the
+server (all threads, by function, idle stacks left out) and prints where the
+samples fall: by *self* time (the function on top of the stack) and *inclusive*
+time (the function anywhere on the stack). ``imports`` instead lists what
+``threadline serve`` imports before it can answer ``initialize`` (``-X importtime``).
+
+Scenarios: imports, stream, concurrency, history, load, localmodel. Needs
+``pip install py-spy`` (attaching needs ptrace rights over the server: same user).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from .figures.concurrency import all_at_once
+from .fixtures import fill
+from .servers import INITIALIZE, THREADLINE, new_session, prompt_params, spawn
+from .streaming import stream_once
+from .wire import Connection
+
+_FRAME_LINE = re.compile(r":\d+\)$")
+
+
+def imports(top: int) -> None:
+    """Cumulative import time of ``threadline serve`` up to ``initialize``, biggest first."""
+    home = tempfile.mkdtemp(prefix="threadline-bench-")
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
+    frame = f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+    try:
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "threadline", "serve"],
+            input=frame,
+            capture_output=True,
+            env={**os.environ, "THREADLINE_HOME": home},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    rows: list[tuple[int, int, str]] = []
+    for line in out.stderr.decode(errors="replace").splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        own, cumulative, name = line.split(":", 1)[1].split("|", 2)
+        if own.strip().isdigit():
+            rows.append((int(cumulative), int(own), name.rstrip()))
+    total = sum(c for c, _, n in rows if not n.startswith("  "))
+    print(f"top-level imports: {total / 1000:.0f} ms in all")
+    print(f"{'cumulative':>11} {'self':>9}  module (indent = imported by the line above)")
+    for cumulative, own, name in sorted(rows, reverse=True)[:top]:
+        print(f"{cumulative / 1000:8.1f} ms {own / 1000:6.1f} ms  {name}")
+
+
+class Spy:
+    """py-spy recording one process until stopped."""
+
+    def __init__(self, pid: int, out: Path, rate: int, native: bool, idle: bool = False) -> None:
+        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--output", str(out)]
+        # --nonblocking: stopping the server to sample interrupts its blocking pipe
+        # writes, and the outbox does not retry a short write (see docs/benchmarks.md).
+        argv += ["--rate", str(rate), "--function", "--threads", "--nonblocking"]
+        if native:
+            argv.append("--native")
+        if idle:
+            argv.append("--idle")
+        self.out = out
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.0)  # let it attach
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def summarize(raw: Path, top: int) -> None:
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    threads: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = [_FRAME_LINE.sub(")", f) for f in stack.split(";")]
+        threads[frames[0]] += count
+        frames = frames[1:]
+        total += count
+        if frames:
+            own[frames[-1]] += count
+        for f in set(frames):
+            inclusive[f] += count
+    if not total:
+        print("no samples (did py-spy attach?)")
+        return
+    print(f"{total} samples")
+    print("\nby thread:")
+    for name, n in threads.most_common():
+        print(f"  {100 * n / total:5.1f}%  {name}")
+    print("\nself (top of stack):")
+    for name, n in own.most_common(top):
+        print(f"  {100 * n / total:5.1f}%  {name}")
+    print("\ninclusive (anywhere on the stack):")
+    for name, n in inclusive.most_common(top):
+        print(f"  {100 * n / total:5.1f}%  {name}")
+
+
+def _stream(conn: Connection, home: Path) -> None:
+    for _ in range(3):
+        stream_once(conn, 100_000)
+
+
+def _concurrency(conn: Connection, home: Path) -> None:
+    all_at_once(conn, 100, 20_000)
+
+
+def _history(conn: Connection, home: Path) -> None:
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    for _ in range(10):
+        conn.call("session/history", {"sessionId": sid}, timeout=600)
+
+
+def _load(conn: Connection, home: Path) -> None:
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    for _ in range(5):
+        conn.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []}, 600)
+
+
+def _localmodel(conn: Connection, home: Path) -> None:
+    for _ in range(3):
+        sid = new_session(conn, maxTokens=128, temperature=0.0, builtinTools=False)
+        conn.call("session/prompt", prompt_params(sid, "Write a short poem about the sea."), 600)
+
+
+SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {
+    "stream": (_stream, 0),
+    "concurrency": (_concurrency, 0),
+    "history": (_history, 10_000),
+    "load": (_load, 10_000),
+    "localmodel": (_localmodel, 0),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
+    p.add_argument("scenario", choices=["imports", *SCENARIOS])
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    p.add_argument("--native", action="store_true", help="include C frames (llama.cpp, sqlite)")
+    p.add_argument(
+        "--idle", action="store_true", help="include waiting stacks (wall time, not CPU)"
+    )
+    p.add_argument("--raw", type=Path, help="keep py-spy's raw collapsed stacks here")
+    args = p.parse_args(argv)
+    if args.scenario == "imports":
+        imports(args.top)
+        return 0
+    scenario, messages = SCENARIOS[args.scenario]
+    home = Path(tempfile.mkdtemp(prefix="threadline-bench-"))
+    raw = args.raw or home / "profile.txt"
+    try:
+        if messages:
+            fill(home, [messages])
+        conn = spawn(THREADLINE, home)
+        try:
+            if args.scenario == "localmodel":
+                _localmodel_warmup(conn)
+            spy = Spy(conn.pid, raw, args.rate, args.native, args.idle)
+            try:
+                scenario(conn, home)
+            finally:
+                spy.stop()
+        finally:
+            conn.close()
+        summarize(raw, args.top)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+def _localmodel_warmup(conn: Connection) -> None:
+    sid = new_session(conn, maxTokens=8, temperature=0.0, builtinTools=False)
+    conn.call("session/prompt", prompt_params(sid, "Write a short poem about the sea."), 600)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
