@@ -41,6 +41,8 @@ class Transcript:
     turn_number: int = 0
     open_calls: dict[str, Msg] = field(default_factory=dict)
     """tool_use blocks still waiting for their result, by tool call id."""
+    call_ids: set[str] = field(default_factory=set)
+    """Every tool call id used so far: ids are unique for ever, whatever a provider says."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -60,6 +62,7 @@ class Transcript:
             t = block.get("type")
             if t == "tool_use":
                 self.open_calls[block["id"]] = block
+                self.call_ids.add(block["id"])
             elif t == "tool_result":
                 self.open_calls.pop(block["toolUseId"], None)
 

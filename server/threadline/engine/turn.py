@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -346,6 +346,11 @@ class Turn:
             if event.text:
                 stream.pending.append(("thought", event.text))
         elif isinstance(event, ToolCallFinal):
+            taken = self.session.transcript.call_ids
+            if event.id in taken or any(c.id == event.id for c in stream.calls):
+                # Providers may reuse ids (and the scripted one restarts its count in
+                # every process); the wire promises ids unique for ever.
+                event = replace(event, id=new_id("call"))
             stream.calls.append(event)
         elif isinstance(event, UsageReport):
             stream.usage = event

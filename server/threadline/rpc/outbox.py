@@ -26,11 +26,12 @@ _MERGEABLE = ("agent_message_chunk", "agent_thought_chunk")
 
 def dumps(message: Any) -> bytes:
     """orjson (about 25× faster on large answers such as a long history); the stdlib
-    for what orjson refuses (integers beyond 64 bits, say, in a client's request id)."""
+    for what orjson refuses (integers beyond 64 bits, lone surrogates)."""
     try:
         return orjson.dumps(message)
     except TypeError:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        # ASCII escapes also carry lone surrogates a client put in an id or a method.
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def write_all(stream: BinaryIO, data: bytes | bytearray) -> None:

@@ -150,8 +150,10 @@ class ThreadlineServer(JsonRPCServer):
                 continue
             try:
                 message = json.loads(frame)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                self._send_error(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+            except (ValueError, RecursionError) as exc:
+                # ValueError covers bad JSON, bad UTF-8 and integers over 4,300 digits;
+                # RecursionError, nesting deeper than the parser goes.
+                self._send_error(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}"[:500])
                 continue
             try:
                 self._on_message(message)

@@ -168,8 +168,8 @@ def _row(r: tuple[Any, ...]) -> SessionRow:
 def _dumps(obj: Any) -> str:
     try:
         return orjson.dumps(obj).decode()
-    except TypeError:  # beyond orjson (e.g. integers over 64 bits)
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    except TypeError:  # beyond orjson: integers over 64 bits, lone surrogates
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
 class EventStore:
