@@ -20,7 +20,11 @@ def setup_logging(settings: Settings) -> None:
     old = os.umask(0o077)
     try:
         fh = logging.handlers.RotatingFileHandler(
-            settings.log_path, maxBytes=5 * 1024 * 1024, backupCount=2, encoding="utf-8"
+            settings.log_path,
+            maxBytes=5 * 1024 * 1024,
+            backupCount=2,
+            encoding="utf-8",
+            errors="backslashreplace",  # a line may quote a lone surrogate from the wire
         )
     finally:
         os.umask(old)

@@ -176,10 +176,10 @@ class ThreadlineServer(JsonRPCServer):
             return
         method = message.get("method")
         if message.get("jsonrpc") != "2.0":
-            if has_id:
-                self._send_error(
-                    msg_id, ErrorCode.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"'
-                )
+            # Not even a notification: answer (with id null when there is none).
+            self._send_error(
+                msg_id, ErrorCode.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"'
+            )
             return
         if method is None and has_id and ("result" in message or "error" in message):
             self._on_response(message)
@@ -201,8 +201,9 @@ class ThreadlineServer(JsonRPCServer):
     def _on_response(self, message: dict[str, Any]) -> None:
         err = message.get("error")
         if isinstance(err, dict):
+            code = err.get("code")
             error = ResponseError(
-                code=int(err.get("code", ErrorCode.INTERNAL_ERROR)),
+                code=code if isinstance(code, int) else int(ErrorCode.INTERNAL_ERROR),
                 message=str(err.get("message", "")),
                 data=err.get("data"),
             )
@@ -217,8 +218,9 @@ class ThreadlineServer(JsonRPCServer):
         if not self.initialized:
             return
         if method in CANCEL_METHODS:
-            if isinstance(params, dict):
-                task = self._tasks.get(params.get("id", params.get("requestId")))
+            target = params.get("id", params.get("requestId")) if isinstance(params, dict) else None
+            if isinstance(target, (str, int)):
+                task = self._tasks.get(target)
                 if task is not None:
                     task.cancel()
             return

@@ -139,6 +139,17 @@ _COLS = (
 )
 
 
+def _text(value: str | None) -> str | None:
+    """A str SQLite can bind: lone surrogates (valid in JSON, not in UTF-8) replaced."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
+
+
 def _loads(text: str) -> Any:
     try:
         return orjson.loads(text)
@@ -233,7 +244,7 @@ class EventStore:
             db.execute(
                 "INSERT INTO sessions(id, cwd, title, config, created_at, updated_at) "
                 "VALUES(?,?,?,?,?,?)",
-                (session_id, cwd, title, _dumps(config), now, now),
+                (session_id, _text(cwd), _text(title), _dumps(config), now, now),
             )
         row = self.get_session(session_id)
         assert row is not None
@@ -277,7 +288,7 @@ class EventStore:
         args: list[Any] = []
         if title is not None:
             sets.append("title=?")
-            args.append(title)
+            args.append(_text(title))
         if config is not None:
             sets.append("config=?")
             args.append(_dumps(config))
@@ -381,7 +392,7 @@ class EventStore:
                     base_seq,
                     base_count,
                     forked_at_message_id,
-                    cwd,
+                    _text(cwd),
                     parent.title,
                     _dumps(parent.config),
                     now,
@@ -474,7 +485,7 @@ class EventStore:
         with self._tx() as db:
             db.executemany(
                 "INSERT INTO chunks(session_id, block, text) VALUES(?,?,?)",
-                [(session_id, b, t) for b, t in chunks],
+                [(session_id, b, _text(t)) for b, t in chunks],
             )
 
     def inflight_streams(self) -> list[InflightStream]:
