@@ -243,6 +243,11 @@ class ForkParams(StrictWireModel):
     message_id: str | None = None
     cwd: str | None = None
 
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_absolute(cls, value: str | None) -> str | None:
+        return None if value is None else _absolute(value)
+
 
 class ForkResult(WireModel):
     session_id: str
@@ -274,6 +279,11 @@ class LoadSessionParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     cwd: str | None = None
     mcp_servers: list[McpServer] = Field(default_factory=list)
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_absolute(cls, value: str | None) -> str | None:
+        return None if value is None else _absolute(value)
 
 
 class ListSessionsParams(StrictWireModel):

@@ -137,7 +137,8 @@ async def test_fork_inside_a_tool_round_answers_the_open_call(sidecar: SidecarCl
     )
     child = await history(sidecar, fork["sessionId"])
     assert child[:2] == parent[:2]
-    assert child[2]["content"][0]["toolUseId"] == "call_1"
+    call_id = parent[1]["content"][0]["id"]
+    assert child[2]["content"][0]["toolUseId"] == call_id
     assert child[2]["content"][0]["status"] == "cancelled"
 
 

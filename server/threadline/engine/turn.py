@@ -346,12 +346,10 @@ class Turn:
             if event.text:
                 stream.pending.append(("thought", event.text))
         elif isinstance(event, ToolCallFinal):
-            taken = self.session.transcript.call_ids
-            if event.id in taken or any(c.id == event.id for c in stream.calls):
-                # Providers may reuse ids (and the scripted one restarts its count in
-                # every process); the wire promises ids unique for ever.
-                event = replace(event, id=new_id("call"))
-            stream.calls.append(event)
+            # The wire promises tool call ids unique for ever; providers reuse theirs
+            # (across sessions, restarts, even within one answer), so the engine mints
+            # its own and sends those back to the provider in the continuation.
+            stream.calls.append(replace(event, id=new_id("call")))
         elif isinstance(event, UsageReport):
             stream.usage = event
         elif isinstance(event, Done):
