@@ -441,15 +441,7 @@ class Turn:
             )
         if part.unknown:
             for call in part.unknown:
-                self._commit(
-                    ToolResult(
-                        self._tool_result(
-                            call,
-                            ToolOutcome.text(f"unknown tool {call.name!r}", is_error=True),
-                            status="failed",
-                        )
-                    )
-                )
+                self._answer(call, f"unknown tool {call.name!r}", is_error=True, status="failed")
             names = ", ".join(sorted({c.name for c in part.unknown}))
             raise ToolLoopFailed(
                 f"the model called a tool that does not exist: {names}",
@@ -461,14 +453,8 @@ class Turn:
             # Offered no tools and still called one: answer the calls, end the turn
             # rather than go round again (small models loop here otherwise).
             for call in part.normal:
-                self._commit(
-                    ToolResult(
-                        self._tool_result(
-                            call,
-                            ToolOutcome.text("not run: no tools were available", is_error=True),
-                            status="cancelled",
-                        )
-                    )
+                self._answer(
+                    call, "not run: no tools were available", is_error=True, status="cancelled"
                 )
             return "end_turn"
         # A model that repeats an identical call gets no tools on its next round,
@@ -477,16 +463,10 @@ class Turn:
         for call in part.normal:
             key = call.name + json.dumps(call.arguments, sort_keys=True)
             if key in self._seen_calls:
-                self._commit(
-                    ToolResult(
-                        self._tool_result(
-                            call,
-                            ToolOutcome.text(
-                                "Already called with these arguments; use the earlier result."
-                            ),
-                            status="completed",
-                        )
-                    )
+                self._answer(
+                    call,
+                    "Already called with these arguments; use the earlier result.",
+                    status="completed",
                 )
                 if not self._tools_off:
                     self._say_once(
@@ -498,15 +478,7 @@ class Turn:
             tool = session.tools.get(call.name)
             problem = argument_problem(tool, call.arguments)
             if tool is not None and problem is not None:
-                self._commit(
-                    ToolResult(
-                        self._tool_result(
-                            call,
-                            ToolOutcome.text(f"invalid arguments: {problem}", is_error=True),
-                            status="failed",
-                        )
-                    )
-                )
+                self._answer(call, f"invalid arguments: {problem}", is_error=True, status="failed")
                 self._say_once(
                     f"Your call to {call.name} was not run: {problem}. Call it again with "
                     f"arguments that match its schema: {json.dumps(tool.parameters)}"
@@ -519,18 +491,19 @@ class Turn:
         await self._run_batches(runnable)
         self.budget -= len(runnable)
         for call in skipped:
-            self._commit(
-                ToolResult(
-                    self._tool_result(
-                        call,
-                        ToolOutcome.text("not run: the tool budget is exhausted", is_error=True),
-                        status="cancelled",
-                    )
-                )
+            self._answer(
+                call, "not run: the tool budget is exhausted", is_error=True, status="cancelled"
             )
         if skipped or (self.budget <= 0 and not self._tools_off and fresh):
             return "max_turn_requests"
         return None
+
+    def _answer(
+        self, call: ToolCallFinal, text: str, *, status: str, is_error: bool = False
+    ) -> None:
+        """Commit a result the engine writes itself (refused, skipped, invalid…)."""
+        outcome = ToolOutcome.text(text, is_error=is_error)
+        self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
