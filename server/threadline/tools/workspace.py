@@ -67,6 +67,14 @@ BINARY_SNIFF_BYTES = 8192
 _T = TypeVar("_T")
 
 
+def _folder_location(arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+    """The folder a listing or search covers (the workspace root by default)."""
+    try:
+        return [{"path": _sandbox(ctx).resolve(arguments.get("path"), default=".").path}]
+    except PathRefused:
+        return []
+
+
 class ToolArgError(ValueError):
     """Bad arguments from the model; the message is the error result it reads."""
 
@@ -456,10 +464,7 @@ class ListDirectory:
         return f"List {path}" if isinstance(path, str) and path else "List workspace"
 
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        try:
-            return [{"path": _sandbox(ctx).resolve(arguments.get("path"), default=".").path}]
-        except PathRefused:
-            return []
+        return _folder_location(arguments, ctx)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         sandbox = _sandbox(ctx)
@@ -666,10 +671,7 @@ class SearchText:
         return f"Search {pattern!r}{suffix}" if isinstance(pattern, str) else "Search text"
 
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        try:
-            return [{"path": _sandbox(ctx).resolve(arguments.get("path"), default=".").path}]
-        except PathRefused:
-            return []
+        return _folder_location(arguments, ctx)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         sandbox = _sandbox(ctx)
