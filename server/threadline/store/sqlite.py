@@ -7,9 +7,11 @@ base's prefix and then the fork's own events, so forking costs the same for a
 flight are journaled separately so a crash mid-answer can be recovered as a
 truncated message.
 
-All access happens on the event-loop thread through one connection; commits are
-cheap in WAL mode with ``synchronous=NORMAL`` (durable across a process crash, the
-failure an editor sidecar actually sees).
+Each process accesses it on its event-loop thread through one connection; commits
+are cheap in WAL mode with ``synchronous=NORMAL`` (durable across a process crash,
+the failure an editor sidecar actually sees). Several sidecars share one file: the
+contract that keeps them apart (appends at an expected sequence, leases, the change
+token) is `store.base`'s.
 """
 
 from __future__ import annotations
@@ -20,17 +22,45 @@ import logging
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Generator, Iterable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .base import (
+    Acquired,
+    InflightStream,
+    Lease,
+    NewEvent,
+    Owner,
+    SessionRow,
+    StoreConflict,
+    StoredEvent,
+    StoreError,
+    StreamTail,
+)
+from .owners import owner_is_dead
+
+__all__ = [
+    "EventStore",
+    "InflightStream",
+    "NewEvent",
+    "SessionRow",
+    "StoreConflict",
+    "StoreError",
+    "StoredEvent",
+]
+
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: sessions, events, messages, journal. 2: leases (many processes on one store)."""
+
+BUSY_TIMEOUT = 10.0
+"""Seconds a write waits for another process's transaction before it fails."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,65 +108,44 @@ CREATE TABLE IF NOT EXISTS chunks(
     text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_session ON chunks(session_id);
+CREATE TABLE IF NOT EXISTS leases(
+    session_id TEXT PRIMARY KEY,
+    owner_id TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started REAL NOT NULL,
+    kind TEXT NOT NULL,
+    turn_id TEXT,
+    since TEXT NOT NULL,
+    heartbeat REAL NOT NULL,
+    interrupt INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner_id);
 """
 
-
-class StoreError(Exception):
-    """The store could not be opened or read; the message says what to do."""
+_LEASE_COLS = "session_id, owner_id, pid, host, started, kind, turn_id, since, heartbeat, interrupt"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    id: str
-    parent_id: str | None
-    base_id: str | None
-    base_seq: int
-    base_count: int
-    forked_at_message_id: str | None
-    cwd: str
-    title: str | None
-    config: dict[str, Any]
-    created_at: str
-    updated_at: str
-    own_count: int
-    last_seq: int
-    deleted: bool
-
-    @property
-    def message_count(self) -> int:
-        return self.base_count + self.own_count
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    session_id: str
-    seq: int
-    kind: str
-    payload: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """An event to append; ``message_ids`` lists the messages it creates, in order."""
-
-    kind: str
-    payload: dict[str, Any]
-    message_ids: Sequence[str] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class InflightStream:
-    session_id: str
-    message_id: str
-    meta: dict[str, Any]
-    text: str
-    thought: str
+def _lease(r: tuple[Any, ...]) -> Lease:
+    return Lease(
+        session_id=r[0],
+        owner=Owner(id=r[1], pid=r[2], host=r[3], started=r[4]),
+        kind=r[5],
+        turn_id=r[6],
+        since=r[7],
+        heartbeat=r[8],
+        interrupt=bool(r[9]),
+    )
 
 
 _COLS = (
     "id, parent_id, base_id, base_seq, base_count, forked_at_message_id, cwd, title, "
     "config, created_at, updated_at, own_count, last_seq, deleted"
 )
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
 def _text(value: str | None) -> str | None:
@@ -192,14 +201,17 @@ class EventStore:
         os.chmod(path.parent, 0o700)
         old_umask = os.umask(0o077)
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=OFF")
             self._check_integrity()
+            self._check_version()
             self._db.executescript(_SCHEMA)
             self._db.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?)",
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
         except sqlite3.DatabaseError as exc:
@@ -219,10 +231,39 @@ class EventStore:
         if row is None or row[0] != "ok":
             raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else '?'}")
 
+    def _check_version(self) -> None:
+        """A store written by a newer Threadline is left alone, not half-upgraded."""
+        has_meta = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if not has_meta:
+            return
+        r = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if r is not None and int(r[0]) > SCHEMA_VERSION:
+            raise StoreError(
+                f"the session store at {self.path} was written by a newer Threadline "
+                f"(schema {r[0]}, this one knows {SCHEMA_VERSION}); upgrade Threadline or set "
+                "THREADLINE_HOME to another folder"
+            )
+
+    def change_token(self) -> int:
+        # data_version moves when another connection commits; our own commits are
+        # already folded into whatever the caller caches.
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         self._db.close()
+
+    @contextmanager
+    def _read(self) -> Generator[sqlite3.Connection, None, None]:
+        """Several reads that must see one snapshot."""
+        self._db.execute("BEGIN")
+        try:
+            yield self._db
+        finally:
+            self._db.execute("COMMIT")
 
     @contextmanager
     def _tx(self) -> Generator[sqlite3.Connection, None, None]:
@@ -259,22 +300,30 @@ class EventStore:
             return None
         return row
 
-    def list_sessions(
-        self, cwd: str | None = None, before: str | None = None, limit: int = 50
-    ) -> list[SessionRow]:
-        """Newest first; ``before`` is an ``updated_at|id`` cursor from the previous page."""
-        sql = f"SELECT {_COLS} FROM sessions WHERE deleted=0"
-        args: list[Any] = []
-        if cwd is not None:
-            sql += " AND cwd=?"
-            args.append(cwd)
-        if before is not None:
-            ts, _, sid = before.partition("|")
-            sql += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
-            args += [ts, ts, sid]
-        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-        args.append(limit)
-        return [_row(r) for r in self._db.execute(sql, args)]
+    def list_session_ids(self, cwd: str | None = None) -> list[str]:
+        if cwd is None:
+            cur = self._db.execute(
+                "SELECT id FROM sessions WHERE deleted=0 ORDER BY updated_at DESC, id DESC"
+            )
+        else:
+            cur = self._db.execute(
+                "SELECT id FROM sessions WHERE deleted=0 AND cwd=? "
+                "ORDER BY updated_at DESC, id DESC",
+                (cwd,),
+            )
+        return [r[0] for r in cur]
+
+    def get_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionRow]:
+        out: dict[str, SessionRow] = {}
+        for i in range(0, len(session_ids), 500):
+            part = list(session_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for r in self._db.execute(
+                f"SELECT {_COLS} FROM sessions WHERE deleted=0 AND id IN ({marks})", part
+            ):
+                row = _row(r)
+                out[row.id] = row
+        return out
 
     def update_session(
         self,
@@ -300,11 +349,21 @@ class EventStore:
         with self._tx() as db:
             db.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", (*args, session_id))
 
-    def delete_session(self, session_id: str) -> None:
-        """Hide a session; its events go only once no fork still reads them."""
+    def delete_session(
+        self, session_id: str, owner: Owner | None = None, now: float | None = None
+    ) -> Lease | None:
+        """Hide a session; its events go only once no fork still reads them. With an
+        ``owner``, a session another live process holds is left alone and its lease
+        returned."""
         with self._tx() as db:
+            if owner is not None:
+                held = self._live_lease(db, session_id, owner, now or 0.0)
+                if held is not None:
+                    return held
             db.execute("UPDATE sessions SET deleted=1 WHERE id=?", (session_id,))
+            db.execute("DELETE FROM leases WHERE session_id=?", (session_id,))
             self._collect(db, session_id)
+        return None
 
     def _collect(self, db: sqlite3.Connection, session_id: str) -> None:
         while True:
@@ -378,6 +437,7 @@ class EventStore:
         forked_at_message_id: str | None,
         cwd: str,
         now: str,
+        title: str | None = None,
     ) -> SessionRow:
         """Write the one row a fork costs."""
         with self._tx() as db:
@@ -393,7 +453,7 @@ class EventStore:
                     base_count,
                     forked_at_message_id,
                     _text(cwd),
-                    parent.title,
+                    _text(title) if title is not None else parent.title,
                     _dumps(parent.config),
                     now,
                     now,
@@ -406,16 +466,28 @@ class EventStore:
     # -- events -------------------------------------------------------------------
 
     def append(
-        self, session_id: str, events: Iterable[NewEvent], now: str, end_stream: bool = False
+        self,
+        session_id: str,
+        events: Iterable[NewEvent],
+        now: str,
+        end_stream: bool = False,
+        *,
+        expected_seq: int | None = None,
     ) -> int:
         """Append events in one transaction; returns the last sequence number."""
         with self._tx() as db:
             r = db.execute(
-                "SELECT last_seq, base_count + own_count FROM sessions WHERE id=?", (session_id,)
+                "SELECT last_seq, base_count + own_count FROM sessions WHERE id=? AND deleted=0",
+                (session_id,),
             ).fetchone()
             if r is None:
                 raise KeyError(session_id)
             seq, ordinal = r[0], r[1]
+            if expected_seq is not None and seq != expected_seq:
+                raise StoreConflict(
+                    f"session {session_id} is at event {seq}, not {expected_seq}: "
+                    "another process wrote to it"
+                )
             added = 0
             for ev in events:
                 seq += 1
@@ -440,8 +512,14 @@ class EventStore:
                 db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
         return seq
 
-    def load_events(self, session_id: str) -> list[StoredEvent]:
+    def load_events(self, session_id: str, after_seq: int | None = None) -> list[StoredEvent]:
         """The session's logical log: its bases' prefixes, then its own events."""
+        if after_seq is not None:
+            cur = self._db.execute(
+                "SELECT seq, kind, payload FROM events WHERE session_id=? AND seq>? ORDER BY seq",
+                (session_id, after_seq),
+            )
+            return [StoredEvent(session_id, q, k, _loads(p)) for q, k, p in cur]
         chain: list[tuple[str, int | None]] = []
         sid: str | None = session_id
         limit: int | None = None
@@ -490,21 +568,124 @@ class EventStore:
 
     def inflight_streams(self) -> list[InflightStream]:
         out: list[InflightStream] = []
-        for sid, mid, payload in self._db.execute(
-            "SELECT session_id, message_id, payload FROM inflight"
-        ).fetchall():
-            text: list[str] = []
-            thought: list[str] = []
-            for block, t in self._db.execute(
-                "SELECT block, text FROM chunks WHERE session_id=? ORDER BY id", (sid,)
-            ):
-                (thought if block == "thought" else text).append(t)
-            out.append(
-                InflightStream(sid, mid, json.loads(payload), "".join(text), "".join(thought))
-            )
+        for (sid,) in self._db.execute("SELECT session_id FROM inflight").fetchall():
+            stream = self.inflight_stream(sid)
+            if stream is not None:
+                out.append(stream)
         return out
+
+    def inflight_stream(self, session_id: str) -> InflightStream | None:
+        tail = self.stream_since(session_id, 0)
+        if tail.message_id is None:
+            return None
+        text: list[str] = []
+        thought: list[str] = []
+        for _, block, t in tail.chunks:
+            (thought if block == "thought" else text).append(t)
+        last = tail.chunks[-1][0] if tail.chunks else 0
+        return InflightStream(
+            session_id, tail.message_id, tail.meta, "".join(text), "".join(thought), last
+        )
+
+    def stream_since(self, session_id: str, after_chunk: int) -> StreamTail:
+        # One read transaction, so the header and the chunks belong to the same stream.
+        with self._read() as db:
+            r = db.execute(
+                "SELECT message_id, payload FROM inflight WHERE session_id=?", (session_id,)
+            ).fetchone()
+            if r is None:
+                return StreamTail(None, {}, [])
+            chunks = db.execute(
+                "SELECT id, block, text FROM chunks WHERE session_id=? AND id>? ORDER BY id",
+                (session_id, after_chunk),
+            ).fetchall()
+        return StreamTail(r[0], json.loads(r[1]), [(c[0], c[1], c[2]) for c in chunks])
 
     def clear_stream(self, session_id: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM inflight WHERE session_id=?", (session_id,))
             db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
+
+    # -- leases ---------------------------------------------------------------------------
+
+    def get_lease(self, session_id: str) -> Lease | None:
+        r = self._db.execute(
+            f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
+        ).fetchone()
+        return None if r is None else _lease(r)
+
+    def _live_lease(
+        self, db: sqlite3.Connection, session_id: str, me: Owner, now: float
+    ) -> Lease | None:
+        """The lease of another process that is still alive, if any."""
+        r = db.execute(
+            f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
+        ).fetchone()
+        if r is None:
+            return None
+        lease = _lease(r)
+        if lease.owner.id == me.id or owner_is_dead(lease, me, now):
+            return None
+        return lease
+
+    def acquire_lease(
+        self, session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
+    ) -> Acquired:
+        with self._tx() as db:
+            r = db.execute(
+                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
+            ).fetchone()
+            held = None if r is None else _lease(r)
+            took_over: Lease | None = None
+            if held is not None and held.owner.id != owner.id:
+                if not owner_is_dead(held, owner, now):
+                    return Acquired(held, mine=False)
+                took_over = held
+            elif (
+                held is None
+                and db.execute(
+                    "SELECT 1 FROM inflight WHERE session_id=?", (session_id,)
+                ).fetchone()
+            ):
+                # A journal with no lease: written by a process that died (or by a
+                # Threadline older than leases). It is ours to recover.
+                took_over = Lease(session_id, Owner("", 0, "", 0.0), "turn", None, "", 0.0, False)
+            since = _iso(now)
+            db.execute(
+                f"INSERT OR REPLACE INTO leases({_LEASE_COLS}) VALUES(?,?,?,?,?,?,?,?,?,0)",
+                (
+                    session_id,
+                    owner.id,
+                    owner.pid,
+                    owner.host,
+                    owner.started,
+                    kind,
+                    turn_id,
+                    since,
+                    now,
+                ),
+            )
+        lease = Lease(session_id, owner, kind, turn_id, since, now, False)
+        return Acquired(lease, mine=True, took_over=took_over)
+
+    def release_lease(self, session_id: str, owner: Owner) -> None:
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM leases WHERE session_id=? AND owner_id=?", (session_id, owner.id)
+            )
+
+    def heartbeat(self, owner: Owner, now: float) -> list[str]:
+        with self._tx() as db:
+            rows = db.execute(
+                "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
+                (now, owner.id),
+            ).fetchall()
+        return [r[0] for r in rows if r[1]]
+
+    def request_interrupt(self, session_id: str) -> Lease | None:
+        with self._tx() as db:
+            r = db.execute(
+                f"UPDATE leases SET interrupt=1 WHERE session_id=? RETURNING {_LEASE_COLS}",
+                (session_id,),
+            ).fetchone()
+        return None if r is None else _lease(r)

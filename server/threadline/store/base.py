@@ -1,0 +1,249 @@
+"""What the engine needs from a session store, typed so a second backend can slot in.
+
+Every editor window starts its own sidecar, and by default they share one data
+folder, so a store is written by several processes at once (later by several
+machines, on PostgreSQL). The contract that keeps them from damaging each other:
+
+- **Append at an expected sequence.** A session's own events are numbered; an append
+  names the sequence number it expects to follow and fails with `StoreConflict` if
+  another writer got there first, instead of interleaving two histories.
+- **Leases.** A process that runs a turn, a compaction or a repair on a session holds
+  its lease (owner id, pid, host, heartbeat). Only the holder appends to the session
+  or writes its stream journal; a lease whose owner is dead (`leases.owner_is_dead`)
+  may be taken over, and only then is its journal recovered.
+- **A change feed.** `change_token()` moves whenever another process commits, so
+  readers can keep folded transcripts and check them with one cheap call.
+
+The SQLite implementation is `store.sqlite.EventStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class StoreError(Exception):
+    """The store could not be opened, read or written; the message says what to do."""
+
+
+class StoreConflict(StoreError):
+    """An append found the session further along than the writer expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    parent_id: str | None
+    base_id: str | None
+    base_seq: int
+    base_count: int
+    forked_at_message_id: str | None
+    cwd: str
+    title: str | None
+    config: dict[str, Any]
+    created_at: str
+    updated_at: str
+    own_count: int
+    last_seq: int
+    deleted: bool
+
+    @property
+    def message_count(self) -> int:
+        return self.base_count + self.own_count
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    session_id: str
+    seq: int
+    kind: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append; ``message_ids`` lists the messages it creates, in order."""
+
+    kind: str
+    payload: dict[str, Any]
+    message_ids: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InflightStream:
+    """The journal of an answer being streamed: what a crash must not lose."""
+
+    session_id: str
+    message_id: str
+    meta: dict[str, Any]
+    text: str
+    thought: str
+    last_chunk: int = 0
+    """Id of the newest journal chunk read; a watcher asks for chunks after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """One sidecar process, as other processes see it in a lease."""
+
+    id: str
+    pid: int
+    host: str
+    started: float
+    """Process start time (seconds since boot on Linux), so a reused pid is not taken
+    for the owner that died."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    session_id: str
+    owner: Owner
+    kind: str
+    """What the owner is doing: ``turn``, ``compact`` or ``repair``."""
+    turn_id: str | None
+    since: str
+    heartbeat: float
+    """Wall-clock seconds of the owner's last heartbeat."""
+    interrupt: bool
+    """Another process asked the owner to stop the turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """The outcome of `SessionStore.acquire_lease`."""
+
+    lease: Lease
+    """Ours when ``mine``; otherwise the live lease of the process that holds it."""
+    mine: bool
+    took_over: Lease | None = None
+    """The dead owner's lease we replaced: its stream journal needs recovering."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTail:
+    """Journal chunks after a known one, for a process watching a turn run elsewhere."""
+
+    message_id: str | None
+    meta: dict[str, Any]
+    chunks: list[tuple[int, str, str]]
+    """``(chunk id, block, text)`` in order; block is ``text`` or ``thought``."""
+
+
+class SessionStore(Protocol):
+    """The operations the engine performs on durable sessions."""
+
+    # -- change feed ------------------------------------------------------------------
+
+    def change_token(self) -> int:
+        """A number that changes when another process has committed since the last call
+        (it may also change spuriously); cheap enough to call before every read."""
+        ...
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def create_session(
+        self, session_id: str, cwd: str, config: dict[str, Any], now: str, title: str | None = None
+    ) -> SessionRow: ...
+
+    def get_session(self, session_id: str, include_deleted: bool = False) -> SessionRow | None: ...
+
+    def list_session_ids(self, cwd: str | None = None) -> list[str]:
+        """Every visible session, most recently updated first: the snapshot a stable
+        page walk is cut from."""
+        ...
+
+    def get_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionRow]:
+        """Rows of the given sessions that still exist and are not deleted."""
+        ...
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        config: dict[str, Any] | None = None,
+        now: str | None = None,
+    ) -> None: ...
+
+    def delete_session(self, session_id: str, owner: Owner, now: float) -> Lease | None:
+        """Delete unless another live process holds the lease; returns that lease then."""
+        ...
+
+    # -- forks ------------------------------------------------------------------------
+
+    def locate_message(self, session_id: str, message_id: str) -> tuple[str, int, int] | None: ...
+
+    def last_message_id(self, session_id: str) -> str | None: ...
+
+    def fork_session(
+        self,
+        new_id: str,
+        parent: SessionRow,
+        base_id: str,
+        base_seq: int,
+        base_count: int,
+        forked_at_message_id: str | None,
+        cwd: str,
+        now: str,
+        title: str | None = None,
+    ) -> SessionRow: ...
+
+    # -- events -----------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        events: Iterable[NewEvent],
+        now: str,
+        end_stream: bool = False,
+        *,
+        expected_seq: int | None = None,
+    ) -> int:
+        """Append in one transaction; returns the new last sequence number. Raises
+        `StoreConflict` when ``expected_seq`` is not the session's last one, and
+        `KeyError` when the session is gone."""
+        ...
+
+    def load_events(self, session_id: str, after_seq: int | None = None) -> list[StoredEvent]:
+        """The logical log (bases' prefixes, then own events); with ``after_seq``, only
+        the session's own events after that number."""
+        ...
+
+    # -- streaming journal --------------------------------------------------------------
+
+    def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None: ...
+
+    def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None: ...
+
+    def inflight_streams(self) -> list[InflightStream]: ...
+
+    def inflight_stream(self, session_id: str) -> InflightStream | None: ...
+
+    def stream_since(self, session_id: str, after_chunk: int) -> StreamTail: ...
+
+    def clear_stream(self, session_id: str) -> None: ...
+
+    # -- leases -----------------------------------------------------------------------
+
+    def acquire_lease(
+        self, session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
+    ) -> Acquired:
+        """Take the session's lease if it is free, ours, or its owner is dead."""
+        ...
+
+    def release_lease(self, session_id: str, owner: Owner) -> None: ...
+
+    def get_lease(self, session_id: str) -> Lease | None: ...
+
+    def heartbeat(self, owner: Owner, now: float) -> list[str]:
+        """Refresh every lease of ``owner``; returns the sessions whose interrupt
+        another process asked for."""
+        ...
+
+    def request_interrupt(self, session_id: str) -> Lease | None:
+        """Ask the holder of the session's lease to stop its turn."""
+        ...
+
+    def close(self) -> None: ...
