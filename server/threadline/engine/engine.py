@@ -7,8 +7,11 @@ closed session is only unloaded (it is durable), so any later call reloads it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Generator, Sequence
 from typing import Any
 
 import anyio
@@ -16,15 +19,18 @@ import anyio
 from threadline_protocol import methods as pm
 
 from ..providers.registry import ProviderRegistry, UnknownModel
-from ..store.sqlite import EventStore, InflightStream, SessionRow
+from ..store.base import InflightStream, SessionRow, SessionStore
+from ..store.owners import current_owner
 from . import updates
 from .config import SessionConfig
-from .errors import InvalidParams, SessionNotFound
+from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .ids import new_id, now_iso
 from .link import ClientLink
-from .mutations import AssistantTruncated, Mutation
+from .mutations import AssistantTruncated, Msg, Mutation
+from .ownership import LeaseKeeper, busy_error
 from .session import Session
 from .transcript import Transcript, cancelled_results
+from .watch import RemoteTurnWatcher
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,10 @@ SLASH_COMMANDS: list[tuple[str, str, str | None]] = [
 ]
 
 LIST_PAGE = 50
+LIST_SNAPSHOTS = 32
+"""Page walks of ``session/list`` remembered at once (each is a list of ids)."""
+REMOTE_INTERRUPT_WAIT = 10.0
+"""Seconds ``session/interrupt`` waits for another process to end the turn."""
 
 
 def slash_command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
@@ -48,75 +58,141 @@ def slash_command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
 
 
 class Engine:
-    def __init__(self, store: EventStore, providers: ProviderRegistry, link: ClientLink) -> None:
+    def __init__(self, store: SessionStore, providers: ProviderRegistry, link: ClientLink) -> None:
         self.store = store
         self.providers = providers
         self.link = link
         self.sessions: dict[str, Session] = {}
+        self.owner = current_owner()
+        self.leases = LeaseKeeper(store, self.owner, self._interrupt_requested)
+        self._token = store.change_token()
+        self._generation = 0
+        self._pages: OrderedDict[str, list[str]] = OrderedDict()
+        self._watchers: dict[str, RemoteTurnWatcher] = {}
 
-    # -- loading ----------------------------------------------------------------------
+    # -- loading and freshness ------------------------------------------------------------
 
     def _load(self, row: SessionRow) -> Session:
         events = self.store.load_events(row.id)
         transcript = Transcript.from_events((e.kind, e.payload) for e in events)
-        session = Session(row, transcript, self.store, self.providers, self.link)
-        if transcript.open_calls:
-            # Calls left open by a crash: no turn is running now, so none will finish.
-            session.commit(list(cancelled_results(transcript, "the sidecar stopped")))
+        seq = max((e.seq for e in events if e.session_id == row.id), default=0)
+        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        session.checked = self._generation
         self.sessions[row.id] = session
+        if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
+            self._repair(session)
         return session
+
+    def _repair(self, session: Session) -> None:
+        """Record what a dead process left unfinished (a cut-off answer, calls that will
+        never get a result). Never touches a live process's turn: it holds the lease."""
+        if session.turn is not None or session.busy is not None:
+            return
+        if session.id in self.leases.held:
+            return
+        try:
+            self.leases.acquire(session.id, "repair")
+        except SessionBusy:
+            return
+        try:
+            self._sync(session)
+            self._recover_stream(session)
+            if session.transcript.open_calls:
+                session.commit(list(cancelled_results(session.transcript, "the sidecar stopped")))
+        finally:
+            self.leases.release(session.id)
+
+    def _recover_stream(self, session: Session) -> None:
+        """Turn a dead owner's journaled answer into a truncated message."""
+        inflight = self.store.inflight_stream(session.id)
+        if inflight is None:
+            return
+        mutations: list[Mutation] = []
+        if inflight.message_id not in session.transcript.index:
+            mutations.append(AssistantTruncated(_truncated_from(inflight, session.transcript)))
+        turn_id = str(inflight.meta.get("turnId") or f"a{session.transcript.turn_number}")
+        mutations.extend(cancelled_results(session.transcript, "the sidecar stopped", turn_id))
+        if mutations:
+            session.commit(mutations, end_stream=True)
+        else:
+            self.store.clear_stream(session.id)
+
+    def _sync(self, session: Session) -> Session:
+        """Fold in what other processes committed; one cheap look when nothing did."""
+        token = self.store.change_token()
+        if token != self._token:
+            self._token = token
+            self._generation += 1
+        if session.checked == self._generation:
+            return session
+        row = self.store.get_session(session.id)
+        if row is None:
+            self._forget(session)
+            raise SessionNotFound(session.id)
+        if row.last_seq != session.seq:
+            session.catch_up(self.store.load_events(session.id, after_seq=session.seq), row)
+        else:
+            session.catch_up([], row)
+        session.checked = self._generation
+        return session
+
+    def _forget(self, session: Session) -> None:
+        """Drop a session another process deleted."""
+        self.sessions.pop(session.id, None)
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(session.toolset.aclose())
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is not None:
-            return session
+            return self._sync(session)
         row = self.store.get_session(session_id)
         if row is None:
             raise SessionNotFound(session_id)
         return self._load(row)
 
+    @contextlib.contextmanager
+    def _leased(self, session: Session, kind: str, turn_id: str | None = None) -> Generator[None]:
+        """Hold the session's lease around work that writes to it."""
+        session.check_idle("prompt" if kind == "turn" else kind)
+        got = self.leases.acquire(session.id, kind, turn_id)
+        try:
+            self._sync(session)
+            if got.took_over is not None:
+                self._recover_stream(session)
+            if session.transcript.open_calls and session.turn is None:
+                session.commit(list(cancelled_results(session.transcript, "the sidecar stopped")))
+            yield
+        finally:
+            self.leases.release(session.id)
+
+    def _interrupt_requested(self, session_id: str) -> None:
+        """Another process asked (through the store) to stop a turn we run."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.request_interrupt()
+
     def recover(self) -> int:
-        """Turn answers cut off by a crash into truncated messages; returns how many."""
+        """Turn answers cut off by a crash into truncated messages; returns how many.
+        Streams whose owner is alive (another sidecar on this home) are left alone."""
         recovered = 0
         for inflight in self.store.inflight_streams():
+            sid = inflight.session_id
             try:
-                self._recover_one(inflight)
-                recovered += 1
+                session = self.sessions.get(sid)
+                if session is None:
+                    session = self.get(sid)  # loading repairs what a dead owner left
+                else:
+                    self._repair(session)
+            except SessionNotFound:
+                self.store.clear_stream(sid)  # the journal of a deleted session
+                continue
             except Exception:
-                log.exception("could not recover the interrupted turn of %s", inflight.session_id)
+                log.exception("could not recover the interrupted turn of %s", sid)
+                continue
+            if self.store.inflight_stream(sid) is None:
+                recovered += 1
         return recovered
-
-    def _recover_one(self, inflight: InflightStream) -> None:
-        row = self.store.get_session(inflight.session_id, include_deleted=True)
-        if row is None:
-            self.store.clear_stream(inflight.session_id)
-            return
-        events = self.store.load_events(row.id)
-        transcript = Transcript.from_events((e.kind, e.payload) for e in events)
-        turn_id = str(inflight.meta.get("turnId") or f"a{transcript.turn_number}")
-        content: list[dict[str, Any]] = []
-        if inflight.thought:
-            content.append({"type": "thought", "text": inflight.thought})
-        if inflight.text:
-            content.append({"type": "text", "text": inflight.text})
-        mutations: list[Mutation] = []
-        if inflight.message_id not in transcript.index:
-            mutations.append(
-                AssistantTruncated(
-                    {
-                        "messageId": inflight.message_id,
-                        "turnId": turn_id,
-                        "role": "assistant",
-                        "content": content,
-                        "createdAt": now_iso(),
-                        "model": inflight.meta.get("model"),
-                        "truncated": True,
-                        "error": "the sidecar stopped before the answer finished",
-                    }
-                )
-            )
-        mutations.extend(cancelled_results(transcript, "the sidecar stopped", turn_id))
-        self.store.append(row.id, [m.to_event() for m in mutations], now_iso(), end_stream=True)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -159,9 +235,12 @@ class Engine:
             async with anyio.create_task_group() as tg:
                 for s in running:
                     tg.start_soon(s.interrupt)
+        for watcher in list(self._watchers.values()):
+            watcher.stop()
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
                 tg.start_soon(s.toolset.aclose)
+        await self.leases.aclose()
         await self.providers.aclose()
 
     # -- sessions ---------------------------------------------------------------------
@@ -242,12 +321,14 @@ class Engine:
         command = slash_command(blocks)
         if command is not None:
             return await self._run_command(session, *command)
-        return await session.prompt(blocks)
+        with self._leased(session, "turn", f"a{session.transcript.turn_number + 1}"):
+            return await session.prompt(blocks)
 
     async def _run_command(self, session: Session, name: str, arg: str) -> dict[str, Any]:
         """``/compact`` and ``/fork`` typed in a prompt (ACP's slash commands)."""
         if name == "compact":
-            result = await session.compact(arg or None, 2)
+            with self._leased(session, "compact"):
+                result = await session.compact(arg or None, 2)
             text = (
                 f"Compacted {result['messagesBefore']} messages into "
                 f"{result['messagesAfter']} ({result['tokensBefore']} → "
@@ -265,22 +346,41 @@ class Engine:
         return {"stopReason": "end_turn", "_meta": {"threadline": {"command": name}}}
 
     async def interrupt(self, session_id: str) -> dict[str, Any]:
-        return await self.get(session_id).interrupt()
+        session = self.get(session_id)
+        if session.turn is not None:
+            return await session.interrupt()
+        lease = self.leases.live_holder(session_id)
+        if lease is None or lease.kind != "turn":
+            return {"interrupted": False}
+        self.store.request_interrupt(session_id)
+        # The owner sees the request at its next heartbeat and records what was left.
+        with anyio.move_on_after(REMOTE_INTERRUPT_WAIT):
+            while True:
+                now = self.store.get_lease(session_id)
+                if now is None or now.owner.id != lease.owner.id or now.since != lease.since:
+                    break
+                await anyio.sleep(0.02)
+        self._sync(session)
+        return {"interrupted": True, "turnId": lease.turn_id}
 
     def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
-        if session is not None:
+        if session is not None and session.turn is not None:
             session.request_interrupt()
+            return
+        lease = self.leases.live_holder(session_id)
+        if lease is not None and lease.kind == "turn":
+            self.store.request_interrupt(session_id)
 
     # -- fork and compact ------------------------------------------------------------------
 
     def fork(self, params: pm.ForkParams) -> dict[str, Any]:
         """One new row pointing at the parent's log; a running turn is snapshotted as if
         interrupted, in the child only, while the parent's turn keeps running."""
-        parent_row = self.store.get_session(params.session_id)
+        live = self.get(params.session_id)
+        parent_row = self.store.get_session(live.id)
         if parent_row is None:
-            raise SessionNotFound(params.session_id)
-        live = self.sessions.get(parent_row.id)
+            raise SessionNotFound(live.id)
         snapshot: list[Mutation] = []
         if params.message_id is not None:
             where = self.store.locate_message(parent_row.id, params.message_id)
@@ -297,13 +397,11 @@ class Engine:
                 parent_row.last_seq,
                 parent_row.message_count,
             )
-            forked_at = (
-                live.transcript.last_message_id
-                if live
-                else self.store.last_message_id(parent_row.id)
-            )
-            if live is not None and live.turn is not None:
+            forked_at = live.transcript.last_message_id
+            if live.turn is not None:
                 snapshot = live.turn.snapshot()
+            elif self.leases.live_holder(parent_row.id) is not None:
+                snapshot = self._remote_snapshot(live)
         child = self.store.fork_session(
             new_id("sess"),
             parent_row,
@@ -322,9 +420,23 @@ class Engine:
             "forkedAtMessageId": forked_at,
         }
 
+    def _remote_snapshot(self, parent: Session) -> list[Mutation]:
+        """A fork of a turn running in another process: its partial answer (from the
+        journal) as a truncated message, and its open calls cancelled, in the child."""
+        out: list[Mutation] = []
+        inflight = self.store.inflight_stream(parent.id)
+        if inflight is not None and inflight.message_id not in parent.transcript.index:
+            msg = _truncated_from(inflight, parent.transcript)
+            msg["messageId"] = new_id("msg")
+            msg["error"] = "forked while the answer was streaming"
+            out.append(AssistantTruncated(msg))
+        out.extend(cancelled_results(parent.transcript, "not finished when forked"))
+        return out
+
     async def compact(self, params: pm.CompactParams) -> dict[str, Any]:
         session = self.get(params.session_id)
-        return await session.compact(params.instructions, params.keep_turns)
+        with self._leased(session, "compact"):
+            return await session.compact(params.instructions, params.keep_turns)
 
     def history(self, session_id: str) -> dict[str, Any]:
         return {"messages": self.get(session_id).transcript.history()}
@@ -334,8 +446,31 @@ class Engine:
         session = self.get(params.session_id)
         for message in session.transcript.history():
             self._replay(session, message)
+        lease = self.leases.live_holder(session.id)
+        if lease is not None and lease.kind == "turn" and session.turn is None:
+            self._watch(session, lease.owner.id)
         session.announce(updates.available_commands(SLASH_COMMANDS))
         return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
+
+    def _watch(self, session: Session, owner_id: str) -> None:
+        """Stream a turn that runs in another process to this client, as it goes."""
+        old = self._watchers.get(session.id)
+        if old is not None and not old.done:
+            return
+        watcher = RemoteTurnWatcher(
+            session,
+            owner_id,
+            store=self.store,
+            sync=self._new_messages,
+            replay=self._replay,
+        )
+        self._watchers[session.id] = watcher
+        watcher.start()
+
+    def _new_messages(self, session: Session) -> list[Msg]:
+        before = len(session.transcript)
+        self._sync(session)
+        return session.transcript.messages[before:]
 
     def _replay(self, session: Session, message: dict[str, Any]) -> None:
         mid, turn, role = message["messageId"], message["turnId"], message["role"]
@@ -387,8 +522,14 @@ class Engine:
         return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
 
     def list_sessions(self, params: pm.ListSessionsParams) -> dict[str, Any]:
-        rows = self.store.list_sessions(params.cwd, params.cursor, LIST_PAGE + 1)
-        page = rows[:LIST_PAGE]
+        """Pages are cut from one snapshot of the ordering, taken at the first page, so
+        a walk lists every session once even while other processes move them to the
+        top; rows themselves are read fresh (and a session deleted meanwhile is left
+        out)."""
+        ids, offset = self._page_walk(params.cwd, params.cursor)
+        wanted = ids[offset : offset + LIST_PAGE]
+        found = self.store.get_sessions(wanted)
+        page = [found[i] for i in wanted if i in found]
         out: dict[str, Any] = {
             "sessions": [
                 {
@@ -405,10 +546,29 @@ class Engine:
                 for r in page
             ]
         }
-        if len(rows) > LIST_PAGE:
-            last = page[-1]
-            out["nextCursor"] = f"{last.updated_at}|{last.id}"
+        end = offset + LIST_PAGE
+        if end < len(ids):
+            token = params.cursor.split(":")[1] if params.cursor else new_id("page")
+            self._pages[token] = ids
+            self._pages.move_to_end(token)
+            while len(self._pages) > LIST_SNAPSHOTS:
+                self._pages.popitem(last=False)
+            out["nextCursor"] = f"page:{token}:{end}"
         return out
+
+    def _page_walk(self, cwd: str | None, cursor: str | None) -> tuple[list[str], int]:
+        if cursor is None:
+            return self.store.list_session_ids(cwd), 0
+        parts = cursor.split(":")
+        if len(parts) == 3 and parts[0] == "page" and parts[2].isdigit():
+            ids = self._pages.get(parts[1])
+            if ids is not None:
+                return ids, int(parts[2])
+        raise InvalidParams(
+            "this list cursor has expired or is not one this sidecar gave; list again "
+            "from the first page",
+            {"cursor": cursor},
+        )
 
     async def close(self, session_id: str) -> None:
         session = self.get(session_id)
@@ -418,13 +578,17 @@ class Engine:
 
     async def delete(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
+        if session is None and self.store.get_session(session_id) is None:
+            raise SessionNotFound(session_id)
+        self.leases.check_free(session_id)
         if session is not None:
             await session.interrupt()
-            await session.toolset.aclose()
+        held = self.store.delete_session(session_id, self.owner, time.time())
+        if held is not None:
+            raise busy_error(session_id, held)
+        if session is not None:
             self.sessions.pop(session_id, None)
-        elif self.store.get_session(session_id) is None:
-            raise SessionNotFound(session_id)
-        self.store.delete_session(session_id)
+            await session.toolset.aclose()
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
         session = self.get(params.session_id)
@@ -435,6 +599,26 @@ class Engine:
         if not isinstance(params.value, str):
             raise InvalidParams("model must be a string", {"value": params.value})
         session.check_idle("change the model")
+        self.leases.check_free(session.id)
         session.config.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
         return {"configOptions": self._model_options(session.config.model)["configOptions"]}
+
+
+def _truncated_from(inflight: InflightStream, transcript: Transcript) -> Msg:
+    """The truncated assistant message a journaled, unfinished answer becomes."""
+    content: list[dict[str, Any]] = []
+    if inflight.thought:
+        content.append({"type": "thought", "text": inflight.thought})
+    if inflight.text:
+        content.append({"type": "text", "text": inflight.text})
+    return {
+        "messageId": inflight.message_id,
+        "turnId": str(inflight.meta.get("turnId") or f"a{transcript.turn_number}"),
+        "role": "assistant",
+        "content": content,
+        "createdAt": now_iso(),
+        "model": inflight.meta.get("model"),
+        "truncated": True,
+        "error": "the sidecar stopped before the answer finished",
+    }

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..providers.base import ChatMessage, ChatRequest, Provider
-from ..store.sqlite import EventStore, SessionRow
+from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
 from ..tools.base import Tool
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import compaction, updates
 from .compiler import compile_request
 from .config import SessionConfig
-from .errors import SessionBusy
+from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .link import ClientLink
-from .mutations import Mutation
+from .mutations import Mutation, from_event
 from .transcript import Transcript
 from .turn import Turn
 
@@ -61,9 +61,10 @@ class Session:
         self,
         row: SessionRow,
         transcript: Transcript,
-        store: EventStore,
+        store: SessionStore,
         providers: ProviderRegistry,
         link: ClientLink,
+        seq: int,
     ) -> None:
         self.id = row.id
         self.row = row
@@ -71,6 +72,10 @@ class Session:
         self.title = row.title
         self.config = SessionConfig.from_json(row.config)
         self.transcript = transcript
+        self.seq = seq
+        """The session's own last event this process has folded into the transcript."""
+        self.checked = -1
+        """The engine's store generation at which ``seq`` was last compared with the store."""
         self.store = store
         self.providers = providers
         self.link = link
@@ -120,10 +125,33 @@ class Session:
     # -- mutations and updates ------------------------------------------------------------
 
     def commit(self, mutations: list[Mutation], *, end_stream: bool = False) -> None:
-        """Store first, then apply: what the transcript shows is always durable."""
-        self.store.append(self.id, [m.to_event() for m in mutations], now_iso(), end_stream)
+        """Store first, then apply: what the transcript shows is always durable. The
+        append names the event it follows, so a history another process extended
+        meanwhile is never interleaved with ours."""
+        try:
+            self.seq = self.store.append(
+                self.id,
+                [m.to_event() for m in mutations],
+                now_iso(),
+                end_stream,
+                expected_seq=self.seq,
+            )
+        except StoreConflict as exc:
+            raise SessionBusy(str(exc), {"sessionId": self.id, "state": "running"}) from exc
+        except KeyError as exc:
+            raise SessionNotFound(self.id) from exc
         for m in mutations:
             self.transcript.apply(m)
+
+    def catch_up(self, events: list[StoredEvent], row: SessionRow) -> None:
+        """Fold what other processes committed since ``seq``."""
+        for e in events:
+            self.transcript.apply(from_event(e.kind, e.payload))
+            self.seq = e.seq
+        self.row = row
+        self.title = row.title
+        if self.turn is None and self.busy is None:
+            self.config = SessionConfig.from_json(row.config)
 
     def announce(self, update: updates.Update) -> None:
         self.link.notify_update(self.id, update)

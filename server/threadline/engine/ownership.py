@@ -1,0 +1,114 @@
+"""This process's leases on sessions: taken around work that writes, kept alive by a
+heartbeat, and the channel through which another process interrupts our turns.
+
+Two editor windows are two sidecars on one store. Whoever runs a turn (or a
+compaction, or a repair of what a dead process left) holds the session's lease; the
+other gets -32010 with the holder's pid, host and start time, and can still ask the
+holder to stop: the request is a flag on the lease that the holder's heartbeat
+reads within `HEARTBEAT_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from ..store.base import Acquired, Lease, Owner, SessionStore, StoreError
+from ..store.owners import HEARTBEAT_SECONDS, owner_is_dead
+from .errors import SessionBusy
+
+log = logging.getLogger(__name__)
+
+
+def busy_error(session_id: str, lease: Lease) -> SessionBusy:
+    owner = lease.owner
+    doing = {"turn": "running", "compact": "compacting", "repair": "being repaired"}.get(
+        lease.kind, lease.kind
+    )
+    return SessionBusy(
+        f"this session is {doing} in another editor (Threadline pid {owner.pid} on "
+        f"{owner.host}, since {lease.since}); interrupt it there or wait until it finishes",
+        {
+            "sessionId": session_id,
+            "state": "running" if lease.kind == "turn" else lease.kind,
+            "owner": {"pid": owner.pid, "host": owner.host, "since": lease.since},
+        },
+    )
+
+
+class LeaseKeeper:
+    def __init__(
+        self, store: SessionStore, owner: Owner, on_interrupt: Callable[[str], None]
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.on_interrupt = on_interrupt
+        self.held: set[str] = set()
+        self._beat: asyncio.Task[None] | None = None
+
+    def acquire(self, session_id: str, kind: str, turn_id: str | None = None) -> Acquired:
+        """Take the lease or raise `SessionBusy` naming the process that holds it."""
+        got = self.store.acquire_lease(session_id, self.owner, kind, turn_id, time.time())
+        if not got.mine:
+            raise busy_error(session_id, got.lease)
+        self.held.add(session_id)
+        self._start_heartbeat()
+        return got
+
+    def release(self, session_id: str) -> None:
+        if session_id not in self.held:
+            return
+        self.held.discard(session_id)
+        try:
+            self.store.release_lease(session_id, self.owner)
+        except StoreError:
+            # Left behind, the lease dies with this process (pid gone) or its heartbeat.
+            log.exception("could not release the lease on %s", session_id)
+
+    def live_holder(self, session_id: str) -> Lease | None:
+        """Another live process's lease on the session, if any."""
+        lease = self.store.get_lease(session_id)
+        if lease is None or lease.owner.id == self.owner.id:
+            return None
+        if owner_is_dead(lease, self.owner, time.time()):
+            return None
+        return lease
+
+    def check_free(self, session_id: str) -> None:
+        lease = self.live_holder(session_id)
+        if lease is not None:
+            raise busy_error(session_id, lease)
+
+    def _start_heartbeat(self) -> None:
+        if self._beat is not None and not self._beat.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # synchronous start-up work: released before anyone could look
+        self._beat = loop.create_task(self._heartbeat())
+
+    async def _heartbeat(self) -> None:
+        while self.held:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            if not self.held:
+                return
+            try:
+                wanted = self.store.heartbeat(self.owner, time.time())
+            except Exception:
+                log.exception("lease heartbeat failed")
+                continue
+            for session_id in wanted:
+                if session_id in self.held:
+                    self.on_interrupt(session_id)
+
+    async def aclose(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beat
+        for session_id in list(self.held):
+            self.release(session_id)

@@ -1,0 +1,236 @@
+"""Three sidecars on one home doing random things for a while (prompts, forks, deletes,
+loads, history, interrupts, kills), with the store's invariants checked after every
+step: nothing committed or shown is lost, every ``tool_use`` has exactly one result,
+message ids are unique, each process's history is a prefix of the store's, and no
+request answers -32603."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.support import SidecarClient, scripted, start_sidecar
+from threadline.engine.transcript import Transcript
+from threadline.store.sqlite import EventStore
+
+SECONDS = float(os.environ.get("THREADLINE_RANDOM_SECONDS", "60"))
+ALLOWED = {-32010, -32002}
+"""Busy elsewhere and deleted elsewhere are answers a user can meet; nothing else is."""
+
+pytestmark = pytest.mark.timeout(int(SECONDS) + 240)
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def model(words: int) -> str:
+    answer: list[dict[str, Any]] = []
+    for i in range(words):
+        answer += [{"text": f"t{i} "}, {"sleep": 0.02}]
+    call = {"tool_call": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
+    return scripted([call, *answer[:6]], answer)
+
+
+class Fleet:
+    def __init__(self, home: Path, rng: random.Random) -> None:
+        self.home = home
+        self.rng = rng
+        self.clients: list[SidecarClient | None] = [None, None, None]
+        self.retired: list[SidecarClient] = []
+        self.sessions: list[str] = []
+        self.deleted: set[str] = set()
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.unexpected: list[str] = []
+        self.steps: dict[str, int] = {}
+        self.replays: list[tuple[SidecarClient, str, int, int]] = []
+        """Updates a ``session/load`` replayed (stored text, sent again): not live."""
+
+    async def start(self, i: int) -> SidecarClient:
+        client = await start_sidecar(self.home)
+
+        async def weather(params: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.sleep(self.rng.uniform(0, 0.2))
+            return {"content": [{"type": "text", "text": "Cold"}]}
+
+        client.on_request("tool/call", weather)
+        self.clients[i] = client
+        return client
+
+    def live(self) -> list[SidecarClient]:
+        return [c for c in self.clients if c is not None]
+
+    async def guarded(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except JsonRpcException as exc:
+            if exc.code not in ALLOWED:
+                self.unexpected.append(f"{exc.code}: {exc}")
+        except (ConnectionError, asyncio.CancelledError, RuntimeError, TimeoutError):
+            return None  # the process was killed under the request
+        return None
+
+    async def step(self) -> None:
+        rng = self.rng
+        op = rng.choice(
+            [
+                "new",
+                "prompt",
+                "prompt",
+                "prompt",
+                "fork",
+                "delete",
+                "load",
+                "history",
+                "interrupt",
+                "cancel",
+                "kill",
+            ]
+        )
+        self.steps[op] = self.steps.get(op, 0) + 1
+        client = rng.choice(self.live())
+        sid = rng.choice(self.sessions) if self.sessions else None
+        if op == "new" or sid is None:
+            new = await self.guarded(
+                client.new_session(
+                    model=model(rng.randint(5, 40)), builtinTools=False, tools=[WEATHER]
+                )
+            )
+            if new:
+                self.sessions.append(new)
+        elif op == "prompt":
+            self.tasks.append(asyncio.create_task(self.guarded(client.prompt(sid, "go", 90))))
+        elif op == "fork":
+            forked = await self.guarded(client.call("session/fork", {"sessionId": sid}))
+            if forked:
+                self.sessions.append(forked["sessionId"])
+        elif op == "delete":
+            if await self.guarded(client.call("session/delete", {"sessionId": sid})) is not None:
+                self.deleted.add(sid)
+        elif op == "load":
+            start = len(client.updates)
+            await self.guarded(
+                client.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
+            )
+            self.replays.append((client, sid, start, len(client.updates)))
+        elif op == "history":
+            await self.guarded(client.call("session/history", {"sessionId": sid}))
+        elif op == "interrupt":
+            await self.guarded(client.call("session/interrupt", {"sessionId": sid}))
+        elif op == "cancel":
+            client.notify("session/cancel", {"sessionId": sid})
+        elif op == "kill" and rng.random() < 0.3:
+            i = self.clients.index(client)
+            assert client._server is not None
+            os.kill(client._server.pid, signal.SIGKILL)
+            await client._server.wait()
+            self.retired.append(client)
+            await self.start(i)
+
+    async def check(self) -> None:
+        """Each live process's history of a session is a prefix of the store's."""
+        sid = self.rng.choice(self.sessions) if self.sessions else None
+        if sid is None:
+            return
+        client = self.rng.choice(self.live())
+        seen = await self.guarded(client.call("session/history", {"sessionId": sid}))
+        stored = store_history(self.home, sid)
+        if seen is None or stored is None:
+            return
+        ids = [m["messageId"] for m in seen["messages"]]
+        assert len(ids) == len(set(ids)), "message ids unique"
+        assert ids == [m["messageId"] for m in stored][: len(ids)], "history is the store's"
+
+
+def store_history(home: Path, sid: str) -> list[dict[str, Any]] | None:
+    store = EventStore(home / "threadline.db")
+    try:
+        if store.get_session(sid) is None:
+            return None
+        events = store.load_events(sid)
+    finally:
+        store.close()
+    return Transcript.from_events((e.kind, e.payload) for e in events).history()
+
+
+def shown_texts(
+    clients: list[SidecarClient], replays: list[tuple[SidecarClient, str, int, int]]
+) -> dict[str, str]:
+    """Text each client saw live, by assistant message id (the owner's stream or a watch)."""
+    out: dict[str, str] = {}
+    for c in clients:
+        per: dict[str, str] = {}
+        for n, u in enumerate(c.updates):
+            if any(r[0] is c and r[1] == u["sessionId"] and r[2] <= n < r[3] for r in replays):
+                continue
+            up = u["update"]
+            if up["sessionUpdate"] == "agent_message_chunk" and up.get("messageId"):
+                per[up["messageId"]] = per.get(up["messageId"], "") + up["content"]["text"]
+        for mid, text in per.items():
+            if len(text) > len(out.get(mid, "")):
+                out[mid] = text
+    return out
+
+
+async def test_three_sidecars_at_random_lose_nothing(home: Path) -> None:
+    seed = int(os.environ.get("THREADLINE_RANDOM_SEED", str(time.time_ns() % 100_000)))
+    print(f"seed {seed}")
+    fleet = Fleet(home, random.Random(seed))
+    for i in range(3):
+        await fleet.start(i)
+    try:
+        deadline = time.monotonic() + SECONDS
+        while time.monotonic() < deadline:
+            await fleet.step()
+            await fleet.check()
+            await asyncio.sleep(fleet.rng.uniform(0, 0.1))
+            assert not fleet.unexpected, fleet.unexpected
+        # Let every turn end, then open each session once more in a fresh process, so
+        # whatever a killed process left is recovered.
+        await asyncio.wait_for(asyncio.gather(*fleet.tasks), 120)
+        everyone = fleet.live() + fleet.retired
+        shown = shown_texts(everyone, fleet.replays)
+        last = await fleet.start(0)
+        for sid in fleet.sessions:
+            await fleet.guarded(last.call("session/history", {"sessionId": sid}))
+        assert not fleet.unexpected, fleet.unexpected
+        committed: dict[str, str] = {}
+        for sid in fleet.sessions:
+            msgs = store_history(home, sid)
+            if msgs is None:
+                continue
+            ids = [m["messageId"] for m in msgs]
+            assert len(ids) == len(set(ids)), f"duplicate message ids in {sid}"
+            uses = [b["id"] for m in msgs for b in m["content"] if b["type"] == "tool_use"]
+            results = [
+                b["toolUseId"] for m in msgs for b in m["content"] if b["type"] == "tool_result"
+            ]
+            assert sorted(uses) == sorted(results), f"one result per tool_use in {sid}"
+            for m in msgs:
+                if m["role"] == "assistant":
+                    committed[m["messageId"]] = "".join(
+                        b["text"] for b in m["content"] if b["type"] == "text"
+                    )
+        lost = [
+            mid
+            for mid, text in shown.items()
+            if mid in committed and not committed[mid].startswith(text)
+        ]
+        assert not lost, [(shown[m], committed[m]) for m in lost[:3]]
+        print(f"steps {fleet.steps}, sessions {len(fleet.sessions)}, checked {len(shown)} answers")
+        assert sum(fleet.steps.values()) > 50
+    finally:
+        for t in fleet.tasks:
+            t.cancel()
+        for c in fleet.live() + fleet.retired:
+            await c.stop()
