@@ -20,6 +20,7 @@ class ErrorCode(IntEnum):
     PROVIDER_FAILED = -32011
     TOOL_LOOP_FAILED = -32012
     CONTEXT_TOO_LARGE = -32013
+    STORE_FAILED = -32014
 
 
 ToolLoopReason = Literal[

@@ -5,8 +5,34 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import sys
 
 from .settings import Settings
+
+
+class _FileLog(logging.handlers.RotatingFileHandler):
+    """The log file, which may stop accepting lines (a full disk): say so once on
+    stderr instead of a traceback per line, and carry on when it accepts them again."""
+
+    failing = False
+    _ok = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._ok = True
+        super().emit(record)
+        if self._ok:
+            self.failing = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._ok = False
+        if self.failing:
+            return
+        self.failing = True
+        error = sys.exc_info()[1]
+        sys.stderr.write(
+            f"threadline: cannot write the log file {self.baseFilename} ({error}); "
+            "logging to stderr only until it can\n"
+        )
 
 
 def setup_logging(settings: Settings) -> None:
@@ -19,7 +45,7 @@ def setup_logging(settings: Settings) -> None:
     settings.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     old = os.umask(0o077)
     try:
-        fh = logging.handlers.RotatingFileHandler(
+        fh = _FileLog(
             settings.log_path,
             maxBytes=5 * 1024 * 1024,
             backupCount=2,

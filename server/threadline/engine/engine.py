@@ -158,7 +158,9 @@ class Engine:
         got = self.leases.acquire(session.id, kind, turn_id)
         try:
             self._sync(session)
-            if got.took_over is not None:
+            if got.took_over is not None or self.store.inflight_stream(session.id) is not None:
+                # A dead owner's journal, or ours from a turn whose last record could
+                # not be written (a full disk): kept until it is a stored message.
                 self._recover_stream(session)
             if session.transcript.open_calls and session.turn is None:
                 session.commit(list(cancelled_results(session.transcript, "the sidecar stopped")))

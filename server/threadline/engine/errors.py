@@ -6,6 +6,8 @@ from typing import Any
 
 from threadline_protocol.errors import ErrorCode
 
+from ..store.base import StoreError
+
 
 class EngineError(Exception):
     code: ErrorCode = ErrorCode.INTERNAL_ERROR
@@ -41,3 +43,20 @@ class ToolLoopFailed(EngineError):
 
 class ContextTooLarge(EngineError):
     code = ErrorCode.CONTEXT_TOO_LARGE
+
+
+class StoreFailed(EngineError):
+    code = ErrorCode.STORE_FAILED
+
+
+def as_engine_error(exc: BaseException) -> EngineError | None:
+    """The engine error an exception stands for, if any: a task group's lone exception
+    is unwrapped, and a store failure (a full disk, a lost log) gets its own code and
+    says where, rather than surfacing as an internal error."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, EngineError):
+        return exc
+    if isinstance(exc, StoreError):
+        return StoreFailed(str(exc), {"reason": exc.reason, "where": exc.where})
+    return None

@@ -64,9 +64,10 @@ class LeaseKeeper:
         self.held.discard(session_id)
         try:
             self.store.release_lease(session_id, self.owner)
-        except StoreError:
-            # Left behind, the lease dies with this process (pid gone) or its heartbeat.
-            log.exception("could not release the lease on %s", session_id)
+        except StoreError as exc:
+            # Left behind, the lease is ours again at our next acquire, and dies with
+            # this process (pid gone) or its heartbeat.
+            log.warning("could not release the lease on %s: %s", session_id, exc)
 
     def live_holder(self, session_id: str) -> Lease | None:
         """Another live process's lease on the session, if any."""
@@ -92,15 +93,19 @@ class LeaseKeeper:
         self._beat = loop.create_task(self._heartbeat())
 
     async def _heartbeat(self) -> None:
+        failing = False
         while self.held:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             if not self.held:
                 return
             try:
                 wanted = self.store.heartbeat(self.owner, time.time())
-            except Exception:
-                log.exception("lease heartbeat failed")
+            except StoreError as exc:
+                if not failing:
+                    log.warning("lease heartbeat failed: %s", exc)
+                failing = True
                 continue
+            failing = False
             for session_id in wanted:
                 if session_id in self.held:
                     self.on_interrupt(session_id)

@@ -37,6 +37,7 @@ from ..providers.base import (
     ToolCallFinal,
     UsageReport,
 )
+from ..store.base import StoreError
 from ..tools.base import ToolContext, ToolOutcome
 from ..tools.schema import argument_problem
 from . import compaction, updates
@@ -669,6 +670,9 @@ class Turn:
         if mutations:
             try:
                 self._commit(*mutations, end_stream=True)
+            except StoreError as exc:
+                # The journal still holds what was shown; the next turn stores it.
+                log.warning("could not record the aborted turn of %s yet: %s", session.id, exc)
             except Exception:
                 log.exception("could not record the aborted turn of %s", session.id)
         elif stream is not None:

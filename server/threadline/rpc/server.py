@@ -29,7 +29,7 @@ from pygls.server import JsonRPCServer
 from threadline_protocol.errors import ErrorCode
 
 from ..engine.engine import Engine
-from ..engine.errors import EngineError
+from ..engine.errors import EngineError, as_engine_error
 from .framing import FrameDecoder, FrameError
 from .outbox import Outbox
 
@@ -271,6 +271,7 @@ class ThreadlineServer(JsonRPCServer):
         self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
     def _send_exception(self, msg_id: Any, exc: Exception) -> None:
+        exc = as_engine_error(exc) or exc
         if isinstance(exc, ValidationError):
             self._send_error(
                 msg_id,

@@ -20,6 +20,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import stat
 import time
@@ -199,14 +200,10 @@ class EventStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(path.parent, 0o700)
+        self._wal = Path(str(path) + "-wal")
         old_umask = os.umask(0o077)
         try:
-            self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db = self._connect()
             self._check_integrity()
             self._check_version()
             self._db.executescript(_SCHEMA)
@@ -215,16 +212,79 @@ class EventStore:
                 (str(SCHEMA_VERSION),),
             )
         except sqlite3.DatabaseError as exc:
+            if _disk_full(exc, path.parent):
+                raise self._failure(exc) from exc
             raise StoreError(
                 f"cannot open the session store at {path}: {exc}. Move the file aside "
-                "(sessions in it are not deleted) or set THREADLINE_HOME to another folder."
+                "(sessions in it are not deleted) or set THREADLINE_HOME to another folder.",
+                where=str(path.parent),
             ) from exc
         finally:
             os.umask(old_umask)
+        self._wal_id = self._wal_identity()
         for suffix in ("", "-wal", "-shm"):
             p = Path(str(path) + suffix)
             if p.exists():
                 os.chmod(p, stat.S_IRUSR | stat.S_IWUSR)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
+        )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=OFF")
+        return db
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """A store error a person can act on."""
+        folder = self.path.parent
+        if _disk_full(exc, folder):
+            return StoreError(
+                f"disk full: the disk holding the session store ({folder}) has no room left "
+                f"({exc}). Free some space; what was already shown is kept and saved then.",
+                reason="disk_full",
+                where=str(folder),
+            )
+        return StoreError(f"the session store at {self.path} failed: {exc}", where=str(folder))
+
+    def _wal_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self._wal)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_wal(self) -> None:
+        """A write-ahead log deleted under a live connection (a cleanup tool, a sync
+        client) takes every later commit with it at the next crash, silently. Before a
+        commit is acknowledged, make sure it went to the file SQLite will read back; if
+        not, move what the lost log holds into the database and start a new log."""
+        now = self._wal_identity()
+        if now == self._wal_id or (now is None and self._wal_id is None):
+            return
+        log.error(
+            "the store's write-ahead log %s was deleted or replaced while Threadline was "
+            "running; saving what it held into the database",
+            self._wal,
+        )
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("PRAGMA journal_mode=DELETE")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('wal_reset', ?)",
+                (_iso(time.time()),),
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"the session store's write-ahead log ({self._wal}) was deleted while "
+                f"Threadline was running, and what it held could not be saved ({exc}); "
+                "stop every Threadline process using this folder and start again",
+                reason="wal_lost",
+                where=str(self.path.parent),
+            ) from exc
+        self._wal_id = self._wal_identity()
 
     def _check_integrity(self) -> None:
         row = self._db.execute("PRAGMA quick_check").fetchone()
@@ -267,14 +327,25 @@ class EventStore:
 
     @contextmanager
     def _tx(self) -> Generator[sqlite3.Connection, None, None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc) from exc
             raise
-        else:
+        try:
             self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise self._failure(exc) from exc
+        self._check_wal()
 
     # -- sessions -----------------------------------------------------------------
 
@@ -689,3 +760,12 @@ class EventStore:
                 (session_id,),
             ).fetchone()
         return None if r is None else _lease(r)
+
+
+def _disk_full(exc: sqlite3.Error, folder: Path) -> bool:
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
+        return True
+    try:
+        return shutil.disk_usage(folder).free < 64 * 1024
+    except OSError:
+        return False

@@ -20,6 +20,7 @@ export const ErrorCodes = {
   REQUEST_CANCELLED: -32800,
   SESSION_BUSY: -32010,
   SESSION_NOT_FOUND: -32002,
+  STORE_FAILED: -32014,
   TOOL_LOOP_FAILED: -32012,
 } as const;
 export type ErrorCodeName = keyof typeof ErrorCodes;
