@@ -26,9 +26,23 @@ class FileSystemCapability(WireModel):
     write_text_file: bool = False
 
 
+class ThreadlineClientCapabilities(StrictWireModel):
+    """``clientCapabilities._meta.threadline``: what a client says about itself."""
+
+    cancel_method: Literal["$/cancel_request", "$/cancelRequest"] | None = None
+    """How the server withdraws its requests to this client. Unset: by the framing
+    (newline-delimited → ACP's ``$/cancel_request``, ``Content-Length`` → LSP's
+    ``$/cancelRequest``)."""
+
+
 class ClientCapabilities(WireModel):
     fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
     terminal: bool = False
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ThreadlineClientCapabilities:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlineClientCapabilities.model_validate(raw)
 
 
 class Implementation(WireModel):
@@ -437,8 +451,8 @@ METHODS: dict[str, MethodSpec] = {
         _m("session/load", LoadSessionParams, EmptyResult, "Replay history as updates."),
         _m("session/resume", LoadSessionParams, EmptyResult, "Reattach without replay."),
         _m("session/list", ListSessionsParams, ListSessionsResult, "Sessions, newest first."),
-        _m("session/close", SessionRef, None, "Free a session's live state."),
-        _m("session/delete", SessionRef, None, "Delete a session."),
+        _m("session/close", SessionRef, EmptyResult, "Free a session's live state."),
+        _m("session/delete", SessionRef, EmptyResult, "Delete a session."),
         _m(
             "session/set_config_option",
             SetConfigOptionParams,

@@ -124,11 +124,15 @@ class UsageUpdate(WireModel):
 
 
 class CompactionUpdate(WireModel):
+    """ACP's ``compaction_update``: ``summary`` (when completed) is content blocks,
+    ``error`` says why it failed."""
+
     session_update: Literal["compaction_update"] = "compaction_update"
     compaction_id: str
     status: Literal["in_progress", "completed", "failed", "cancelled"]
-    summary: str | None = None
-    message: str | None = None
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+    meta: dict[str, Any] | None = meta_field()
 
 
 SessionUpdate = Annotated[

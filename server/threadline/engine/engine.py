@@ -333,54 +333,10 @@ class Engine:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
         for message in session.transcript.history():
-            self._replay(session, message)
+            for update in updates.replay(message):
+                session.announce(update)
         session.announce(updates.available_commands(SLASH_COMMANDS))
         return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
-
-    def _replay(self, session: Session, message: dict[str, Any]) -> None:
-        mid, turn, role = message["messageId"], message["turnId"], message["role"]
-        for block in message["content"]:
-            t = block.get("type")
-            if role == "user" and t not in ("tool_result",):
-                session.announce(updates.content_chunk("user_message_chunk", mid, turn, block))
-            elif t == "text":
-                session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
-                )
-            elif t == "thought":
-                session.announce(
-                    updates.message_chunk("agent_thought_chunk", mid, turn, block["text"])
-                )
-            elif t == "summary":
-                session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
-                )
-            elif t == "tool_use":
-                session.announce(
-                    updates.tool_call(block["id"], block["name"], "other", block.get("input"), turn)
-                )
-            elif t == "exit_signal":
-                session.announce(
-                    updates.tool_call(
-                        block.get("id") or new_id("call"),
-                        block["name"],
-                        "other",
-                        block.get("arguments"),
-                        turn,
-                        status="completed",
-                        exit_signal=True,
-                    )
-                )
-            elif t == "tool_result":
-                status = block.get("status", "completed")
-                session.announce(
-                    updates.tool_call_update(
-                        block["toolUseId"],
-                        "completed" if status == "completed" else "failed",
-                        content=block.get("content", []),
-                        cancelled=status == "cancelled",
-                    )
-                )
 
     def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         session = self.get(params.session_id)
@@ -410,13 +366,14 @@ class Engine:
             out["nextCursor"] = f"{last.updated_at}|{last.id}"
         return out
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str) -> dict[str, Any]:
         session = self.get(session_id)
         await session.interrupt()
         await session.toolset.aclose()
         self.sessions.pop(session_id, None)
+        return {}
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str) -> dict[str, Any]:
         session = self.sessions.get(session_id)
         if session is not None:
             await session.interrupt()
@@ -425,6 +382,7 @@ class Engine:
         elif self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
         self.store.delete_session(session_id)
+        return {}
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
         session = self.get(params.session_id)
