@@ -17,6 +17,7 @@ protocol and end-to-end suites turn that on and fail a test that saw a problem.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections import Counter
@@ -105,10 +106,8 @@ class Conformance:
     def sent(self, message: Any) -> None:
         """A message the client sent: remember which method each request id is for."""
         if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
-            try:
+            with contextlib.suppress(TypeError):  # an unhashable id (malformed input tests)
                 self.pending[message["id"]] = message["method"]
-            except TypeError:  # an unhashable id (malformed input tests)
-                pass
 
     def received(self, message: Any) -> None:
         self.problems.extend(self.check(message))
