@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from pygls.protocol import (
 )
 from pytest_lsp import ClientServerConfig
 
+from tests.conformance import Conformance
+
 SERVER_COMMAND = [sys.executable, "-m", "threadline", "serve"]
 
 
@@ -39,6 +42,48 @@ def sidecar_env(home: Path) -> dict[str, str]:
     env["THREADLINE_HOME"] = str(home)
     env.setdefault("THREADLINE_LOG_LEVEL", "INFO")
     return env
+
+
+CHECKS: list[Conformance] | None = None
+"""When a suite turns conformance on (a list), every client started afterwards checks
+each message it receives and files its :class:`Conformance` here."""
+
+
+def conformance() -> Conformance | None:
+    if CHECKS is None:
+        return None
+    check = Conformance()
+    CHECKS.append(check)
+    return check
+
+
+class CheckedProtocol(JsonRPCProtocol):
+    """pygls' protocol, handing every message received (and every request sent) to
+    the conformance check when one is on."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conformance = conformance()
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # pygls calls this for every object it parses, inner ones first; only a
+        # message has "jsonrpc".
+        if self.conformance is not None and "jsonrpc" in data:
+            self.conformance.received(data)
+        return super().structure_message(data)
+
+    def send_request(
+        self,
+        method: str,
+        params: Any | None = None,
+        callback: Callable[[Any], None] | None = None,
+        msg_id: Any = None,
+    ) -> Any:
+        if msg_id is None:
+            msg_id = str(uuid.uuid4())
+        if self.conformance is not None:
+            self.conformance.sent({"id": msg_id, "method": method})
+        return super().send_request(method, params, callback, msg_id)
 
 
 def _raw_converter() -> Any:
@@ -56,7 +101,7 @@ class SidecarClient(JsonRPCClient):
     """A pygls JSON-RPC client that records ``session/update`` notifications."""
 
     def __init__(self) -> None:
-        super().__init__(protocol_cls=JsonRPCProtocol, converter_factory=_raw_converter)
+        super().__init__(protocol_cls=CheckedProtocol, converter_factory=_raw_converter)
         self.updates: list[dict[str, Any]] = []
         self.stderr = bytearray()
         self._waiters: list[
@@ -169,6 +214,7 @@ class RawSidecar:
         self.proc = proc
         self.framing: str | None = None
         self.stderr = bytearray()
+        self.conformance = conformance()
         self._drain_task = asyncio.create_task(self._drain())
 
     @classmethod
@@ -194,6 +240,8 @@ class RawSidecar:
         await self.proc.stdin.drain()
 
     async def send(self, message: Any, framing: str = "headers") -> None:
+        if self.conformance is not None:
+            self.conformance.sent(message)
         body = message if isinstance(message, bytes) else json.dumps(message).encode()
         if framing == "lines":
             await self.write(body + b"\n")
@@ -211,12 +259,16 @@ class RawSidecar:
             raise EOFError("sidecar closed stdout")
         if first.lstrip().startswith(b"{"):
             self.framing = "lines"
-            return json.loads(first)
-        self.framing = "headers"
-        length = int(first.split(b":")[1])
-        while (await out.readline()).strip():
-            pass
-        return json.loads(await out.readexactly(length))
+            message = json.loads(first)
+        else:
+            self.framing = "headers"
+            length = int(first.split(b":")[1])
+            while (await out.readline()).strip():
+                pass
+            message = json.loads(await out.readexactly(length))
+        if self.conformance is not None:
+            self.conformance.received(message)
+        return message
 
     async def response(self, msg_id: Any, timeout: float = 30) -> dict[str, Any]:
         """Read until the response to ``msg_id`` (notifications are skipped)."""

@@ -82,10 +82,16 @@ class ThoughtBlock(WireModel):
 
 
 class ToolUseBlock(WireModel):
+    """A tool call, with what clients were shown of it when it was made (``title``,
+    ``kind``, ``locations``), so ``session/load`` replays exactly that."""
+
     type: Literal["tool_use"] = "tool_use"
     id: str
     name: str
     input: dict[str, Any]
+    title: str | None = None
+    kind: str | None = None
+    locations: list[dict[str, Any]] | None = None
 
 
 ToolResultStatus = Literal["completed", "failed", "cancelled"]
@@ -98,6 +104,8 @@ class ToolResultBlock(WireModel):
     is_error: bool = False
     status: ToolResultStatus = "completed"
     compact_summary: str | None = None
+    raw_output: Any = None
+    """What the tool returned besides content (ACP ``rawOutput``), as clients saw it."""
 
 
 class ExitSignalBlock(WireModel):
@@ -112,6 +120,8 @@ class ExitSignalBlock(WireModel):
 class SummaryBlock(WireModel):
     type: Literal["summary"] = "summary"
     text: str
+    compaction_id: str | None = None
+    """The ``compactionId`` of the ``compaction_update`` that announced it."""
 
 
 TranscriptBlock = Annotated[

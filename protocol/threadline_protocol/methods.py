@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator
 from .base import StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
+from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
 from .updates import SessionNotification, ToolCallLocation
 
 PROTOCOL_VERSION = 1
@@ -26,9 +27,23 @@ class FileSystemCapability(WireModel):
     write_text_file: bool = False
 
 
+class ThreadlineClientCapabilities(StrictWireModel):
+    """``clientCapabilities._meta.threadline``: what a client says about itself."""
+
+    cancel_method: Literal["$/cancel_request", "$/cancelRequest"] | None = None
+    """How the server withdraws its requests to this client. Unset: by the framing
+    (newline-delimited → ACP's ``$/cancel_request``, ``Content-Length`` → LSP's
+    ``$/cancelRequest``)."""
+
+
 class ClientCapabilities(WireModel):
     fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
     terminal: bool = False
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ThreadlineClientCapabilities:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlineClientCapabilities.model_validate(raw)
 
 
 class Implementation(WireModel):
@@ -66,15 +81,20 @@ class ModelInfo(WireModel):
     description: str | None = None
 
 
-class ThreadlineCapabilities(WireModel):
+class ThreadlineCapabilities(ThreadlineBlock):
     """Threadline's extension block under ``agentCapabilities._meta.threadline``."""
 
     protocol_version: str = THREADLINE_PROTOCOL_VERSION
     interrupt: bool = True
     compact: bool = False
     history: bool = True
+    fork: bool = False
     models: list[ModelInfo] = Field(default_factory=list)
     default_model: str | None = None
+
+
+class AgentCapabilitiesMeta(WireModel):
+    threadline: ThreadlineCapabilities | None = None
 
 
 class SessionCapabilities(WireModel):
@@ -90,7 +110,7 @@ class AgentCapabilities(WireModel):
     prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
     mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
     session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
-    meta: dict[str, Any] | None = meta_field()
+    meta: AgentCapabilitiesMeta | None = meta_field()
 
 
 class InitializeResult(WireModel):
@@ -208,7 +228,7 @@ class NewSessionResult(WireModel):
     session_id: str
     models: SessionModelState | None = None
     config_options: list[SessionConfigOption] | None = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: McpMeta | None = meta_field()
 
 
 class SetConfigOptionResult(WireModel):
@@ -230,7 +250,7 @@ class PromptParams(StrictWireModel):
 class PromptResult(WireModel):
     stop_reason: StopReason
     usage: Usage | None = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: PromptResultMeta | None = meta_field()
 
 
 class InterruptResult(WireModel):
@@ -267,7 +287,7 @@ class CompactResult(WireModel):
     tokens_after: int
     messages_before: int
     messages_after: int
-    meta: dict[str, Any] | None = meta_field()
+    meta: CompactResultMeta | None = meta_field()
     """``threadline.compacted`` is false (with ``reason``) when nothing changed."""
 
 
@@ -291,9 +311,12 @@ class ListSessionsParams(StrictWireModel):
     cursor: str | None = None
 
 
-class SessionInfoMeta(WireModel):
+class SessionInfoMeta(ThreadlineBlock):
+    """``_meta`` of a ``session/list`` entry."""
+
     parent_session_id: str | None = None
     message_count: int = 0
+    model: str | None = None
 
 
 class SessionInfo(WireModel):
@@ -301,7 +324,7 @@ class SessionInfo(WireModel):
     cwd: str
     title: str | None = None
     updated_at: str
-    meta: dict[str, Any] | None = meta_field()
+    meta: SessionInfoMeta | None = meta_field()
 
 
 class ListSessionsResult(WireModel):
@@ -317,6 +340,12 @@ class SetConfigOptionParams(StrictWireModel):
 
 class EmptyResult(WireModel):
     """ACP responses with no fields (``{}``)."""
+
+
+class LoadSessionResult(WireModel):
+    """``session/load`` and ``session/resume``: ``{}``, with MCP failures if any."""
+
+    meta: McpMeta | None = meta_field()
 
 
 # -- server -> client ------------------------------------------------------------------
@@ -391,6 +420,19 @@ class ToolCallCallResult(WireModel):
     is_error: bool = False
 
 
+class CancelRequestParams(WireModel):
+    """ACP's ``$/cancel_request``: withdraw a request (sent to ACP clients)."""
+
+    request_id: str | int
+    meta: dict[str, Any] | None = meta_field()
+
+
+class LspCancelParams(WireModel):
+    """LSP's ``$/cancelRequest``: withdraw a request (sent to LSP clients)."""
+
+    id: str | int
+
+
 class MethodSpec(BaseModel):
     """One row of the method table: direction, params and result models."""
 
@@ -434,11 +476,11 @@ METHODS: dict[str, MethodSpec] = {
         _m("session/fork", ForkParams, ForkResult, "Branch a session at a message."),
         _m("session/compact", CompactParams, CompactResult, "Summarise older history."),
         _m("session/history", SessionRef, HistoryResult, "The whole transcript."),
-        _m("session/load", LoadSessionParams, EmptyResult, "Replay history as updates."),
-        _m("session/resume", LoadSessionParams, EmptyResult, "Reattach without replay."),
+        _m("session/load", LoadSessionParams, LoadSessionResult, "Replay history as updates."),
+        _m("session/resume", LoadSessionParams, LoadSessionResult, "Reattach without replay."),
         _m("session/list", ListSessionsParams, ListSessionsResult, "Sessions, newest first."),
-        _m("session/close", SessionRef, None, "Free a session's live state."),
-        _m("session/delete", SessionRef, None, "Delete a session."),
+        _m("session/close", SessionRef, EmptyResult, "Free a session's live state."),
+        _m("session/delete", SessionRef, EmptyResult, "Delete a session."),
         _m(
             "session/set_config_option",
             SetConfigOptionParams,
@@ -479,6 +521,22 @@ METHODS: dict[str, MethodSpec] = {
             ToolCallCall,
             ToolCallCallResult,
             "Run a client-defined tool.",
+            direction="server_to_client",
+        ),
+        _m(
+            "$/cancel_request",
+            CancelRequestParams,
+            None,
+            "Withdraw a request (to ACP clients; accepted from any client).",
+            kind="notification",
+            direction="server_to_client",
+        ),
+        _m(
+            "$/cancelRequest",
+            LspCancelParams,
+            None,
+            "Withdraw a request (to LSP clients; accepted from any client).",
+            kind="notification",
             direction="server_to_client",
         ),
     )

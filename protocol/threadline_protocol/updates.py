@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .base import WireModel, meta_field
 from .content import ContentBlock
+from .meta import ChunkMeta, SessionInfoUpdateMeta, ToolCallMeta, ToolCallUpdateMeta
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -18,7 +19,7 @@ ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
 class ChunkUpdate(WireModel):
     content: ContentBlock
     message_id: str | None = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: ChunkMeta | None = meta_field()
 
 
 class AgentMessageChunk(ChunkUpdate):
@@ -65,7 +66,7 @@ class ToolCallStart(WireModel):
     locations: list[ToolCallLocation] = Field(default_factory=list)
     raw_input: Any = None
     raw_output: Any = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: ToolCallMeta | None = meta_field()
 
 
 class ToolCallProgress(WireModel):
@@ -78,7 +79,7 @@ class ToolCallProgress(WireModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Any = None
     raw_output: Any = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: ToolCallUpdateMeta | None = meta_field()
 
 
 class PlanEntry(WireModel):
@@ -111,7 +112,7 @@ class SessionInfoUpdate(WireModel):
     session_update: Literal["session_info_update"] = "session_info_update"
     title: str | None = None
     updated_at: str | None = None
-    meta: dict[str, Any] | None = meta_field()
+    meta: SessionInfoUpdateMeta | None = meta_field()
 
 
 class UsageUpdate(WireModel):
@@ -124,11 +125,15 @@ class UsageUpdate(WireModel):
 
 
 class CompactionUpdate(WireModel):
+    """ACP's ``compaction_update``: ``summary`` (when completed) is content blocks,
+    ``error`` says why it failed."""
+
     session_update: Literal["compaction_update"] = "compaction_update"
     compaction_id: str
     status: Literal["in_progress", "completed", "failed", "cancelled"]
-    summary: str | None = None
-    message: str | None = None
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+    meta: dict[str, Any] | None = meta_field()
 
 
 SessionUpdate = Annotated[

@@ -155,7 +155,8 @@ async def test_compact_keeps_task_and_recent_turns(sidecar: SidecarClient) -> No
     compacted = [m["messageId"] for m in after if m.get("compacted")]
     # u1 (the task) stays; a1, u2, a2 are summarised; the last two turns stay
     assert compacted == [before[1]["messageId"], before[2]["messageId"], before[3]["messageId"]]
-    assert after[-1]["content"] == [{"type": "summary", "text": result["summary"]}]
+    [summary] = after[-1]["content"]
+    assert summary["type"] == "summary" and summary["text"] == result["summary"]
     statuses = [
         u["update"]["status"]
         for u in sidecar.updates

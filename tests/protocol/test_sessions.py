@@ -162,10 +162,10 @@ async def test_list_load_resume_close_delete(sidecar: SidecarClient) -> None:
     assert replay[1]["content"]["text"] == "Hello, world!"
 
     assert await sidecar.call("session/resume", {"sessionId": sid, "cwd": "/tmp"}) == {}
-    assert await sidecar.call("session/close", {"sessionId": sid}) is None
+    assert await sidecar.call("session/close", {"sessionId": sid}) == {}
     # closed is unloaded, not gone: it reloads on use
     assert len((await sidecar.call("session/history", {"sessionId": sid}))["messages"]) == 2
-    assert await sidecar.call("session/delete", {"sessionId": other}) is None
+    assert await sidecar.call("session/delete", {"sessionId": other}) == {}
     with pytest.raises(JsonRpcException) as err:
         await sidecar.call("session/history", {"sessionId": other})
     assert err.value.code == -32002

@@ -295,7 +295,7 @@ async def test_mcp_tool_through_the_sidecar(sidecar: SidecarClient) -> None:
     assert (await sidecar.prompt(sid, "echo"))["stopReason"] == "end_turn"
     [res] = blocks(await history(sidecar, sid), "tool_result")
     assert "hi there" in json.dumps(res["content"])
-    assert await sidecar.call("session/close", {"sessionId": sid}) is None
+    assert await sidecar.call("session/close", {"sessionId": sid}) == {}
 
 
 async def test_remember_survives_compaction(sidecar: SidecarClient) -> None:
@@ -311,7 +311,9 @@ async def test_remember_survives_compaction(sidecar: SidecarClient) -> None:
     assert results[0]["content"][0]["text"].startswith("remembered as exp_")
 
 
-async def test_invalid_arguments_get_ephemeral_feedback_not_history(sidecar: SidecarClient) -> None:
+async def test_invalid_arguments_are_shown_as_a_failed_call(sidecar: SidecarClient) -> None:
+    """The model gets the feedback once (an ephemeral message); the client is shown the
+    refused call and its failed result, never a user message it did not write."""
     strict_weather = {**WEATHER, "inputSchema": {**WEATHER["inputSchema"], "required": ["city"]}}
     model = scripted([call("get_weather", town="Paris")], [{"echo": True}])
     sid = await new(sidecar, model, tools=[strict_weather])
@@ -319,12 +321,13 @@ async def test_invalid_arguments_get_ephemeral_feedback_not_history(sidecar: Sid
     assert not [r for m, r in sidecar.server_requests if m == "tool/call"], "never run"
     answer = sidecar.text_of(sid)
     assert "'city' is a required property" in answer, "the model saw the feedback"
-    ephemeral = [
-        u["update"]
-        for u in sidecar.updates
-        if u["update"].get("_meta", {}).get("threadline", {}).get("ephemeral")
-    ]
-    assert ephemeral and ephemeral[0]["sessionUpdate"] == "user_message_chunk"
+    shown = [u["update"] for u in sidecar.updates if u["sessionId"] == sid]
+    assert not [u for u in shown if u["sessionUpdate"] == "user_message_chunk"]
+    [started] = [u for u in shown if u["sessionUpdate"] == "tool_call"]
+    assert started["title"] == "get_weather" and started["rawInput"] == {"town": "Paris"}
+    [refused] = [u for u in shown if u["sessionUpdate"] == "tool_call_update"]
+    assert refused["toolCallId"] == started["toolCallId"] and refused["status"] == "failed"
+    assert "'city' is a required property" in refused["content"][0]["content"]["text"]
     msgs = await history(sidecar, sid)
     assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "assistant"]
     assert "invalid arguments" in blocks(msgs, "tool_result")[0]["content"][0]["text"]

@@ -22,14 +22,27 @@ def test_update_builders_match_the_models() -> None:
         updates.message_chunk("agent_message_chunk", "m1", "a1", "hi"),
         updates.message_chunk("agent_thought_chunk", "m1", "a1", "hmm"),
         updates.content_chunk("user_message_chunk", "m0", "u1", {"type": "text", "text": "q"}),
-        updates.tool_call("c1", "Read x", "read", {"path": "x"}, "a1", locations=[{"path": "/x"}]),
-        updates.tool_call("c2", "sig", "other", {}, "a1", status="completed", exit_signal=True),
-        updates.tool_call_update("c1", "completed", content=[{"type": "text", "text": "ok"}]),
-        updates.tool_call_update("c1", "failed", cancelled=True),
+        updates.tool_call(
+            updates.call_block(
+                "c1", "read_file", {"path": "x"}, title="Read x", kind="read", locations=[]
+            ),
+            "a1",
+        ),
+        updates.tool_call(
+            {"type": "exit_signal", "id": "c2", "name": "sig", "arguments": {}}, "a1"
+        ),
+        updates.tool_progress("c1", "in_progress"),
+        updates.tool_result(
+            {"type": "tool_result", "toolUseId": "c1", "content": [{"type": "text", "text": "ok"}]}
+        ),
+        updates.tool_result(
+            {"type": "tool_result", "toolUseId": "c1", "content": [], "status": "cancelled"}
+        ),
         updates.usage_update(10, 100),
         updates.session_info("t", "2026-01-01T00:00:00.000Z", status="retrying"),
         updates.available_commands([("compact", "c", "hint"), ("fork", "f", None)]),
         updates.compaction("k1", "completed", summary="S"),
+        updates.compaction("k1", "failed", error="why"),
     ]
     for sample in samples:
         model = adapter.validate_python(sample)

@@ -167,13 +167,13 @@ async def compact(
             raise CompactionFailed("compaction failed: the model wrote an empty summary")
     except BaseException as exc:
         status = "failed" if isinstance(exc, Exception) else "cancelled"
-        session.announce(updates.compaction(compaction_id, status, message=str(exc) or None))
+        session.announce(updates.compaction(compaction_id, status, error=str(exc) or None))
         raise
     message: Msg = {
         "messageId": new_id("msg"),
         "turnId": turn_id,
         "role": "assistant",
-        "content": [{"type": "summary", "text": text}],
+        "content": [updates.summary_block(text, compaction_id)],
         "createdAt": now_iso(),
         "model": session.config.model,
     }
@@ -184,13 +184,13 @@ async def compact(
             updates.compaction(
                 compaction_id,
                 "failed",
-                message="the summary is not shorter than the history it would replace",
+                error="the summary is not shorter than the history it would replace",
             )
         )
         return noop("the summary is not shorter than the history it would replace")
     session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
     tokens_after = provider.count_tokens(session.compile_request(budget=session.config.tool_budget))
-    session.announce(updates.compaction(compaction_id, "completed", summary=text))
+    session.announce(updates.compacted(message["messageId"], message["content"][0]))
     return {
         "summary": text,
         "tokensBefore": tokens_before,

@@ -475,49 +475,8 @@ class Engine:
         return session.transcript.messages[before:]
 
     def _replay(self, session: Session, message: dict[str, Any]) -> None:
-        mid, turn, role = message["messageId"], message["turnId"], message["role"]
-        for block in message["content"]:
-            t = block.get("type")
-            if role == "user" and t not in ("tool_result",):
-                session.announce(updates.content_chunk("user_message_chunk", mid, turn, block))
-            elif t == "text":
-                session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
-                )
-            elif t == "thought":
-                session.announce(
-                    updates.message_chunk("agent_thought_chunk", mid, turn, block["text"])
-                )
-            elif t == "summary":
-                session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
-                )
-            elif t == "tool_use":
-                session.announce(
-                    updates.tool_call(block["id"], block["name"], "other", block.get("input"), turn)
-                )
-            elif t == "exit_signal":
-                session.announce(
-                    updates.tool_call(
-                        block.get("id") or new_id("call"),
-                        block["name"],
-                        "other",
-                        block.get("arguments"),
-                        turn,
-                        status="completed",
-                        exit_signal=True,
-                    )
-                )
-            elif t == "tool_result":
-                status = block.get("status", "completed")
-                session.announce(
-                    updates.tool_call_update(
-                        block["toolUseId"],
-                        "completed" if status == "completed" else "failed",
-                        content=block.get("content", []),
-                        cancelled=status == "cancelled",
-                    )
-                )
+        for update in updates.replay(message):
+            session.announce(update)
 
     def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         session = self.get(params.session_id)
@@ -572,13 +531,17 @@ class Engine:
             {"cursor": cursor},
         )
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str) -> dict[str, Any]:
         session = self.get(session_id)
+        watcher = self._watchers.pop(session_id, None)
+        if watcher is not None:
+            watcher.stop()
         await session.interrupt()
         await session.toolset.aclose()
         self.sessions.pop(session_id, None)
+        return {}
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str) -> dict[str, Any]:
         session = self.sessions.get(session_id)
         if session is None and self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
@@ -591,6 +554,7 @@ class Engine:
         if session is not None:
             self.sessions.pop(session_id, None)
             await session.toolset.aclose()
+        return {}
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
         session = self.get(params.session_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -84,10 +84,15 @@ class _Stream:
         return "".join(self.text)
 
     def content(
-        self, *, with_calls: bool = True, exit_names: frozenset[str] = frozenset()
+        self,
+        *,
+        with_calls: bool = True,
+        exit_names: frozenset[str] = frozenset(),
+        describe: Callable[[ToolCallFinal], dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """Thoughts, text, then calls; exit calls become ``exit_signal`` blocks, which
-        are never sent back to the model as calls and need no result."""
+        are never sent back to the model as calls and need no result. ``describe``
+        gives the ``tool_use`` block of a call, with what the client is shown of it."""
         blocks: list[dict[str, Any]] = list(self.thoughts)
         text = self.full_text()
         if text:
@@ -103,6 +108,8 @@ class _Stream:
                             "arguments": c.arguments,
                         }
                     )
+                elif describe is not None:
+                    blocks.append(describe(c))
                 else:
                     blocks.append(
                         {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
@@ -155,6 +162,8 @@ class Turn:
         self._tools_off = False
         self._offered_tools = True
         self._ephemeral: list[ChatMessage] = []
+        self._call_blocks: list[dict[str, Any]] = []
+        """The ``tool_use`` and ``exit_signal`` blocks of the last committed answer."""
 
     # -- committing -------------------------------------------------------------------
 
@@ -223,18 +232,9 @@ class Turn:
         )
 
     def _say_once(self, text: str) -> None:
-        """Tell the model something for its next request only: observers see it, the
-        history never does (a persistence flag, not a visibility flag)."""
+        """Tell the model something for its next request only; the history never has
+        it. Clients are not sent it: they see the refused call's failed result."""
         self._ephemeral.append(ChatMessage("user", text, ephemeral=True))
-        self.session.announce(
-            updates.content_chunk(
-                "user_message_chunk",
-                new_id("eph"),
-                f"u{self.number}",
-                {"type": "text", "text": text},
-                ephemeral=True,
-            )
-        )
 
     async def _fitting_request(self, provider: Provider) -> ChatRequest:
         """The next request, compacted first when it passes the session's threshold."""
@@ -402,7 +402,11 @@ class Turn:
         usage = stream.usage
         msg = self._message(
             "assistant",
-            stream.content(with_calls=not truncated, exit_names=self.session.tools.exit_names),
+            stream.content(
+                with_calls=not truncated,
+                exit_names=self.session.tools.exit_names,
+                describe=self._describe,
+            ),
             model=provider_model,
             usage=usage_wire(
                 usage.input_tokens,
@@ -419,6 +423,9 @@ class Turn:
         msg["messageId"] = stream.message_id
         mutation = AssistantTruncated(msg) if truncated else AssistantMessage(msg)
         self._commit(mutation, end_stream=True)
+        self._call_blocks = [
+            b for b in msg["content"] if b.get("type") in ("tool_use", "exit_signal")
+        ]
         self.stream = None
         self.last_message_id = stream.message_id
 
@@ -428,18 +435,10 @@ class Turn:
         """Run the calls of one assistant message; a stop reason ends the turn."""
         session = self.session
         part = session.tools.partition(stream.calls)
-        for call in part.exits:
-            session.announce(
-                updates.tool_call(
-                    call.id,
-                    call.name,
-                    "other",
-                    call.arguments,
-                    self.turn_id,
-                    status="completed",
-                    exit_signal=True,
-                )
-            )
+        # Every call is shown as the answer stored it, refused ones too (their
+        # result follows), exactly as session/load replays it.
+        for block in self._call_blocks:
+            session.announce(updates.tool_call(block, self.turn_id))
         if part.unknown:
             for call in part.unknown:
                 self._answer(call, f"unknown tool {call.name!r}", is_error=True, status="failed")
@@ -466,8 +465,8 @@ class Turn:
             if key in self._seen_calls:
                 self._answer(
                     call,
-                    "Already called with these arguments; use the earlier result.",
-                    status="completed",
+                    "Not run: already called with these arguments; use the earlier result.",
+                    status="failed",
                 )
                 if not self._tools_off:
                     self._say_once(
@@ -504,7 +503,9 @@ class Turn:
     ) -> None:
         """Commit a result the engine writes itself (refused, skipped, invalid…)."""
         outcome = ToolOutcome.text(text, is_error=is_error)
-        self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
+        result = self._tool_result(call, outcome, status=status)
+        self._commit(ToolResult(result))
+        self.session.announce(updates.tool_result(result["content"][0]))
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
@@ -517,6 +518,8 @@ class Turn:
         }
         if outcome.compact_summary:
             block["compactSummary"] = outcome.compact_summary
+        if outcome.raw_output is not None:
+            block["rawOutput"] = outcome.raw_output
         return self._message("tool", [block])
 
     async def _run_batches(self, calls: list[ToolCallFinal]) -> None:
@@ -535,8 +538,6 @@ class Turn:
     async def _run_batch(self, batch: list[ToolCallFinal]) -> None:
         if not batch:
             return
-        for call in batch:
-            self._announce_call(call)
         outcomes: dict[str, tuple[ToolOutcome, str]] = {}
         if len(batch) == 1:
             outcomes[batch[0].id] = await self._run_one(batch[0])
@@ -552,12 +553,9 @@ class Turn:
         failures: list[str] = []
         for call in batch:
             outcome, status = outcomes[call.id]
-            self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
-            self.session.announce(
-                updates.tool_call_update(
-                    call.id, status, content=outcome.content, raw_output=outcome.raw_output
-                )
-            )
+            result = self._tool_result(call, outcome, status=status)
+            self._commit(ToolResult(result))
+            self.session.announce(updates.tool_result(result["content"][0]))
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
         if failures and self.session.config.strict_tools:
@@ -566,24 +564,24 @@ class Turn:
                 {"reason": "tool_execution_error", "partialText": self.partial_text()},
             )
 
-    def _announce_call(self, call: ToolCallFinal) -> None:
-        session = self.session
-        tool = session.tools.get(call.name)
-        assert tool is not None
-        ctx = self._ctx(call)
+    def _describe(self, call: ToolCallFinal) -> dict[str, Any]:
+        """The call's ``tool_use`` block, with the title, kind and locations its tool
+        gives (a tool that does not exist is shown by its name)."""
+        tool = self.session.tools.get(call.name)
+        if tool is None:
+            return updates.call_block(
+                call.id, call.name, call.arguments, title=call.name, kind="other", locations=[]
+            )
         try:
-            locations = tool.locations(call.arguments, ctx)
+            locations = tool.locations(call.arguments, self._ctx(call))
         except Exception:
             locations = []
-        session.announce(
-            updates.tool_call(
-                call.id,
-                tool.title(call.arguments),
-                tool.kind,
-                call.arguments,
-                self.turn_id,
-                locations=locations,
-            )
+        try:
+            title = tool.title(call.arguments)
+        except Exception:
+            title = call.name
+        return updates.call_block(
+            call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
         )
 
     def _ctx(self, call: ToolCallFinal) -> ToolContext:
@@ -605,7 +603,7 @@ class Turn:
                     ),
                     "failed",
                 )
-        session.announce(updates.tool_call_update(call.id, "in_progress"))
+        session.announce(updates.tool_progress(call.id, "in_progress"))
         try:
             with anyio.fail_after(tool.timeout):
                 outcome = await tool.run(call.arguments, self._ctx(call))
@@ -663,10 +661,8 @@ class Turn:
             msg["messageId"] = stream.message_id
             mutations.append(AssistantTruncated(msg))
             self.last_message_id = stream.message_id
-        for result in cancelled_results(session.transcript, reason, self.turn_id):
-            mutations.append(result)
-            call_id = result.message["content"][0]["toolUseId"]
-            session.announce(updates.tool_call_update(call_id, "failed", cancelled=True))
+        cancelled = cancelled_results(session.transcript, reason, self.turn_id)
+        mutations.extend(cancelled)
         if mutations:
             try:
                 self._commit(*mutations, end_stream=True)
@@ -677,6 +673,8 @@ class Turn:
                 log.exception("could not record the aborted turn of %s", session.id)
         elif stream is not None:
             session.store.clear_stream(session.id)
+        for result in cancelled:
+            session.announce(updates.tool_result(result.message["content"][0]))
 
 
 def _first_text(outcome: ToolOutcome) -> str:

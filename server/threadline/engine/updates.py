@@ -1,8 +1,20 @@
-"""Builders for ``session/update`` payloads, as plain dicts.
+"""The projection from transcript blocks to ACP ``session/update`` payloads.
 
-These run on the streaming hot path, so they build dicts directly instead of
-validating models; ``tests/unit/test_update_shapes.py`` checks every builder against
-the protocol models so the two cannot drift.
+A live turn and a ``session/load`` replay go through the same functions: the turn
+announces a tool call from the ``tool_use`` block it just stored, and a result from
+the ``tool_result`` block it just stored; ``replay`` walks the stored messages and
+calls the very same functions. So what a client is shown on load is what a live
+client saw, minus the transitional updates that are not history (a call's
+``in_progress``, a compaction's ``in_progress``, usage, status notices), and with each
+block's text in one chunk instead of the bursts it streamed in.
+
+Whatever is shown must therefore be stored: a ``tool_use`` block records the
+``title``, ``kind`` and ``locations`` its tool gave when the call was made, a
+``tool_result`` its ``rawOutput``, a ``summary`` its ``compactionId``.
+
+These run on the streaming hot path, so they build dicts directly; the golden
+fixtures (``tests/golden``) and the conformance hook of the test client check every
+one against the protocol models and ACP's own schema.
 """
 
 from __future__ import annotations
@@ -10,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 Update = dict[str, Any]
+Block = dict[str, Any]
 
 
 def _turn_meta(turn_id: str) -> dict[str, Any]:
@@ -26,58 +39,104 @@ def message_chunk(kind: str, message_id: str, turn_id: str, text: str) -> Update
     }
 
 
-def content_chunk(
-    kind: str, message_id: str, turn_id: str, block: dict[str, Any], *, ephemeral: bool = False
-) -> Update:
-    """``ephemeral``: sent to the model for one request only, never in history."""
-    meta = _turn_meta(turn_id)
-    if ephemeral:
-        meta["threadline"]["ephemeral"] = True
-    return {"sessionUpdate": kind, "messageId": message_id, "content": block, "_meta": meta}
+def content_chunk(kind: str, message_id: str, turn_id: str, block: Block) -> Update:
+    return {
+        "sessionUpdate": kind,
+        "messageId": message_id,
+        "content": block,
+        "_meta": _turn_meta(turn_id),
+    }
 
 
-def tool_call(
-    tool_call_id: str,
+def call_block(
+    call_id: str,
+    name: str,
+    arguments: dict[str, Any],
+    *,
     title: str,
     kind: str,
-    raw_input: Any,
-    turn_id: str,
-    *,
-    locations: list[dict[str, Any]] | None = None,
-    status: str = "pending",
-    exit_signal: bool = False,
-) -> Update:
-    meta: dict[str, Any] = {"turnId": turn_id}
-    if exit_signal:
-        meta["exitSignal"] = True
+    locations: list[dict[str, Any]],
+) -> Block:
+    """A ``tool_use`` block with what the client is shown of it."""
     return {
-        "sessionUpdate": "tool_call",
-        "toolCallId": tool_call_id,
+        "type": "tool_use",
+        "id": call_id,
+        "name": name,
+        "input": arguments,
         "title": title,
         "kind": kind,
+        "locations": locations,
+    }
+
+
+def tool_call(block: Block, turn_id: str) -> Update:
+    """A ``tool_use`` block as ``tool_call`` (pending), an ``exit_signal`` block as a
+    completed one (a signal is recorded, never run). Blocks stored before titles were
+    recorded show the tool's name."""
+    meta: dict[str, Any] = {"turnId": turn_id}
+    if block["type"] == "exit_signal":
+        meta["exitSignal"] = True
+        raw_input, status = block.get("arguments"), "completed"
+    else:
+        raw_input, status = block.get("input"), "pending"
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": block.get("id") or f"exit-{block['name']}",
+        "title": block.get("title") or block["name"],
+        "kind": block.get("kind") or "other",
         "status": status,
         "rawInput": raw_input,
-        "locations": locations or [],
+        "locations": block.get("locations") or [],
         "_meta": {"threadline": meta},
     }
 
 
-def tool_call_update(
-    tool_call_id: str,
-    status: str,
-    *,
-    content: list[dict[str, Any]] | None = None,
-    raw_output: Any = None,
-    cancelled: bool = False,
-) -> Update:
-    u: Update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
-    if content is not None:
-        u["content"] = [{"type": "content", "content": c} for c in content]
-    if raw_output is not None:
-        u["rawOutput"] = raw_output
-    if cancelled:
+def tool_progress(tool_call_id: str, status: str) -> Update:
+    """A transitional status (``in_progress``): live only, not history."""
+    return {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
+
+
+def tool_result(block: Block) -> Update:
+    """A ``tool_result`` block as the call's final ``tool_call_update``. ACP has no
+    ``cancelled`` tool status: a cancelled call is ``failed`` with
+    ``_meta.threadline.cancelled``."""
+    status = block.get("status", "completed")
+    u: Update = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": block["toolUseId"],
+        "status": "completed" if status == "completed" else "failed",
+        "content": [{"type": "content", "content": c} for c in block.get("content", [])],
+    }
+    if block.get("rawOutput") is not None:
+        u["rawOutput"] = block["rawOutput"]
+    if status == "cancelled":
         u["_meta"] = {"threadline": {"cancelled": True}}
     return u
+
+
+def compaction(
+    compaction_id: str, status: str, summary: str | None = None, error: str | None = None
+) -> Update:
+    """ACP's ``compaction_update``: the summary is content blocks, a failure ``error``."""
+    u: Update = {
+        "sessionUpdate": "compaction_update",
+        "compactionId": compaction_id,
+        "status": status,
+    }
+    if summary is not None:
+        u["summary"] = [{"type": "text", "text": summary}]
+    if error is not None:
+        u["error"] = error
+    return u
+
+
+def summary_block(text: str, compaction_id: str) -> Block:
+    return {"type": "summary", "text": text, "compactionId": compaction_id}
+
+
+def compacted(message_id: str, block: Block) -> Update:
+    """A committed ``summary`` block: the compaction's final, completed update."""
+    return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
 def usage_update(used: int, size: int) -> Update:
@@ -103,16 +162,23 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
     }
 
 
-def compaction(
-    compaction_id: str, status: str, summary: str | None = None, message: str | None = None
-) -> Update:
-    u: Update = {
-        "sessionUpdate": "compaction_update",
-        "compactionId": compaction_id,
-        "status": status,
-    }
-    if summary is not None:
-        u["summary"] = summary
-    if message is not None:
-        u["message"] = message
-    return u
+def replay(message: dict[str, Any]) -> list[Update]:
+    """One stored message as the updates a live client was shown for it."""
+    mid, turn, role = message["messageId"], message["turnId"], message["role"]
+    out: list[Update] = []
+    for block in message["content"]:
+        t = block.get("type")
+        if t == "tool_result":
+            out.append(tool_result(block))
+        elif role == "user":
+            out.append(content_chunk("user_message_chunk", mid, turn, block))
+        elif t == "text":
+            out.append(message_chunk("agent_message_chunk", mid, turn, block["text"]))
+        elif t == "thought":
+            if block.get("text"):
+                out.append(message_chunk("agent_thought_chunk", mid, turn, block["text"]))
+        elif t == "summary":
+            out.append(compacted(mid, block))
+        elif t in ("tool_use", "exit_signal"):
+            out.append(tool_call(block, turn))
+    return out

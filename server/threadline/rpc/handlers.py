@@ -15,8 +15,7 @@ from .server import Handler, NotificationHandler, ThreadlineServer
 
 def initialize(server: ThreadlineServer, params: dict[str, Any]) -> Any:
     p = pm.InitializeParams.model_validate(params)
-    server.client_caps = p.client_capabilities.wire()
-    server.initialized = True
+    server.client_connected(p.client_capabilities)
     return server.engine.initialize_result(__version__)
 
 
@@ -55,13 +54,11 @@ def session_list(server: ThreadlineServer, params: dict[str, Any]) -> Any:
 
 
 async def session_close(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    await server.engine.close(pm.SessionRef.model_validate(params).session_id)
-    return None
+    return await server.engine.close(pm.SessionRef.model_validate(params).session_id)
 
 
 async def session_delete(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    await server.engine.delete(pm.SessionRef.model_validate(params).session_id)
-    return None
+    return await server.engine.delete(pm.SessionRef.model_validate(params).session_id)
 
 
 def session_set_config_option(server: ThreadlineServer, params: dict[str, Any]) -> Any:

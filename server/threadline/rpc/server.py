@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from lsprotocol.types import ResponseError
 from pydantic import ValidationError
@@ -27,6 +27,7 @@ from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.server import JsonRPCServer
 
 from threadline_protocol.errors import ErrorCode
+from threadline_protocol.methods import ClientCapabilities
 
 from ..engine.engine import Engine
 from ..engine.errors import EngineError, as_engine_error
@@ -43,6 +44,17 @@ Handler = AsyncHandler | SyncHandler
 NotificationHandler = Callable[["ThreadlineServer", dict[str, Any]], None]
 
 CANCEL_METHODS = ("$/cancelRequest", "$/cancel_request")
+
+CancelMethod = Literal["$/cancel_request", "$/cancelRequest"]
+
+
+def cancel_notification(method: CancelMethod, request_id: str | int) -> dict[str, Any]:
+    """Withdraw a server→client request: ACP's ``$/cancel_request {requestId}`` or
+    LSP's ``$/cancelRequest {id}``. Each client library acts only on its own form (the
+    ACP SDKs on the first, vscode-jsonrpc and ``vim.lsp.rpc`` on the second)."""
+    if method == "$/cancel_request":
+        return {"jsonrpc": "2.0", "method": method, "params": {"requestId": request_id}}
+    return {"jsonrpc": "2.0", "method": method, "params": {"id": request_id}}
 
 
 class ThreadlineProtocol(JsonRPCProtocol):
@@ -86,6 +98,8 @@ class ThreadlineServer(JsonRPCServer):
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
+        self.cancel_method: CancelMethod | None = None
+        """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_request = 0
@@ -106,10 +120,21 @@ class ThreadlineServer(JsonRPCServer):
         except asyncio.CancelledError:
             # Withdraw the request: the client may drop its prompt or tool run.
             self.protocol._request_futures.pop(msg_id, None)
-            self.outbox.send(
-                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
-            )
+            self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
             raise
+
+    def withdraw_method(self) -> CancelMethod:
+        """What the client named at ``initialize``, else its framing decides: one JSON
+        object per line is ACP's transport, ``Content-Length`` headers are LSP's."""
+        if self.cancel_method is not None:
+            return self.cancel_method
+        return "$/cancel_request" if self.outbox.framing == "lines" else "$/cancelRequest"
+
+    def client_connected(self, capabilities: ClientCapabilities) -> None:
+        """Remember what ``initialize`` said about the client."""
+        self.client_caps = capabilities.wire()
+        self.cancel_method = capabilities.threadline().cancel_method
+        self.initialized = True
 
     def client_capabilities(self) -> dict[str, Any]:
         return self.client_caps

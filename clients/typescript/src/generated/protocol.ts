@@ -27,7 +27,7 @@ export type ErrorCodeName = keyof typeof ErrorCodes;
 export type ErrorCode = (typeof ErrorCodes)[ErrorCodeName];
 
 export interface AgentCapabilities {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: AgentCapabilitiesMeta | null;
   /** @default true */
   loadSession?: boolean;
   mcpCapabilities?: McpCapabilities;
@@ -37,8 +37,14 @@ export interface AgentCapabilities {
   [key: string]: unknown;
 }
 
+export interface AgentCapabilitiesMeta {
+  threadline?: ThreadlineCapabilities | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface AgentMessageChunk {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: ChunkMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "agent_message_chunk";
@@ -47,7 +53,7 @@ export interface AgentMessageChunk {
 }
 
 export interface AgentThoughtChunk {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: ChunkMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "agent_thought_chunk";
@@ -95,7 +101,22 @@ export interface BlobResourceContents {
   [key: string]: unknown;
 }
 
+/** ACP's ``$/cancel_request``: withdraw a request (sent to ACP clients). */
+export interface CancelRequestParams {
+  _meta?: { [key: string]: unknown } | null;
+  requestId: string | number;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface ChunkMeta {
+  threadline?: TurnInfo | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface ClientCapabilities {
+  _meta?: { [key: string]: unknown } | null;
   fs?: FileSystemCapability;
   /** @default false */
   terminal?: boolean;
@@ -121,7 +142,7 @@ export interface CompactParams {
 }
 
 export interface CompactResult {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: CompactResultMeta | null;
   messagesAfter: number;
   messagesBefore: number;
   summary: string;
@@ -131,12 +152,28 @@ export interface CompactResult {
   [key: string]: unknown;
 }
 
+export interface CompactResultInfo {
+  compacted: boolean;
+  reason?: string | null;
+}
+
+export interface CompactResultMeta {
+  threadline?: CompactResultInfo | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``compaction_update``: ``summary`` (when completed) is content blocks,
+ * ``error`` says why it failed.
+ */
 export interface CompactionUpdate {
+  _meta?: { [key: string]: unknown } | null;
   compactionId: string;
-  message?: string | null;
+  error?: string | null;
   sessionUpdate: "compaction_update";
   status: "in_progress" | "completed" | "failed" | "cancelled";
-  summary?: string | null;
+  summary?: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[] | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -300,11 +337,37 @@ export interface LoadSessionParams {
   sessionId: string;
 }
 
+/** ``session/load`` and ``session/resume``: ``{}``, with MCP failures if any. */
+export interface LoadSessionResult {
+  _meta?: McpMeta | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** LSP's ``$/cancelRequest``: withdraw a request (sent to LSP clients). */
+export interface LspCancelParams {
+  id: string | number;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface McpCapabilities {
   /** @default false */
   http?: boolean;
   /** @default false */
   sse?: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface McpInfo {
+  mcpFailures?: {
+    [key: string]: string;
+  } | null;
+}
+
+export interface McpMeta {
+  threadline?: McpInfo | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -360,7 +423,7 @@ export interface NewSessionParams {
 }
 
 export interface NewSessionResult {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: McpMeta | null;
   configOptions?: SessionConfigOption[] | null;
   models?: SessionModelState | null;
   sessionId: string;
@@ -438,9 +501,21 @@ export interface PromptParams {
 }
 
 export interface PromptResult {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: PromptResultMeta | null;
   stopReason: "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
   usage?: Usage | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface PromptResultInfo {
+  command?: string | null;
+  messageId?: string | null;
+  turnId?: string | null;
+}
+
+export interface PromptResultMeta {
+  threadline?: PromptResultInfo | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -523,7 +598,7 @@ export interface SessionConfigOption {
 }
 
 export interface SessionInfo {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: SessionInfoMeta | null;
   cwd: string;
   sessionId: string;
   title?: string | null;
@@ -532,11 +607,29 @@ export interface SessionInfo {
   [key: string]: unknown;
 }
 
+/** ``_meta`` of a ``session/list`` entry. */
+export interface SessionInfoMeta {
+  /** @default 0 */
+  messageCount?: number;
+  model?: string | null;
+  parentSessionId?: string | null;
+}
+
 export interface SessionInfoUpdate {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: SessionInfoUpdateMeta | null;
   sessionUpdate: "session_info_update";
   title?: string | null;
   updatedAt?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface SessionInfoUpdateInfo {
+  status?: string | null;
+}
+
+export interface SessionInfoUpdateMeta {
+  threadline?: SessionInfoUpdateInfo | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -577,6 +670,7 @@ export interface SetConfigOptionResult {
 }
 
 export interface SummaryBlock {
+  compactionId?: string | null;
   text: string;
   type: "summary";
   /** Peers may add fields (ACP extensibility). */
@@ -607,6 +701,22 @@ export interface ThoughtBlock {
   type: "thought";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+/** Threadline's extension block under ``agentCapabilities._meta.threadline``. */
+export interface ThreadlineCapabilities {
+  /** @default false */
+  compact?: boolean;
+  defaultModel?: string | null;
+  /** @default false */
+  fork?: boolean;
+  /** @default true */
+  history?: boolean;
+  /** @default true */
+  interrupt?: boolean;
+  models?: ModelInfo[];
+  /** @default "0.1" */
+  protocolVersion?: string;
 }
 
 /** ``_meta.threadline`` of ``session/new``. */
@@ -648,6 +758,11 @@ export interface ToolCallCallResult {
   [key: string]: unknown;
 }
 
+export interface ToolCallInfo {
+  exitSignal?: boolean | null;
+  turnId: string;
+}
+
 export interface ToolCallLocation {
   line?: number | null;
   path: string;
@@ -655,8 +770,14 @@ export interface ToolCallLocation {
   [key: string]: unknown;
 }
 
+export interface ToolCallMeta {
+  threadline?: ToolCallInfo | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface ToolCallProgress {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: ToolCallUpdateMeta | null;
   content?: (ContentToolCallContent | DiffToolCallContent)[] | null;
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other" | null;
   locations?: ToolCallLocation[] | null;
@@ -671,7 +792,7 @@ export interface ToolCallProgress {
 }
 
 export interface ToolCallStart {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: ToolCallMeta | null;
   content?: (ContentToolCallContent | DiffToolCallContent)[];
   /** @default "other" */
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
@@ -683,6 +804,16 @@ export interface ToolCallStart {
   status?: "pending" | "in_progress" | "completed" | "failed";
   title: string;
   toolCallId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface ToolCallUpdateInfo {
+  cancelled?: boolean | null;
+}
+
+export interface ToolCallUpdateMeta {
+  threadline?: ToolCallUpdateInfo | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -722,6 +853,7 @@ export interface ToolResultBlock {
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   /** @default false */
   isError?: boolean;
+  rawOutput?: unknown;
   /** @default "completed" */
   status?: "completed" | "failed" | "cancelled";
   toolUseId: string;
@@ -730,13 +862,25 @@ export interface ToolResultBlock {
   [key: string]: unknown;
 }
 
+/**
+ * A tool call, with what clients were shown of it when it was made (``title``,
+ * ``kind``, ``locations``), so ``session/load`` replays exactly that.
+ */
 export interface ToolUseBlock {
   id: string;
   input: { [key: string]: unknown };
+  kind?: string | null;
+  locations?: { [key: string]: unknown }[] | null;
   name: string;
+  title?: string | null;
   type: "tool_use";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+/** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
+export interface TurnInfo {
+  turnId: string;
 }
 
 /** Token counts of one model call (or a turn's sum). */
@@ -767,7 +911,7 @@ export interface UsageUpdate {
 }
 
 export interface UserMessageChunk {
-  _meta?: { [key: string]: unknown } | null;
+  _meta?: ChunkMeta | null;
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
@@ -785,6 +929,20 @@ export interface WriteTextFileParams {
 
 /** Every method of the protocol with its direction, kind, params and result. */
 export interface ProtocolMethods {
+  /** Withdraw a request (to LSP clients; accepted from any client). */
+  "$/cancelRequest": {
+    direction: "server_to_client";
+    kind: "notification";
+    params: LspCancelParams;
+    result: unknown;
+  };
+  /** Withdraw a request (to ACP clients; accepted from any client). */
+  "$/cancel_request": {
+    direction: "server_to_client";
+    kind: "notification";
+    params: CancelRequestParams;
+    result: unknown;
+  };
   /** End the process. */
   "exit": {
     direction: "client_to_server";
@@ -825,7 +983,7 @@ export interface ProtocolMethods {
     direction: "client_to_server";
     kind: "request";
     params: SessionRef;
-    result: unknown;
+    result: EmptyResult;
   };
   /** Summarise older history. */
   "session/compact": {
@@ -839,7 +997,7 @@ export interface ProtocolMethods {
     direction: "client_to_server";
     kind: "request";
     params: SessionRef;
-    result: unknown;
+    result: EmptyResult;
   };
   /** Branch a session at a message. */
   "session/fork": {
@@ -874,7 +1032,7 @@ export interface ProtocolMethods {
     direction: "client_to_server";
     kind: "request";
     params: LoadSessionParams;
-    result: EmptyResult;
+    result: LoadSessionResult;
   };
   /** Open a session. */
   "session/new": {
@@ -902,7 +1060,7 @@ export interface ProtocolMethods {
     direction: "client_to_server";
     kind: "request";
     params: LoadSessionParams;
-    result: EmptyResult;
+    result: LoadSessionResult;
   };
   /** Change a session option such as the model. */
   "session/set_config_option": {
@@ -936,6 +1094,8 @@ export interface ProtocolMethods {
 
 /** The method table at run time (direction and kind), for tests and dispatch. */
 export const METHODS = {
+  "$/cancelRequest": { direction: "server_to_client", kind: "notification" },
+  "$/cancel_request": { direction: "server_to_client", kind: "notification" },
   "exit": { direction: "client_to_server", kind: "notification" },
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },

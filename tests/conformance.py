@@ -1,0 +1,148 @@
+"""Is every message the sidecar sends what a third-party client may expect?
+
+Two yardsticks, with ``jsonschema``:
+
+* ACP's official schema (``protocol/acp/v1/schema.json``, vendored at a pinned
+  version): the envelope, errors, and the params or result of every ACP method
+  (``initialize``, ``session/*``, ``fs/*``, ``session/request_permission``,
+  ``session/update`` with each update kind, ``$/cancel_request``);
+* Threadline's own schema (``protocol/schema.json``): every method of its table,
+  so the extension methods (``session/fork``, ``session/compact``, ``tool/call``…)
+  and the ``_meta.threadline`` blocks Threadline adds to ACP's messages.
+
+A message neither schema knows is a problem too. The test clients of
+``tests/support.py`` feed every message they receive to :class:`Conformance`; the
+protocol and end-to-end suites turn that on and fail a test that saw a problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+ROOT = Path(__file__).resolve().parent.parent
+ACP_SCHEMA = ROOT / "protocol" / "acp" / "v1" / "schema.json"
+THREADLINE_SCHEMA = ROOT / "protocol" / "schema.json"
+
+
+@functools.cache
+def _acp() -> dict[str, Any]:
+    return json.loads(ACP_SCHEMA.read_text())
+
+
+@functools.cache
+def _threadline() -> dict[str, Any]:
+    return json.loads(THREADLINE_SCHEMA.read_text())
+
+
+@functools.cache
+def _validator(which: str, ref: str) -> Draft202012Validator:
+    doc = _acp() if which == "acp" else _threadline()
+    return Draft202012Validator({"$ref": ref, "$defs": doc["$defs"]})
+
+
+@functools.cache
+def acp_methods() -> dict[tuple[str, str], str]:
+    """``(method, "params" | "result")`` → the ACP definition that describes it, for
+    what an agent sends: its requests and notifications to the client, its results."""
+    out: dict[tuple[str, str], str] = {}
+    for name, d in _acp()["$defs"].items():
+        method, side = d.get("x-method"), d.get("x-side")
+        if method is None:
+            continue
+        if name.endswith("Response") and side == "agent":
+            out[(method, "result")] = name
+        elif name.endswith(("Request", "Notification")) and side in ("client", "protocol"):
+            out[(method, "params")] = name
+    return out
+
+
+def _problems(which: str, ref: str, value: Any, where: str) -> list[str]:
+    errors = sorted(_validator(which, ref).iter_errors(value), key=lambda e: list(e.path))
+    return [
+        f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {'/'.join(map(str, e.path)) or '.'}: "
+        f"{e.message[:300]}"
+        for e in errors[:5]
+    ]
+
+
+def check_acp(method: str, part: str, value: Any) -> list[str]:
+    """Problems of ``value`` as the params or result of an ACP ``method``."""
+    name = acp_methods().get((method, part))
+    if name is None:
+        return []
+    return _problems("acp", f"#/$defs/{name}", value, f"{method} {part}")
+
+
+def check_threadline(method: str, part: str, value: Any) -> list[str]:
+    """Problems of ``value`` as the params or result of a Threadline ``method``."""
+    spec = _threadline()["methods"].get(method)
+    if spec is None:
+        return []
+    ref = spec[part]
+    if ref is None:
+        return [] if value is None else [f"{method} {part}: threadline: expected null"]
+    return _problems("threadline", ref["$ref"], value, f"{method} {part}")
+
+
+def known(method: str) -> bool:
+    return method in _threadline()["methods"] or any(m == method for m, _ in acp_methods())
+
+
+class Conformance:
+    """Checks the messages one client receives; keeps every problem found."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.pending: dict[Any, str] = {}
+        self.seen: Counter[str] = Counter()
+
+    def sent(self, message: Any) -> None:
+        """A message the client sent: remember which method each request id is for."""
+        if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+            with contextlib.suppress(TypeError):  # an unhashable id (malformed input tests)
+                self.pending[message["id"]] = message["method"]
+
+    def received(self, message: Any) -> None:
+        self.problems.extend(self.check(message))
+
+    def check(self, message: Any) -> list[str]:
+        if not isinstance(message, dict):
+            return [f"not a JSON-RPC object: {message!r:.200}"]
+        if message.get("jsonrpc") != "2.0":
+            return [f"jsonrpc is not 2.0: {message!r:.200}"]
+        method = message.get("method")
+        if isinstance(method, str):
+            part = "params"
+            value = message.get("params")
+            label = method
+            if not known(method):
+                return [f"{method}: a method neither ACP nor Threadline defines"]
+        else:
+            problems = _problems("acp", "#/$defs/RequestId", message.get("id"), "response id")
+            if "error" in message:
+                self.seen["error"] += 1
+                self._forget(message.get("id"))
+                return problems + _problems("acp", "#/$defs/Error", message["error"], "error")
+            if "result" not in message:
+                return [*problems, f"a response with neither result nor error: {message!r:.200}"]
+            method = self._forget(message.get("id"))
+            if method is None:
+                return problems  # an answer to a request this client did not record
+            part, value, label = "result", message["result"], f"{method} result"
+        if method == "session/update" and isinstance(value, dict):
+            label = f"session/update {value.get('update', {}).get('sessionUpdate')}"
+        self.seen[label] += 1
+        return check_acp(method, part, value) + check_threadline(method, part, value)
+
+    def _forget(self, msg_id: Any) -> str | None:
+        try:
+            return self.pending.pop(msg_id, None)
+        except TypeError:
+            return None

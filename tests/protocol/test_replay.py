@@ -1,0 +1,137 @@
+"""``session/load`` replays exactly what a live client was shown.
+
+One session gets everything a transcript can hold: thoughts and text, tool calls that
+complete, fail, are refused (bad arguments) and are cancelled, and a compaction. Then
+the sidecar restarts and ``session/load`` replays it; the replay must equal the live
+updates, except for what is not history: transitional states (a call's or a
+compaction's ``in_progress``), usage and status notices, and the bursts text streamed
+in (a replay sends each block's text as one chunk). The user's own prompts, which a
+live client typed rather than received, come back as ``user_message_chunk``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support import SidecarClient, start_sidecar
+
+PAD = " with some detail" * 40  # long turns: a summary must be shorter than what it replaces
+
+SCRIPT = {
+    "rounds": [
+        [
+            {"thought": "The notes first."},
+            {"text": "Reading the notes. "},
+            {"tool_call": {"name": "read_file", "arguments": {"path": "notes.txt"}}},
+            {"tool_call": {"name": "read_file", "arguments": {"path": "missing.txt"}}},
+            {"tool_call": {"name": "read_file", "arguments": {"start": 3}}},
+            {"tool_call": {"name": "ask_user", "arguments": {"question": "Go on?"}}},
+        ],
+        [{"text": "Done: the notes say hello."}],
+    ],
+    "summary": [{"text": "Read the notes twice."}],
+}
+ASK_USER = {
+    "name": "ask_user",
+    "description": "Ask the user a question",
+    "inputSchema": {"type": "object", "properties": {"question": {"type": "string"}}},
+}
+TRANSIENT = {"usage_update", "session_info_update", "available_commands_update"}
+
+
+def shown(updates: list[dict[str, Any]], sid: str) -> list[dict[str, Any]]:
+    """What stays on a client's screen: no transitional states, text per block."""
+    out: list[dict[str, Any]] = []
+    for params in updates:
+        if params["sessionId"] != sid:
+            continue
+        u = params["update"]
+        kind = u["sessionUpdate"]
+        if kind in TRANSIENT or u.get("status") == "in_progress":
+            continue
+        last = out[-1] if out else None
+        if (
+            kind.endswith("_chunk")
+            and last is not None
+            and last["sessionUpdate"] == kind
+            and last.get("messageId") == u.get("messageId")
+        ):
+            text = last["content"]["text"] + u["content"]["text"]
+            out[-1] = {**last, "content": {**last["content"], "text": text}}
+            continue
+        out.append(u)
+    return out
+
+
+async def test_load_after_a_restart_replays_what_the_live_client_saw(
+    home: Path, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("hello\n")
+    prompts = [f"Read the notes, turn {n}.{PAD}" for n in (1, 2, 3)]
+
+    live = await start_sidecar(home)
+    try:
+        hang = asyncio.Event()
+        hanging = asyncio.Event()
+
+        async def ask_user(params: dict[str, Any]) -> dict[str, Any]:
+            if hang.is_set():
+                hanging.set()
+                await asyncio.sleep(3600)
+            return {"content": [{"type": "text", "text": "yes"}]}
+
+        live.on_request("tool/call", ask_user)
+        sid = await live.new_session(
+            str(workspace), model="scripted:" + json.dumps(SCRIPT), tools=[ASK_USER]
+        )
+        for text in prompts[:2]:
+            assert (await live.prompt(sid, text))["stopReason"] == "end_turn"
+        compacted = await live.call("session/compact", {"sessionId": sid, "keepTurns": 1})
+        assert compacted["_meta"]["threadline"]["compacted"] is True
+
+        hang.set()  # the third turn is cancelled while the client runs ask_user
+        turn = asyncio.ensure_future(live.prompt(sid, prompts[2]))
+        await asyncio.wait_for(hanging.wait(), 30)
+        live.notify("session/cancel", {"sessionId": sid})
+        assert (await turn)["stopReason"] == "cancelled"
+        seen = shown(live.updates, sid)
+    finally:
+        await live.stop()
+
+    calls = [u for u in seen if u["sessionUpdate"] == "tool_call"]
+    results = {u["toolCallId"]: u for u in seen if u["sessionUpdate"] == "tool_call_update"}
+    assert [c["title"] for c in calls[:4]] == [
+        "Read notes.txt",
+        "Read missing.txt",
+        "Read file",
+        "ask_user",
+    ]
+    assert calls[0]["kind"] == "read" and calls[0]["locations"][0]["path"].endswith("notes.txt")
+    by_title = [(c["title"], results[c["toolCallId"]]) for c in calls]
+    assert [(t, r["status"]) for t, r in by_title[:4]] == [
+        ("Read notes.txt", "completed"),
+        ("Read missing.txt", "failed"),
+        ("Read file", "failed"),  # refused: 'path' is required
+        ("ask_user", "completed"),
+    ]
+    assert "invalid arguments" in by_title[2][1]["content"][0]["content"]["text"]
+    assert by_title[-1][0] == "ask_user" and by_title[-1][1]["_meta"]["threadline"]["cancelled"]
+    assert [u["status"] for u in seen if u["sessionUpdate"] == "compaction_update"] == ["completed"]
+    assert not [u for u in seen if u["sessionUpdate"] == "user_message_chunk"]
+    assert any(u["sessionUpdate"] == "agent_thought_chunk" for u in seen)
+
+    again: SidecarClient = await start_sidecar(home)
+    try:
+        assert await again.call("session/load", {"sessionId": sid, "cwd": str(workspace)}) == {}
+        replayed = shown(again.updates, sid)
+    finally:
+        await again.stop()
+
+    typed = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert typed == prompts
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen
