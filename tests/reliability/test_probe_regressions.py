@@ -1,0 +1,126 @@
+"""Regression tests for the faults an outside probe found (issue 13), one or more per
+fault, each named after it; the docstring says what the sidecar used to do.
+docs/reliability.md has the list and the figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.reliability.invariants import structural_problems
+from tests.support import SidecarClient, scripted
+
+WINDOW = 8192
+"""The scripted model's context window (tokens; it counts 4 characters a token)."""
+
+OK = scripted([{"text": "ok"}])
+TOOL = {"name": "big_tool", "inputSchema": {"type": "object"}}
+
+
+async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
+    return (await client.call("session/history", {"sessionId": sid}))["messages"]
+
+
+async def refused(client: SidecarClient, sid: str, text: str) -> JsonRpcException:
+    with pytest.raises(JsonRpcException) as err:
+        await client.prompt(sid, text)
+    return err.value
+
+
+# -- 1. oversize input bricks a session ---------------------------------------------------
+
+
+async def test_a_prompt_too_large_for_the_context_is_refused_before_it_is_stored(
+    sidecar: SidecarClient,
+) -> None:
+    """The user message was committed before the size check, so the refused prompt was
+    part of every later request: every later prompt answered -32013 too."""
+    sid = await sidecar.new_session(model=OK)
+    err = await refused(sidecar, sid, "word " * 200_000)  # 1 MB, ~250k tokens
+    assert err.code == -32013, err
+    assert err.data["size"] == WINDOW and err.data["used"] > WINDOW
+    assert err.data["stored"] is False
+    assert await history(sidecar, sid) == []
+    assert (await sidecar.prompt(sid, "hello"))["stopReason"] == "end_turn"
+    assert [m["role"] for m in await history(sidecar, sid)] == ["user", "assistant"]
+
+
+async def test_a_tool_result_larger_than_the_context_is_stored_whole_and_cut_for_the_model(
+    sidecar: SidecarClient,
+) -> None:
+    """A client tool answering 2 MB of text: the result went into the next request
+    whole, so the turn (and every later one) failed with -32013."""
+    big = "".join(f"line {i:07d} of a very large tool result\n" for i in range(50_000))
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": big}]}
+
+    sidecar.on_request("tool/call", answer)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    stored = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert [c["text"] for c in stored[0]["content"]] == [big], "stored whole"
+    answer_after = [m for m in messages if m["role"] == "assistant"][-1]
+    assert answer_after["content"] == [{"type": "text", "text": "done"}]
+    assert answer_after["usage"]["inputTokens"] <= WINDOW, "the model got it cut"
+    assert (await sidecar.prompt(sid, "again"))["stopReason"] == "end_turn"
+    assert structural_problems(await history(sidecar, sid)) == []
+
+
+async def test_tool_results_that_overflow_the_context_in_one_turn_are_compacted_not_failed(
+    sidecar: SidecarClient,
+) -> None:
+    """Four results that each fit but together do not: auto-compaction found "nothing
+    old enough" (one turn) and the turn failed with -32013, and so did every later one."""
+    chunk = "x" * 7000  # under the cut, ~1750 tokens each
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": chunk + params["toolCallId"]}]}
+
+    sidecar.on_request("tool/call", answer)
+    calls = [{"tool_call": {"name": "big_tool", "arguments": {"n": i}}} for i in range(5)]
+    model = scripted(calls, [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] in ("end_turn", "max_turn_requests")
+    messages = await history(sidecar, sid)
+    assert any(m["content"][0]["type"] == "summary" for m in messages)
+    assert structural_problems(messages) == []
+    assert (await sidecar.prompt(sid, "next"))["stopReason"] == "end_turn"
+
+
+async def test_compaction_brings_back_a_session_whose_one_turn_is_too_large(
+    sidecar: SidecarClient,
+) -> None:
+    """With auto-compaction off, a second large prompt is refused (nothing stored); the
+    advice is to compact, but compaction kept the large task message verbatim (or found
+    "nothing old enough"), so the prompt was refused for ever."""
+    sid = await sidecar.new_session(model=OK, autoCompact=False)
+    large = "word " * 4000  # ~5000 tokens: fits alone, not twice
+    assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
+    err = await refused(sidecar, sid, large)
+    assert err.code == -32013 and err.data["stored"] is False
+    assert "session/compact" in err.message
+    result = await sidecar.call("session/compact", {"sessionId": sid, "keepTurns": 0})
+    assert result["_meta"]["threadline"]["compacted"] is True, result
+    assert result["tokensAfter"] < 1000
+    assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
+
+
+async def test_auto_compaction_summarises_an_over_large_task_message() -> None:
+    """The plan kept the first user message verbatim whatever its size."""
+    from threadline.engine.compaction import plan
+
+    def msg(i: int, role: str) -> dict[str, Any]:
+        return {"messageId": f"m{i}", "turnId": "t", "role": role, "content": []}
+
+    working: list[Any] = [msg(0, "user"), msg(1, "assistant"), msg(2, "user"), msg(3, "assistant")]
+    # only a plan that keeps nothing fits
+    cut = plan(working, 2, "m0", lambda kept: not kept)
+    assert cut is not None and cut.keep_ids == () and len(cut.summarize) == 4
+    # nothing old enough, but it all fits: no compaction
+    assert plan(working, 2, "m0", lambda kept: True) is None
+    assert plan(working, 2, "m0") is None
