@@ -47,6 +47,27 @@ async def test_a_prompt_too_large_for_the_context_is_refused_before_it_is_stored
     assert [m["role"] for m in await history(sidecar, sid)] == ["user", "assistant"]
 
 
+def test_an_over_large_tool_result_reaches_the_model_cut_with_a_note() -> None:
+    """What the model gets in place of a result too large for its context."""
+    from threadline.engine.compiler import result_chars, to_chat_messages
+
+    text = "y" * 100_000
+    result = {
+        "messageId": "m1",
+        "turnId": "a1",
+        "role": "tool",
+        "content": [
+            {"type": "tool_result", "toolUseId": "c1", "content": [{"type": "text", "text": text}]}
+        ],
+    }
+    limit = result_chars(WINDOW)
+    (whole,) = to_chat_messages([result])  # type: ignore[list-item]
+    (cut,) = to_chat_messages([result], result_limit=limit)  # type: ignore[list-item]
+    assert whole.content == text
+    assert cut.content.startswith("y" * limit) and len(cut.content) < limit + 400
+    assert "100000 characters" in cut.content and "session history" in cut.content
+
+
 async def test_a_tool_result_larger_than_the_context_is_stored_whole_and_cut_for_the_model(
     sidecar: SidecarClient,
 ) -> None:
@@ -110,7 +131,7 @@ async def test_compaction_brings_back_a_session_whose_one_turn_is_too_large(
     assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
 
 
-async def test_auto_compaction_summarises_an_over_large_task_message() -> None:
+def test_compaction_plan_keeps_fewer_turns_and_no_task_when_nothing_else_fits() -> None:
     """The plan kept the first user message verbatim whatever its size."""
     from threadline.engine.compaction import plan
 

@@ -2,7 +2,9 @@
 
 The last ``keep_turns`` turns and the original task message stay verbatim; older
 tool results are shown to the summariser through their ``compactSummary`` when a tool
-gave one. The result is one ``ContextSummary`` mutation, so a compaction that fails
+gave one. A session over its limit is always brought back under it: fewer turns are
+kept if the ones asked for do not leave room, and a task message too large to keep is
+summarised with the rest. The result is one ``ContextSummary`` mutation, so a compaction that fails
 changes nothing, and ``session/history`` still shows every message (the replaced
 ones marked ``compacted``).
 """
