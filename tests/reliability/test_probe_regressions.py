@@ -4,13 +4,15 @@ docs/reliability.md has the list and the figures."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
 from tests.reliability.invariants import structural_problems
-from tests.support import SidecarClient, scripted
+from tests.reliability.test_protocol_regressions import started, until_barrier
+from tests.support import RawSidecar, SidecarClient, scripted
 
 WINDOW = 8192
 """The scripted model's context window (tokens; it counts 4 characters a token)."""
@@ -145,3 +147,63 @@ def test_compaction_plan_keeps_fewer_turns_and_no_task_when_nothing_else_fits() 
     # nothing old enough, but it all fits: no compaction
     assert plan(working, 2, "m0", lambda kept: True) is None
     assert plan(working, 2, "m0") is None
+
+
+# -- 4. one answer per request, even for lone surrogates ------------------------------------
+
+SURROGATE_PARAMS: dict[str, dict[str, Any]] = {
+    # synchronous handlers
+    "session/new": {"cwd": ["\ud800"], "mcpServers": []},
+    "session/history": {"sessionId": ["\ud800"]},
+    "session/load": {"sessionId": {"k": "\udfff"}, "cwd": "/tmp", "mcpServers": []},
+    "session/list": {"cursor": ["\ud800"]},
+    "session/fork": {"sessionId": ["x\ud800"]},
+    # asynchronous handlers (answered from their own task)
+    "session/prompt": {"sessionId": "s", "prompt": "\ud800"},
+    "session/interrupt": {"sessionId": ["\ud800"]},
+    "session/compact": {"sessionId": "s", "keepTurns": "\ud800"},
+    "session/close": {"sessionId": ["\ud800"]},
+    "session/delete": {"sessionId": ["\udbff"]},
+}
+
+
+async def test_invalid_params_quoting_a_lone_surrogate_get_one_invalid_params_answer(
+    raw: RawSidecar,
+) -> None:
+    """pydantic's JSON encoder raised on the surrogate it quoted in the -32602 answer:
+    synchronous handlers answered -32603, asynchronous ones sent nothing at all."""
+    await started(raw)
+    for i, (method, params) in enumerate(SURROGATE_PARAMS.items()):
+        await raw.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+    seen: list[dict[str, Any]] = []
+    with contextlib.suppress(TimeoutError):  # async answers may follow a barrier
+        while {m.get("id") for m in seen} != set(range(len(SURROGATE_PARAMS))):
+            msg = await raw.read(timeout=10)
+            if "method" not in msg:
+                seen.append(msg)
+    seen += await until_barrier(raw, "after")
+    for i, method in enumerate(SURROGATE_PARAMS):
+        answers = [m for m in seen if m.get("id") == i]
+        assert len(answers) == 1, f"{method}: {answers}"
+        error = answers[0]["error"]
+        assert error["code"] == -32602, f"{method}: {error}"
+        assert isinstance(error["data"], list) and error["data"][0]["loc"], error
+    assert len(seen) == len(SURROGATE_PARAMS), seen
+    assert b"Traceback" not in raw.stderr
+
+
+def test_an_answer_that_cannot_be_encoded_still_answers_its_request() -> None:
+    """The outbox logged a message it could not serialise and dropped it: a request
+    left without an answer."""
+    import io
+    import json
+
+    from threadline.rpc.outbox import Outbox
+
+    out = io.BytesIO()
+    outbox = Outbox(out)
+    outbox.framing = "lines"
+    outbox.send({"jsonrpc": "2.0", "id": 7, "result": {"bad": object()}})
+    outbox.close()
+    (answer,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert answer["id"] == 7 and answer["error"]["code"] == -32603
