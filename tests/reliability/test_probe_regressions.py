@@ -5,14 +5,23 @@ docs/reliability.md has the list and the figures."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import json
+import os
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from tests.reliability.figures import record
 from tests.reliability.invariants import structural_problems
 from tests.reliability.test_protocol_regressions import started, until_barrier
 from tests.support import RawSidecar, SidecarClient, scripted
+from tests.tools.fakes import FakeEditor, make_ctx
+from threadline.tools import sandbox
+from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
 
 WINDOW = 8192
 """The scripted model's context window (tokens; it counts 4 characters a token)."""
@@ -207,3 +216,89 @@ def test_an_answer_that_cannot_be_encoded_still_answers_its_request() -> None:
     outbox.close()
     (answer,) = [json.loads(line) for line in out.getvalue().splitlines()]
     assert answer["id"] == 7 and answer["error"]["code"] == -32603
+
+
+# -- 8. symlink swap race ---------------------------------------------------------------------
+
+RENAME_EXCHANGE = 2
+
+
+class Swapper:
+    """Swaps ``ws/d`` (a real directory) with ``ws/swap`` (a symlink to outside) with
+    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, on a thread of its own."""
+
+    def __init__(self, ws: Path) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._renameat2 = libc.renameat2
+        self._a = os.fsencode(ws / "d")
+        self._b = os.fsencode(ws / "swap")
+        self._stop = threading.Event()
+        self.swaps = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        at_fdcwd = -100
+        while not self._stop.is_set():
+            if self._renameat2(at_fdcwd, self._a, at_fdcwd, self._b, RENAME_EXCHANGE) == 0:
+                self.swaps += 1
+
+    def __enter__(self) -> Swapper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def race_workspace(tmp: Path) -> Path:
+    ws, outside = tmp / "ws", tmp / "outside"
+    (ws / "d").mkdir(parents=True)
+    outside.mkdir()
+    (ws / "d" / "f.txt").write_text("INSIDE\n")
+    (outside / "f.txt").write_text("SECRET\n")
+    (outside / "only_outside.txt").write_text("SECRET\n")
+    (ws / "swap").symlink_to(outside, target_is_directory=True)
+    return ws
+
+
+async def count_escapes(ws: Path) -> dict[str, list[int]]:
+    """Per tool: [calls that returned outside content, calls, calls that read inside]."""
+    ctx = make_ctx(ws, FakeEditor())
+    plan: list[tuple[str, Any, dict[str, Any], int]] = [
+        ("read_file", ReadFile(), {"path": "d/f.txt"}, 300),
+        ("list_directory", ListDirectory(), {"path": "d"}, 100),
+        ("search_text", SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}, 100),
+    ]
+    counts: dict[str, list[int]] = {}
+    with Swapper(ws) as swapper:
+        for name, tool, args, n in plan:
+            escaped = inside = 0
+            for _ in range(n):
+                outcome = await tool.run(args, ctx)
+                text = json.dumps(outcome.content)
+                escaped += "SECRET" in text or "only_outside" in text
+                inside += not outcome.is_error
+            counts[name] = [escaped, n, inside]
+    assert swapper.swaps > 100, "the race never ran"
+    return counts
+
+
+@pytest.mark.parametrize("openat2", [True, False], ids=["openat2", "openat-walk"])
+async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openat2: bool
+) -> None:
+    """Paths were checked with realpath and then opened by name: a directory swapped
+    for a symlink to outside in between (renameat2 RENAME_EXCHANGE) let 36-81 of 300
+    read_file, 7-22 of 100 list_directory and 22-44 of 100 search_text calls return
+    outside content."""
+    if not openat2:
+        monkeypatch.setattr(sandbox.OPENAT2, "available", False)
+    elif not sandbox.OPENAT2.available:
+        pytest.skip("this kernel has no openat2")
+    ws = race_workspace(tmp_path)
+    counts = await count_escapes(ws)
+    record("symlink swap race", mode="openat2" if openat2 else "openat walk", **counts)
+    assert all(escaped == 0 for escaped, _, _ in counts.values()), counts
+    # the race is real: some calls still read the directory itself
+    assert sum(inside for _, _, inside in counts.values()) > 0, counts
