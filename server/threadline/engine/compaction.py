@@ -2,7 +2,9 @@
 
 The last ``keep_turns`` turns and the original task message stay verbatim; older
 tool results are shown to the summariser through their ``compactSummary`` when a tool
-gave one. The result is one ``ContextSummary`` mutation, so a compaction that fails
+gave one. A session over its limit is always brought back under it: fewer turns are
+kept if the ones asked for do not leave room, and a task message too large to keep is
+summarised with the rest. The result is one ``ContextSummary`` mutation, so a compaction that fails
 changes nothing, and ``session/history`` still shows every message (the replaced
 ones marked ``compacted``).
 """
@@ -10,6 +12,7 @@ ones marked ``compacted``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +24,7 @@ from ..providers.base import (
     TextDelta,
 )
 from . import updates
-from .compiler import render_block, to_chat_messages
+from .compiler import render_block, result_chars, to_chat_messages
 from .errors import ProviderFailed
 from .ids import new_id, now_iso
 from .mutations import ContextSummary, Msg
@@ -34,6 +37,9 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_TOKENS = 600
 TOOL_RESULT_CHARS = 800
 TRANSCRIPT_CHARS = 24_000
+TASK_SHARE = 0.25
+"""The original task message stays verbatim only while it takes at most this share of
+the context window; a larger one would keep every compacted prompt too large."""
 
 SUMMARY_PROMPT = """You are handing this conversation over to another assistant who \
 will continue it without seeing the messages below. Write a concise handoff summary \
@@ -58,10 +64,12 @@ class Plan:
     summarize: list[Msg]
     keep_ids: tuple[str, ...]
     up_to_message_id: str
+    kept: list[Msg]
+    """What the prompt still carries verbatim after the summary: the kept task message
+    and the recent turns."""
 
 
-def plan(working: list[Msg], keep_turns: int, task_id: str | None) -> Plan | None:
-    """Cut at a turn start so a tool call is never separated from its result."""
+def _plan_at(working: list[Msg], keep_turns: int, task_id: str | None) -> Plan | None:
     starts = [i for i, m in enumerate(working) if m["role"] == "user"]
     if keep_turns > 0:
         if len(starts) <= keep_turns:
@@ -74,7 +82,30 @@ def plan(working: list[Msg], keep_turns: int, task_id: str | None) -> Plan | Non
     summarize = [m for m in older if m["messageId"] not in keep]
     if not summarize:
         return None
-    return Plan(summarize, keep, older[-1]["messageId"])
+    kept = [m for m in older if m["messageId"] in keep] + working[cut:]
+    return Plan(summarize, keep, older[-1]["messageId"], kept)
+
+
+def plan(
+    working: list[Msg],
+    keep_turns: int,
+    task_id: str | None,
+    fits: Callable[[list[Msg]], bool] | None = None,
+) -> Plan | None:
+    """Cut at a turn start so a tool call is never separated from its result.
+
+    ``fits``, given when the session is over its limit, says whether what would stay
+    verbatim leaves room: if not, fewer turns are kept, down to none, and then the
+    task message is summarised too. So a session made of one huge turn (or one huge
+    message) can always be brought back under the limit."""
+    if fits is None:
+        return _plan_at(working, keep_turns, task_id)
+    users = sum(1 for m in working if m["role"] == "user")
+    for keep in range(min(keep_turns, users), -1, -1):
+        candidate = _plan_at(working, keep, task_id)
+        if fits(working if candidate is None else candidate.kept):
+            return candidate  # None: nothing older to summarise, and it all fits
+    return _plan_at(working, 0, None)
 
 
 def render_for_summary(messages: list[Msg]) -> str:
@@ -128,12 +159,33 @@ async def compact(
     transcript = session.transcript
     provider = await session.provider()
     compaction_id = new_id("cmp")
-    tokens_before = provider.count_tokens(
-        session.compile_request(budget=session.config.tool_budget)
-    )
+    window = provider.context_window
+
+    def tokens(working: list[Msg] | None = None) -> int:
+        return provider.count_tokens(
+            session.compile_request(
+                budget=session.config.tool_budget, context_window=window, working=working
+            )
+        )
+
+    tokens_before = tokens()
     messages_before = len(transcript.working())
-    task_id = next((m["messageId"] for m in transcript.messages if m["role"] == "user"), None)
-    cut = plan(transcript.working(), keep_turns, task_id)
+    task = next((m for m in transcript.messages if m["role"] == "user"), None)
+    task_id = None
+    if task is not None and provider.count_tokens(ChatRequest(to_chat_messages([task]))) <= int(
+        window * TASK_SHARE
+    ):
+        task_id = task["messageId"]  # an over-large task is summarised like the rest
+    # A session over its limit must come back inside the context, whatever
+    # keep_turns asks (verbatim turns and the task message are summarised if need be).
+    budget = max(128, min(SUMMARY_MAX_TOKENS, session.config.max_tokens or SUMMARY_MAX_TOKENS))
+    over = tokens_before > (session.compaction_limit(provider) or window)
+    cut = plan(
+        transcript.working(),
+        keep_turns,
+        task_id,
+        (lambda kept: tokens(kept) + budget <= window) if over else None,
+    )
 
     def noop(reason: str) -> dict[str, Any]:
         return {
@@ -150,7 +202,6 @@ async def compact(
     session.announce(updates.compaction(compaction_id, "in_progress"))
     try:
         # A session that caps answers short gets a short summary too (never tiny).
-        budget = max(128, min(SUMMARY_MAX_TOKENS, session.config.max_tokens or SUMMARY_MAX_TOKENS))
         request = summary_request(render_for_summary(cut.summarize), instructions, budget)
         parts: list[str] = []
         async with aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
@@ -177,7 +228,9 @@ async def compact(
         "createdAt": now_iso(),
         "model": session.config.model,
     }
-    replaced = provider.count_tokens(ChatRequest(to_chat_messages(cut.summarize)))
+    replaced = provider.count_tokens(
+        ChatRequest(to_chat_messages(cut.summarize, result_limit=result_chars(window)))
+    )
     if provider.count_tokens(ChatRequest(to_chat_messages([message]))) >= replaced:
         # A summary longer than what it replaces would only grow the prompt.
         session.announce(
@@ -189,7 +242,7 @@ async def compact(
         )
         return noop("the summary is not shorter than the history it would replace")
     session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
-    tokens_after = provider.count_tokens(session.compile_request(budget=session.config.tool_budget))
+    tokens_after = tokens()
     session.announce(updates.compacted(message["messageId"], message["content"][0]))
     return {
         "summary": text,

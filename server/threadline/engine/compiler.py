@@ -18,6 +18,33 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are Threadline, a concise and helpful assistant working inside the user's editor."
 )
 
+RESULT_SHARE = 0.5
+"""The largest share of the context window one tool result may take in a request."""
+
+CHARS_PER_TOKEN_FLOOR = 2
+"""Characters per token assumed when cutting a result: a floor (prose runs ~4, code and
+non-Latin text nearer 2), so a cut result fits whatever the tokenizer."""
+
+
+def result_chars(context_window: int) -> int:
+    """How many characters of one tool result a request carries for this window.
+
+    A tool may return more than any context holds (a 20 MB ``tool/call`` answer); the
+    history keeps it whole, the model gets the start of it and a note."""
+    return max(1000, int(context_window * RESULT_SHARE * CHARS_PER_TOKEN_FLOOR))
+
+
+def cut_result(text: str, limit: int | None) -> str:
+    """The start of an over-large tool result, with a note the model can act on."""
+    if limit is None or len(text) <= limit:
+        return text
+    return (
+        text[:limit]
+        + f"\n[cut: this result has {len(text)} characters; only the first {limit} fit in "
+        "the model's context. The whole result is kept in the session history; ask for a "
+        "smaller part (a line range, a narrower search) to see more.]"
+    )
+
 
 def render_block(block: dict[str, Any]) -> str:
     """Text the model sees for a content block it cannot take natively."""
@@ -43,8 +70,11 @@ def _text_of(blocks: Sequence[dict[str, Any]], types: tuple[str, ...]) -> str:
     return "".join(render_block(b) for b in blocks if b.get("type") in types)
 
 
-def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
-    """Provider-neutral messages; tool calls without a result are left out."""
+def to_chat_messages(
+    messages: Sequence[Msg], *, result_limit: int | None = None
+) -> list[ChatMessage]:
+    """Provider-neutral messages; tool calls without a result are left out, and tool
+    results longer than ``result_limit`` characters are cut (see :func:`cut_result`)."""
     answered = {
         b["toolUseId"]
         for m in messages
@@ -95,7 +125,10 @@ def to_chat_messages(messages: Sequence[Msg]) -> list[ChatMessage]:
                 out.append(
                     ChatMessage(
                         "tool",
-                        "\n".join(render_block(c) for c in b.get("content", [])),
+                        cut_result(
+                            "\n".join(render_block(c) for c in b.get("content", [])),
+                            result_limit,
+                        ),
                         tool_call_id=b["toolUseId"],
                         tool_name=b.get("toolName"),
                         is_error=bool(b.get("isError")),
@@ -126,9 +159,12 @@ def compile_request(
     ephemeral: Sequence[ChatMessage] = (),
     max_tokens: int | None = None,
     temperature: float | None = None,
+    context_window: int | None = None,
 ) -> ChatRequest:
+    """``context_window``, when known, bounds each tool result (:func:`result_chars`)."""
     messages = [ChatMessage("system", system_text(system_prompt, experiences, bios))]
-    messages += to_chat_messages(working)
+    limit = None if context_window is None else result_chars(context_window)
+    messages += to_chat_messages(working, result_limit=limit)
     messages += [
         ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)
         for m in ephemeral

@@ -24,7 +24,7 @@ from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .link import ClientLink
-from .mutations import Mutation, from_event
+from .mutations import Msg, Mutation, from_event
 from .transcript import Transcript
 from .turn import Turn
 
@@ -174,14 +174,23 @@ class Session:
         return await self.providers.get(self.config.model)
 
     def compile_request(
-        self, *, budget: int, tools_off: bool = False, ephemeral: Sequence[ChatMessage] = ()
+        self,
+        *,
+        budget: int,
+        tools_off: bool = False,
+        ephemeral: Sequence[ChatMessage] = (),
+        context_window: int | None = None,
+        working: Sequence[Msg] | None = None,
     ) -> ChatRequest:
+        """``working`` replaces the transcript's messages (to size a prompt before it
+        is committed); ``context_window`` bounds each tool result."""
         registry = self.tools
         return compile_request(
             ephemeral=ephemeral,
             system_prompt=self.config.system_prompt,
             experiences=self.transcript.experiences,
-            working=self.transcript.working(),
+            working=self.transcript.working() if working is None else working,
+            context_window=context_window,
             tools=[] if tools_off else registry.specs(),
             bios=None if tools_off else bios(registry, budget),
             max_tokens=self.config.max_tokens

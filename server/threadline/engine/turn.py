@@ -186,7 +186,9 @@ class Turn:
 
     async def run(self) -> dict[str, Any]:
         try:
-            self._commit(UserMessage(self._message("user", self.prompt)))
+            message = self._message("user", self.prompt)
+            self._refuse_oversize(await self.session.provider(), message)
+            self._commit(UserMessage(message))
             self.session.maybe_title(self.prompt)
             while True:
                 stream = await self._model_call()
@@ -225,11 +227,43 @@ class Turn:
 
     # -- model calls --------------------------------------------------------------------
 
-    def _request(self) -> ChatRequest:
+    def _request(self, provider: Provider) -> ChatRequest:
         self._offered_tools = not (self._tools_off or self.budget <= 0)
         return self.session.compile_request(
-            budget=self.budget, tools_off=not self._offered_tools, ephemeral=self._ephemeral
+            budget=self.budget,
+            tools_off=not self._offered_tools,
+            ephemeral=self._ephemeral,
+            context_window=provider.context_window,
         )
+
+    def _refuse_oversize(self, provider: Provider, message: Msg) -> None:
+        """Refuse input that cannot fit before it is stored: once committed, it would
+        be part of every later request, and every later prompt would be refused too."""
+        session = self.session
+        window = provider.context_window
+
+        def needs(working: list[Msg]) -> int:
+            request = session.compile_request(
+                budget=self.budget, context_window=window, working=working
+            )
+            return provider.count_tokens(request)
+
+        alone = needs([message])
+        if alone > window:
+            raise ContextTooLarge(
+                f"the prompt needs {alone} tokens but the model's context holds {window}; "
+                "nothing was stored: send a shorter prompt or smaller attachments",
+                {"used": alone, "size": window, "stored": False},
+            )
+        if session.compaction_limit(provider) is None:
+            used = needs([*session.transcript.working(), message])
+            if used > window:
+                raise ContextTooLarge(
+                    f"with the session's history the prompt needs {used} tokens but the "
+                    f"model's context holds {window}, and auto-compaction is off; nothing "
+                    "was stored: compact the session (session/compact) first",
+                    {"used": used, "size": window, "stored": False},
+                )
 
     def _say_once(self, text: str) -> None:
         """Tell the model something for its next request only; the history never has
@@ -239,7 +273,7 @@ class Turn:
     async def _fitting_request(self, provider: Provider) -> ChatRequest:
         """The next request, compacted first when it passes the session's threshold."""
         session = self.session
-        request = self._request()
+        request = self._request(provider)
         used = provider.count_tokens(request)
         limit = session.compaction_limit(provider)
         if limit is not None and used > limit:
@@ -249,7 +283,7 @@ class Turn:
                 )
                 if result["summary"]:
                     break
-            request = self._request()
+            request = self._request(provider)
             used = provider.count_tokens(request)
         if used > provider.context_window:
             raise ContextTooLarge(

@@ -34,6 +34,18 @@ def dumps(message: Any) -> bytes:
         return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
 
 
+def _substitute(message: dict[str, Any]) -> bytes | None:
+    """A response that cannot be serialised still answers its request (with -32603);
+    anything else is dropped."""
+    if "method" in message or not ("result" in message or "error" in message):
+        return None
+    error = {"code": -32603, "message": "internal error: the answer could not be encoded"}
+    try:
+        return dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": error})
+    except (TypeError, ValueError):
+        return dumps({"jsonrpc": "2.0", "id": None, "error": error})
+
+
 def write_all(stream: BinaryIO, data: bytes | bytearray) -> None:
     """A raw pipe write may be partial (a signal, a full pipe): write the rest too."""
     view = memoryview(data)
@@ -141,7 +153,9 @@ class Outbox:
                     body = dumps(msg)
                 except (TypeError, ValueError):
                     log.exception("cannot serialise outgoing message")
-                    continue
+                    body = _substitute(msg)
+                    if body is None:
+                        continue
                 out += encode(body, self.framing)
             try:
                 write_all(self._stream, out)

@@ -283,7 +283,7 @@ class ThreadlineServer(JsonRPCServer):
         try:
             result = call()
         except Exception as exc:
-            self._send_exception(msg_id, exc)
+            self._send_failure(msg_id, exc)
             return
         if inspect.isawaitable(result):
             awaitable = result
@@ -295,14 +295,26 @@ class ThreadlineServer(JsonRPCServer):
             return
         self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
+    def _send_failure(self, msg_id: Any, exc: Exception) -> None:
+        """Answer a failed request. The last resort is a bare -32603: building the
+        answer must never be what leaves a request unanswered."""
+        try:
+            self._send_exception(msg_id, exc)
+        except Exception:
+            log.exception("could not describe the failure of request %r", msg_id)
+            self._send_error(msg_id, ErrorCode.INTERNAL_ERROR, "internal error")
+
     def _send_exception(self, msg_id: Any, exc: Exception) -> None:
         exc = as_engine_error(exc) or exc
         if isinstance(exc, ValidationError):
+            # errors(), not json(): pydantic's JSON encoder raises on a lone surrogate
+            # in the input it quotes; the outbox escapes those.
+            errors = exc.errors(include_url=False, include_context=False)
             self._send_error(
                 msg_id,
                 ErrorCode.INVALID_PARAMS,
-                "invalid params: " + "; ".join(_describe(e) for e in exc.errors()),
-                json.loads(exc.json(include_url=False, include_context=False)),
+                "invalid params: " + "; ".join(_describe(e) for e in errors),
+                [dict(e) for e in errors],
             )
         elif isinstance(exc, (EngineError, RpcError)):
             self._send_error(msg_id, exc.code, exc.message, exc.data)
@@ -311,17 +323,23 @@ class ThreadlineServer(JsonRPCServer):
             self._send_error(msg_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
 
     async def _run(self, msg_id: Any, handler: AsyncHandler, params: dict[str, Any]) -> None:
-        """Run a handler and answer from this same task, exactly once."""
+        """Run a handler and answer from this same task, exactly once, whatever fails."""
+        answered = False
         try:
             result = await handler(self, params)
         except asyncio.CancelledError:
+            answered = True
             self._send_error(msg_id, ErrorCode.REQUEST_CANCELLED, "request cancelled")
         except Exception as exc:
-            self._send_exception(msg_id, exc)
+            answered = True
+            self._send_failure(msg_id, exc)
         else:
+            answered = True
             self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
         finally:
             self._tasks.pop(msg_id, None)
+            if not answered:  # a BaseException other than cancellation
+                self._send_error(msg_id, ErrorCode.INTERNAL_ERROR, "internal error")
 
     def _send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": int(code), "message": message}

@@ -7,15 +7,23 @@ symlink on the way is resolved. So ``..`` escapes, absolute paths elsewhere, and
 symlinks that lead out of the roots are refused; a tool never opens such a path, it
 returns the refusal to the model as an error result it can read and act on.
 
-Threat model: the model chooses path strings; it cannot create symlinks or race the
-file system (no workspace tool creates links). Checking with ``realpath`` and then
-opening the resolved path is therefore enough; tools still open files with
-``O_NOFOLLOW`` and check the file type as cheap extra care.
+Checking is not enough on its own: something else (a build, a sync tool, another
+process the model started through a shell tool) may swap a directory for a symlink to
+outside between the check and the open. So a tool never opens the checked path by
+name: :meth:`Sandbox.open` opens the resolved (symlink-free) path from the real root
+that holds it without following any symlink on the way (``openat2`` with
+``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`` where the kernel has it, else a walk of
+``openat(dir_fd, component, O_NOFOLLOW)`` calls). A link swapped in after the check
+makes the open fail; there is no window between check and use. Hard links to outside
+files are out of scope: no path check can tell them from the files they name.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import stat
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,6 +50,100 @@ _SLASH_LOOKALIKES = frozenset("\u2044\u2215\u29f8\u29f9\u2571\u2572\ufe68\uff0f\
 
 class PathRefused(ValueError):
     """A path the tools will not touch; ``str(exc)`` is written for the model to read."""
+
+
+# -- opening beneath a root -------------------------------------------------------------
+
+_SYS_OPENAT2 = 437
+"""The same number on every Linux architecture (added in 5.6)."""
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [  # the layout of struct open_how
+        ("flags", ctypes.c_uint64),
+        ("mode", ctypes.c_uint64),
+        ("resolve", ctypes.c_uint64),
+    ]
+
+
+class _Openat2:
+    """``openat2(2)`` through libc's ``syscall``; off for good once the kernel (or a
+    seccomp filter) says it is not there."""
+
+    def __init__(self) -> None:
+        self.available = os.uname().sysname == "Linux"
+        self._syscall = None
+        if self.available:
+            try:
+                self._syscall = ctypes.CDLL(None, use_errno=True).syscall
+            except (OSError, AttributeError):
+                self.available = False
+
+    def open(self, dir_fd: int, rel: str, flags: int) -> int | None:
+        """An fd, or None when openat2 is unavailable (use the walk instead)."""
+        if not self.available or self._syscall is None:
+            return None
+        how = _OpenHow(
+            flags | os.O_CLOEXEC,
+            0,
+            _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS,
+        )
+        fd = self._syscall(
+            _SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how)
+        )
+        if fd >= 0:
+            return int(fd)
+        err = ctypes.get_errno()
+        if err in (errno.ENOSYS, errno.EPERM, errno.E2BIG):
+            self.available = False
+            return None
+        raise OSError(err, os.strerror(err), rel)
+
+
+OPENAT2 = _Openat2()
+
+
+def _open_dir_nofollow(name: str, dir_fd: int) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except NotADirectoryError:
+        # O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR; say what it was.
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from None
+        raise
+
+
+def open_beneath(root: str, rel: str, flags: int) -> int:
+    """Open ``rel`` (normalised, no ``..``) under the directory ``root`` without
+    following any symlink, ``root`` itself included. ``ELOOP`` or ``EXDEV`` means a
+    link stood on the way."""
+    parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"not a normalised relative path: {rel!r}")
+    root_fd = os.open(root, _DIR_FLAGS)
+    try:
+        fd = OPENAT2.open(root_fd, os.path.join(".", *parts), flags)
+        if fd is not None:
+            return fd
+        current = root_fd
+        try:
+            for part in parts[:-1]:
+                nxt = _open_dir_nofollow(part, current)
+                if current != root_fd:
+                    os.close(current)
+                current = nxt
+            last = parts[-1] if parts else "."
+            return os.open(last, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+        finally:
+            if current != root_fd:
+                os.close(current)
+    finally:
+        os.close(root_fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +245,36 @@ class Sandbox:
                 f"{self._roots_text()})"
             )
         lexical = self.as_written(lexical)
-        real = os.path.realpath(lexical)
+        try:
+            real = os.path.realpath(lexical)
+        except OSError:  # a link replaced between realpath's lstat and readlink
+            raise PathRefused(
+                f"refused: {raw!r} changed while it was being checked; try again"
+            ) from None
         if not self.contains_real(real):
             raise PathRefused(
                 f"refused: {raw!r} goes through a symlink that leads outside the workspace; "
                 "such links are not followed"
             )
         return Resolved(lexical, real, self.shown(lexical))
+
+    def open(self, resolved: Resolved, flags: int = os.O_RDONLY) -> int:
+        """Open an accepted path with no window between check and use: from the real
+        root that holds it, following no symlink (its ``real`` has none). Raises
+        :class:`PathRefused` if a link appeared since the check, ``OSError`` else."""
+        roots = [r for r in self.real_roots if _is_within(resolved.real, r)]
+        if not roots:
+            raise PathRefused(f"refused: {resolved.shown!r} is outside the workspace")
+        root = max(roots, key=len)
+        try:
+            return open_beneath(root, os.path.relpath(resolved.real, root), flags)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                raise PathRefused(
+                    f"refused: {resolved.shown!r} changed while it was being opened (a "
+                    "symlink appeared on the way); such links are not followed"
+                ) from None
+            raise
 
     def as_written(self, path: str) -> str:
         """Spell a path given through a resolved root the way the workspace names it

@@ -11,6 +11,7 @@ editor offers ``fs/write_text_file`` and always asks the user first.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -63,6 +64,7 @@ often most of the files under a root."""
 
 WRITE_MAX_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
+BINARY_READ = "this looks like a binary file; read_file only shows text"
 
 _T = TypeVar("_T")
 
@@ -155,18 +157,24 @@ def _cut_line(line: str, dropped: int = 0) -> str:
     return line[:LINE_MAX_CHARS] + f" […{more} more characters]"
 
 
-def _open_regular(real: str) -> int:
-    """Open a file for reading, refusing anything but a regular file (a FIFO would block)."""
+def _open_regular(sandbox: Sandbox, resolved: Resolved) -> int:
+    """Open a file for reading with no window between check and use, refusing
+    anything but a regular file (opened non-blocking first: a FIFO would block)."""
     try:
-        st = os.stat(real)
+        fd = sandbox.open(resolved, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ToolArgError("no such file") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolArgError("this is a directory; use list_directory")
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolArgError("not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    return os.open(real, flags)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolArgError("this is a directory; use list_directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolArgError("not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # -- read_file --------------------------------------------------------------------------
@@ -226,11 +234,18 @@ def _decode(head: bytes) -> str:
     return head.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
 
 
-def _read_local(real: str, start: int, end: int | None, max_lines: int, max_chars: int) -> _Slice:
-    fd = _open_regular(real)
+def _read_local(
+    sandbox: Sandbox,
+    resolved: Resolved,
+    start: int,
+    end: int | None,
+    max_lines: int,
+    max_chars: int,
+) -> _Slice:
+    fd = _open_regular(sandbox, resolved)
     with os.fdopen(fd, "rb") as f:
         if _is_binary(f.read(BINARY_SNIFF_BYTES)):
-            raise ToolArgError("this looks like a binary file; read_file only shows text")
+            raise ToolArgError(BINARY_READ)
         f.seek(0)
         lines_in = _physical_lines(f)
         number = 0
@@ -242,6 +257,8 @@ def _read_local(real: str, start: int, end: int | None, max_lines: int, max_char
                 number += 1
                 scanned += size
                 if number >= start:
+                    if _is_binary(head):  # a NUL past the sniffed start
+                        raise ToolArgError(BINARY_READ)
                     yield _decode(head), dropped
 
         span = max_lines if end is None else min(end - start + 1, max_lines)
@@ -335,8 +352,11 @@ class ReadFile:
             if _capability(ctx, "readTextFile"):
                 piece = await self._read_editor(resolved, start, end, ctx)
             else:
+                sandbox = _sandbox(ctx)
                 piece = await _in_thread(
-                    lambda: _read_local(resolved.real, start, end, self.max_lines, self.max_chars)
+                    lambda: _read_local(
+                        sandbox, resolved, start, end, self.max_lines, self.max_chars
+                    )
                 )
         except (PathRefused, ToolArgError) as exc:
             return _refusal(_named(exc, arguments.get("path")))
@@ -409,14 +429,24 @@ def _size(n: int) -> str:
 
 def _list_local(sandbox: Sandbox, resolved: Resolved, max_entries: int) -> tuple[list[str], int]:
     try:
-        st = os.stat(resolved.real)
+        fd = sandbox.open(resolved, os.O_RDONLY | os.O_DIRECTORY)
     except FileNotFoundError:
         raise ToolArgError("no such directory") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise ToolArgError("not a directory; use read_file for files")
+    except NotADirectoryError:
+        raise ToolArgError("not a directory; use read_file for files") from None
+    try:
+        return _list_fd(sandbox, resolved, fd, max_entries)
+    finally:
+        os.close(fd)
+
+
+def _list_fd(
+    sandbox: Sandbox, resolved: Resolved, fd: int, max_entries: int
+) -> tuple[list[str], int]:
+    """List the directory open as ``fd`` (entries are read through it, never by name)."""
     dirs: list[str] = []
     files: list[str] = []
-    with os.scandir(resolved.real) as it:
+    with os.scandir(fd) as it:
         for entry in it:
             name = entry.name
             if entry.is_symlink():
@@ -476,6 +506,8 @@ class ListDirectory:
             entries, total = await _in_thread(
                 lambda: _list_local(sandbox, resolved, self.max_entries)
             )
+        except PathRefused as exc:
+            return _refusal(exc)
         except ToolArgError as exc:
             return _refusal(ToolArgError(f"{resolved.shown!r}: {exc}"))
         except OSError as exc:
@@ -506,6 +538,9 @@ class _Search:
     skipped_large: int = 0
     skipped_links: int = 0
     hit_limit: bool = False
+    """Stopped at the result limit."""
+    hit_file_limit: bool = False
+    """Stopped at the file-count limit (:data:`SEARCH_MAX_FILES`)."""
     timed_out: bool = False
 
 
@@ -519,16 +554,24 @@ def _window(line: str, col: int) -> str:
     return ("…" if begin else "") + piece + ("…" if begin + SEARCH_SHOW_CHARS < len(line) else "")
 
 
-def _walk(root: str, report: _Search) -> Iterator[str]:
-    """Files under ``root`` in a stable order; never enters symlinks or skipped dirs."""
-    for current, dirs, files in os.walk(root, followlinks=False):
+_Opener = Callable[[], int]
+"""Opens one found file (non-blocking, not following a symlink) and returns its fd."""
+
+
+def _walk(fd: int, base: str) -> Iterator[tuple[str, _Opener]]:
+    """Files under the directory open as ``fd``, in a stable order, each as (its path
+    under ``base``, how to open it). ``os.fwalk`` descends through directory fds and
+    checks each one it enters is the one it listed, so a directory swapped for a
+    symlink is never entered; files open relative to their directory's fd."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    for current, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(files):
-            path = os.path.join(current, name)
-            if os.path.islink(path):
-                report.skipped_links += 1
-                continue
-            yield path
+
+            def opener(name: str = name, dir_fd: int = dir_fd) -> int:
+                return os.open(name, flags, dir_fd=dir_fd)
+
+            yield os.path.normpath(os.path.join(base, current, name)), opener
 
 
 class _Searcher:
@@ -561,40 +604,58 @@ class _Searcher:
 
     def run(self) -> _Search:
         report = self.report
-        if os.path.isfile(self.base.real):
-            paths: Iterator[str] = iter([self.base.real])
-        elif os.path.isdir(self.base.real):
-            paths = _walk(self.base.real, report)
-        else:
-            raise ToolArgError("no such file or directory")
-        for real in paths:
+        try:
+            fd = self.sandbox.open(self.base, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise ToolArgError("no such file or directory") from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                self._search_tree(fd)
+            elif stat.S_ISREG(mode):
+                self._search_file(self.base.real, lambda: os.dup(fd))
+            else:
+                raise ToolArgError("not a regular file or directory")
+        finally:
+            os.close(fd)
+        return report
+
+    def _search_tree(self, fd: int) -> None:
+        report = self.report
+        for real, opener in _walk(fd, self.base.real):
             if self.cancel.is_set() or time.monotonic() >= self.deadline:
                 report.timed_out = not self.cancel.is_set()
                 break
             if report.files_searched >= SEARCH_MAX_FILES:
-                report.hit_limit = True
+                report.hit_file_limit = True
                 break
             if not self._included(real):
                 continue
-            self._search_file(real)
+            self._search_file(real, opener)
             if report.hit_limit or report.timed_out:
                 break
-        return report
 
-    def _search_file(self, real: str) -> None:
+    def _search_file(self, real: str, opener: _Opener) -> None:
         report = self.report
         try:
-            st = os.stat(real)
-            if not stat.S_ISREG(st.st_mode):
-                return
-            if st.st_size > SEARCH_MAX_FILE_BYTES:
-                report.skipped_large += 1
-                return
-            with open(real, "rb") as f:
+            fd = opener()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                report.skipped_links += 1
+            return
+        try:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return
+                if st.st_size > SEARCH_MAX_FILE_BYTES:
+                    report.skipped_large += 1
+                    return
+                os.set_blocking(f.fileno(), True)
                 data = f.read(SEARCH_MAX_FILE_BYTES + 1)
         except OSError:
             return
-        if _is_binary(data[:BINARY_SNIFF_BYTES]):
+        if _is_binary(data):  # the whole file, not only its start: no raw control bytes
             report.skipped_binary += 1
             return
         report.files_searched += 1
@@ -692,7 +753,7 @@ class SearchText:
             raw={
                 "matches": report.matches,
                 "filesSearched": report.files_searched,
-                "truncated": report.hit_limit,
+                "truncated": report.hit_limit or report.hit_file_limit,
                 "timedOut": report.timed_out,
             },
         )
@@ -720,6 +781,11 @@ def _format_search(pattern: object, r: _Search) -> str:
     notes: list[str] = []
     if r.hit_limit:
         notes.append("stopped at the result limit; narrow the pattern, path or include")
+    if r.hit_file_limit:
+        notes.append(
+            f"stopped after searching {SEARCH_MAX_FILES} files (the file limit); results "
+            "are incomplete: narrow the path or include"
+        )
     if r.timed_out:
         notes.append("stopped at the time limit; results are incomplete")
     skipped = []

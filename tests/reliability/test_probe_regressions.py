@@ -1,0 +1,304 @@
+"""Regression tests for the faults an outside probe found (issue 13), one or more per
+fault, each named after it; the docstring says what the sidecar used to do.
+docs/reliability.md has the list and the figures."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.reliability.figures import record
+from tests.reliability.invariants import structural_problems
+from tests.reliability.test_protocol_regressions import started, until_barrier
+from tests.support import RawSidecar, SidecarClient, scripted
+from tests.tools.fakes import FakeEditor, make_ctx
+from threadline.tools import sandbox
+from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
+
+WINDOW = 8192
+"""The scripted model's context window (tokens; it counts 4 characters a token)."""
+
+OK = scripted([{"text": "ok"}])
+TOOL = {"name": "big_tool", "inputSchema": {"type": "object"}}
+
+
+async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
+    return (await client.call("session/history", {"sessionId": sid}))["messages"]
+
+
+async def refused(client: SidecarClient, sid: str, text: str) -> JsonRpcException:
+    with pytest.raises(JsonRpcException) as err:
+        await client.prompt(sid, text)
+    return err.value
+
+
+# -- 1. oversize input bricks a session ---------------------------------------------------
+
+
+async def test_a_prompt_too_large_for_the_context_is_refused_before_it_is_stored(
+    sidecar: SidecarClient,
+) -> None:
+    """The user message was committed before the size check, so the refused prompt was
+    part of every later request: every later prompt answered -32013 too."""
+    sid = await sidecar.new_session(model=OK)
+    err = await refused(sidecar, sid, "word " * 200_000)  # 1 MB, ~250k tokens
+    assert err.code == -32013, err
+    assert err.data["size"] == WINDOW and err.data["used"] > WINDOW
+    assert err.data["stored"] is False
+    assert await history(sidecar, sid) == []
+    assert (await sidecar.prompt(sid, "hello"))["stopReason"] == "end_turn"
+    assert [m["role"] for m in await history(sidecar, sid)] == ["user", "assistant"]
+
+
+def test_an_over_large_tool_result_reaches_the_model_cut_with_a_note() -> None:
+    """What the model gets in place of a result too large for its context."""
+    from threadline.engine.compiler import result_chars, to_chat_messages
+
+    text = "y" * 100_000
+    result = {
+        "messageId": "m1",
+        "turnId": "a1",
+        "role": "tool",
+        "content": [
+            {"type": "tool_result", "toolUseId": "c1", "content": [{"type": "text", "text": text}]}
+        ],
+    }
+    limit = result_chars(WINDOW)
+    (whole,) = to_chat_messages([result])  # type: ignore[list-item]
+    (cut,) = to_chat_messages([result], result_limit=limit)  # type: ignore[list-item]
+    assert whole.content == text
+    assert cut.content.startswith("y" * limit) and len(cut.content) < limit + 400
+    assert "100000 characters" in cut.content and "session history" in cut.content
+
+
+async def test_a_tool_result_larger_than_the_context_is_stored_whole_and_cut_for_the_model(
+    sidecar: SidecarClient,
+) -> None:
+    """A client tool answering 2 MB of text: the result went into the next request
+    whole, so the turn (and every later one) failed with -32013."""
+    big = "".join(f"line {i:07d} of a very large tool result\n" for i in range(50_000))
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": big}]}
+
+    sidecar.on_request("tool/call", answer)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    stored = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert [c["text"] for c in stored[0]["content"]] == [big], "stored whole"
+    answer_after = [m for m in messages if m["role"] == "assistant"][-1]
+    assert answer_after["content"] == [{"type": "text", "text": "done"}]
+    assert answer_after["usage"]["inputTokens"] <= WINDOW, "the model got it cut"
+    assert (await sidecar.prompt(sid, "again"))["stopReason"] == "end_turn"
+    assert structural_problems(await history(sidecar, sid)) == []
+
+
+async def test_tool_results_that_overflow_the_context_in_one_turn_are_compacted_not_failed(
+    sidecar: SidecarClient,
+) -> None:
+    """Four results that each fit but together do not: auto-compaction found "nothing
+    old enough" (one turn) and the turn failed with -32013, and so did every later one."""
+    chunk = "x" * 7000  # under the cut, ~1750 tokens each
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": chunk + params["toolCallId"]}]}
+
+    sidecar.on_request("tool/call", answer)
+    calls = [{"tool_call": {"name": "big_tool", "arguments": {"n": i}}} for i in range(5)]
+    model = scripted(calls, [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] in ("end_turn", "max_turn_requests")
+    messages = await history(sidecar, sid)
+    assert any(m["content"][0]["type"] == "summary" for m in messages)
+    assert structural_problems(messages) == []
+    assert (await sidecar.prompt(sid, "next"))["stopReason"] == "end_turn"
+
+
+async def test_compaction_brings_back_a_session_whose_one_turn_is_too_large(
+    sidecar: SidecarClient,
+) -> None:
+    """With auto-compaction off, a second large prompt is refused (nothing stored); the
+    advice is to compact, but compaction kept the large task message verbatim (or found
+    "nothing old enough"), so the prompt was refused for ever."""
+    sid = await sidecar.new_session(model=OK, autoCompact=False)
+    large = "word " * 4000  # ~5000 tokens: fits alone, not twice
+    assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
+    err = await refused(sidecar, sid, large)
+    assert err.code == -32013 and err.data["stored"] is False
+    assert "session/compact" in err.message
+    result = await sidecar.call("session/compact", {"sessionId": sid, "keepTurns": 0})
+    assert result["_meta"]["threadline"]["compacted"] is True, result
+    assert result["tokensAfter"] < 1000
+    assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
+
+
+def test_compaction_plan_keeps_fewer_turns_and_no_task_when_nothing_else_fits() -> None:
+    """The plan kept the first user message verbatim whatever its size."""
+    from threadline.engine.compaction import plan
+
+    def msg(i: int, role: str) -> dict[str, Any]:
+        return {"messageId": f"m{i}", "turnId": "t", "role": role, "content": []}
+
+    working: list[Any] = [msg(0, "user"), msg(1, "assistant"), msg(2, "user"), msg(3, "assistant")]
+    # only a plan that keeps nothing fits
+    cut = plan(working, 2, "m0", lambda kept: not kept)
+    assert cut is not None and cut.keep_ids == () and len(cut.summarize) == 4
+    # nothing old enough, but it all fits: no compaction
+    assert plan(working, 2, "m0", lambda kept: True) is None
+    assert plan(working, 2, "m0") is None
+
+
+# -- 4. one answer per request, even for lone surrogates ------------------------------------
+
+SURROGATE_PARAMS: dict[str, dict[str, Any]] = {
+    # synchronous handlers
+    "session/new": {"cwd": ["\ud800"], "mcpServers": []},
+    "session/history": {"sessionId": ["\ud800"]},
+    "session/load": {"sessionId": {"k": "\udfff"}, "cwd": "/tmp", "mcpServers": []},
+    "session/list": {"cursor": ["\ud800"]},
+    "session/fork": {"sessionId": ["x\ud800"]},
+    # asynchronous handlers (answered from their own task)
+    "session/prompt": {"sessionId": "s", "prompt": "\ud800"},
+    "session/interrupt": {"sessionId": ["\ud800"]},
+    "session/compact": {"sessionId": "s", "keepTurns": "\ud800"},
+    "session/close": {"sessionId": ["\ud800"]},
+    "session/delete": {"sessionId": ["\udbff"]},
+}
+
+
+async def test_invalid_params_quoting_a_lone_surrogate_get_one_invalid_params_answer(
+    raw: RawSidecar,
+) -> None:
+    """pydantic's JSON encoder raised on the surrogate it quoted in the -32602 answer:
+    synchronous handlers answered -32603, asynchronous ones sent nothing at all."""
+    await started(raw)
+    for i, (method, params) in enumerate(SURROGATE_PARAMS.items()):
+        await raw.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+    seen: list[dict[str, Any]] = []
+    with contextlib.suppress(TimeoutError):  # async answers may follow a barrier
+        while {m.get("id") for m in seen} != set(range(len(SURROGATE_PARAMS))):
+            msg = await raw.read(timeout=10)
+            if "method" not in msg:
+                seen.append(msg)
+    seen += await until_barrier(raw, "after")
+    for i, method in enumerate(SURROGATE_PARAMS):
+        answers = [m for m in seen if m.get("id") == i]
+        assert len(answers) == 1, f"{method}: {answers}"
+        error = answers[0]["error"]
+        assert error["code"] == -32602, f"{method}: {error}"
+        assert isinstance(error["data"], list) and error["data"][0]["loc"], error
+    assert len(seen) == len(SURROGATE_PARAMS), seen
+    assert b"Traceback" not in raw.stderr
+
+
+def test_an_answer_that_cannot_be_encoded_still_answers_its_request() -> None:
+    """The outbox logged a message it could not serialise and dropped it: a request
+    left without an answer."""
+    import io
+    import json
+
+    from threadline.rpc.outbox import Outbox
+
+    out = io.BytesIO()
+    outbox = Outbox(out)
+    outbox.framing = "lines"
+    outbox.send({"jsonrpc": "2.0", "id": 7, "result": {"bad": object()}})
+    outbox.close()
+    (answer,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert answer["id"] == 7 and answer["error"]["code"] == -32603
+
+
+# -- 8. symlink swap race ---------------------------------------------------------------------
+
+RENAME_EXCHANGE = 2
+
+
+class Swapper:
+    """Swaps ``ws/d`` (a real directory) with ``ws/swap`` (a symlink to outside) with
+    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, on a thread of its own."""
+
+    def __init__(self, ws: Path) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._renameat2 = libc.renameat2
+        self._a = os.fsencode(ws / "d")
+        self._b = os.fsencode(ws / "swap")
+        self._stop = threading.Event()
+        self.swaps = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        at_fdcwd = -100
+        while not self._stop.is_set():
+            if self._renameat2(at_fdcwd, self._a, at_fdcwd, self._b, RENAME_EXCHANGE) == 0:
+                self.swaps += 1
+
+    def __enter__(self) -> Swapper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def race_workspace(tmp: Path) -> Path:
+    ws, outside = tmp / "ws", tmp / "outside"
+    (ws / "d").mkdir(parents=True)
+    outside.mkdir()
+    (ws / "d" / "f.txt").write_text("INSIDE\n")
+    (outside / "f.txt").write_text("SECRET\n")
+    (outside / "only_outside.txt").write_text("SECRET\n")
+    (ws / "swap").symlink_to(outside, target_is_directory=True)
+    return ws
+
+
+async def count_escapes(ws: Path) -> dict[str, list[int]]:
+    """Per tool: [calls that returned outside content, calls, calls that read inside]."""
+    ctx = make_ctx(ws, FakeEditor())
+    plan: list[tuple[str, Any, dict[str, Any], int]] = [
+        ("read_file", ReadFile(), {"path": "d/f.txt"}, 300),
+        ("list_directory", ListDirectory(), {"path": "d"}, 100),
+        ("search_text", SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}, 100),
+    ]
+    counts: dict[str, list[int]] = {}
+    with Swapper(ws) as swapper:
+        for name, tool, args, n in plan:
+            escaped = inside = 0
+            for _ in range(n):
+                outcome = await tool.run(args, ctx)
+                text = json.dumps(outcome.content)
+                escaped += "SECRET" in text or "only_outside" in text
+                inside += not outcome.is_error
+            counts[name] = [escaped, n, inside]
+    assert swapper.swaps > 100, "the race never ran"
+    return counts
+
+
+@pytest.mark.parametrize("openat2", [True, False], ids=["openat2", "openat-walk"])
+async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openat2: bool
+) -> None:
+    """Paths were checked with realpath and then opened by name: a directory swapped
+    for a symlink to outside in between (renameat2 RENAME_EXCHANGE) let 36-81 of 300
+    read_file, 7-22 of 100 list_directory and 22-44 of 100 search_text calls return
+    outside content."""
+    if not openat2:
+        monkeypatch.setattr(sandbox.OPENAT2, "available", False)
+    elif not sandbox.OPENAT2.available:
+        pytest.skip("this kernel has no openat2")
+    ws = race_workspace(tmp_path)
+    counts = await count_escapes(ws)
+    record("symlink swap race", mode="openat2" if openat2 else "openat walk", **counts)
+    assert all(escaped == 0 for escaped, _, _ in counts.values()), counts
+    # the race is real: some calls still read the directory itself
+    assert sum(inside for _, _, inside in counts.values()) > 0, counts
