@@ -39,6 +39,7 @@ from ..providers.base import (
 )
 from ..tools.base import ToolContext, ToolOutcome
 from ..tools.schema import argument_problem
+from ..tools.selection import offer_meta
 from . import compaction, updates
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .ids import new_id, now_iso
@@ -153,6 +154,7 @@ class Turn:
         self._seen_calls: set[str] = set()
         self._tools_off = False
         self._offered_tools = True
+        self._offers: list[dict[str, Any]] = []
         self._ephemeral: list[ChatMessage] = []
 
     # -- committing -------------------------------------------------------------------
@@ -207,7 +209,13 @@ class Turn:
             "usage": usage_wire(
                 t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens
             ),
-            "_meta": {"threadline": {"turnId": self.turn_id, "messageId": self.last_message_id}},
+            "_meta": {
+                "threadline": {
+                    "turnId": self.turn_id,
+                    "messageId": self.last_message_id,
+                    "toolOffers": self._offers,
+                }
+            },
         }
 
     def cancelled_result(self) -> dict[str, Any]:
@@ -216,10 +224,13 @@ class Turn:
     # -- model calls --------------------------------------------------------------------
 
     def _request(self) -> ChatRequest:
-        self._offered_tools = not (self._tools_off or self.budget <= 0)
-        return self.session.compile_request(
-            budget=self.budget, tools_off=not self._offered_tools, ephemeral=self._ephemeral
+        request = self.session.compile_request(
+            budget=self.budget,
+            tools_off=self._tools_off or self.budget <= 0,
+            ephemeral=self._ephemeral,
         )
+        self._offered_tools = bool(request.tools)
+        return request
 
     def _say_once(self, text: str) -> None:
         """Tell the model something for its next request only: observers see it, the
@@ -262,6 +273,7 @@ class Turn:
         session = self.session
         provider = await session.provider()
         request = await self._fitting_request(provider)
+        self._offers.append(offer_meta(request.tools, self.session.tools))
         self._ephemeral = []
         stream = _Stream(new_id("msg"))
         self.stream = stream
