@@ -688,6 +688,8 @@ export interface ToolCallStart {
 
 /** A client-defined (or exit) tool declared at ``session/new``. */
 export interface ToolDefinition {
+  /** @default false */
+  alwaysOffer?: boolean;
   /** @default "" */
   description?: string;
   inputSchema?: { [key: string]: unknown };
