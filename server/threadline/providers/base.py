@@ -107,9 +107,12 @@ class ToolOfferLimits:
     """Every tool is offered, unranked, while there are at most this many."""
     plain_when_irrelevant: bool = True
     """When no tool is relevant, offer none (not even ``find_tools``)."""
+    close_to_best: float = 0.0
+    """Leave out relevant tools scoring below this fraction of the best one: a small
+    model given a clear winner and two also-rans often calls an also-ran."""
 
 
-SMALL_MODEL_TOOLS = ToolOfferLimits(top_k=3)
+SMALL_MODEL_TOOLS = ToolOfferLimits(top_k=3, close_to_best=0.5)
 LARGE_MODEL_TOOLS = ToolOfferLimits(top_k=20, offer_all_up_to=30, plain_when_irrelevant=False)
 
 

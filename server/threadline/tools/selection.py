@@ -13,7 +13,8 @@ So each model call is offered only the tools that match the request:
   the tool list grows); everyday request words (:data:`REQUEST_WORDS`: "write",
   "list", "name"…) help rank relevant tools but never make one relevant on their own,
   or "Write a haiku" would offer ``write_file``;
-* the call is offered the ``top_k`` most relevant tools (a property of the model,
+* the call is offered the ``top_k`` most relevant tools, best first, without those
+  far behind the best (both a property of the model,
   :class:`~threadline.providers.base.ToolOfferLimits`), plus those the client marked
   ``alwaysOffer`` and those ``find_tools`` found earlier in the turn; none at all when
   nothing is relevant, so a plain question gets a plain prompt;
@@ -238,9 +239,14 @@ class ToolSelector:
             return Offer(specs)
         request = request_of(messages)
         relevant = self.index().relevant(request.text)
-        chosen = {name for name, _ in relevant[: limits.top_k]}
-        chosen |= self.registry.always_offer | (request.found & {s.name for s in specs})
-        offered = [s for s in specs if s.name in chosen]
+        best = relevant[0][1] if relevant else 0.0
+        ranked = [n for n, score in relevant if score >= best * limits.close_to_best]
+        chosen = ranked[: limits.top_k]
+        by_name = {s.name: s for s in specs}
+        extra = self.registry.always_offer | (request.found & set(by_name))
+        chosen += [s.name for s in specs if s.name in extra and s.name not in chosen]
+        # Best first: a small model leans towards the first tool it is shown.
+        offered = [by_name[n] for n in chosen]
         left_out = [s.name for s in specs if s.name not in chosen]
         scores = {name: round(score, 2) for name, score in relevant}
         searchable = left_out and self.registry.get(FIND_TOOLS) is self.find_tool
