@@ -16,11 +16,13 @@ a silent success.
 Servers differ, and the provider adapts by itself (what it learns is kept per server
 and model in the home folder, :mod:`.traits`, and shown by ``threadline models``):
 
-* **Streamed tool calls.** A streamed request that offers tools and ends with nothing
-  at all (llama-cpp-python's ``chatml-function-calling`` cannot stream an automatic
-  tool choice) is retried once without streaming; when that answers, the server is
-  recorded as not streaming tool calls, and later requests that offer tools are not
-  streamed.
+* **Empty answers to requests that offer tools.** llama-cpp-python's
+  ``chatml-function-calling`` answers a streamed request that offers tools with an
+  empty stream, and a non-streamed one with an empty message whenever the model
+  chooses to answer in text. So an empty answer is retried before anything reaches
+  the user: without streaming, then with ``tool_choice: "none"`` (the model's text
+  answer). When a retry answers, the server is recorded as not streaming tool calls,
+  and later requests that offer tools start without streaming.
 * **Tool messages.** Before the first request that carries a tool result, a cheap
   probe (two one-token requests) compares the server's prompt-token counts of a long
   and a short tool result: equal counts mean ``role: "tool"`` messages are dropped by
@@ -49,7 +51,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
@@ -251,47 +253,50 @@ class OpenAICompatProvider:
 
     # -- the stream -------------------------------------------------------------------
 
+    def _attempts(self, request: ChatRequest) -> list[tuple[bool, ChatRequest]]:
+        """(stream?, request) to try in turn while the answer comes back empty."""
+        if not self._offers_tools(request):
+            return [(True, request)]
+        without_tools = (True, replace(request, tool_choice="none"))
+        if self._streams(request) and self.options.stream_tools is None:
+            return [(True, request), (False, request), without_tools]
+        return [(self._streams(request), request), without_tools]
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         await self._probe_tool_messages(request)
-        streams = self._streams(request)
-        may_retry = streams and self._offers_tools(request) and self.options.stream_tools is None
-        answered = False
-        held: list[ProviderEvent] = []
-        async for event in self._attempt(request, stream=streams):
-            if isinstance(event, OUTPUT) and not _blank(event):
-                answered = True
-                for earlier in held:
-                    yield earlier
-                held.clear()
-                yield event
-            elif isinstance(event, UsageReport | Done) and not answered:
-                held.append(event)  # an empty answer may still be retried
-            else:
-                yield event
-                if isinstance(event, ProviderError):
-                    return
-        if answered:
-            for event in held:
-                yield event
-            return
-        if may_retry:
-            log.info("%s: a streamed request with tools came back empty; retrying", self.model_id)
-            retry = [e async for e in self._attempt(request, stream=False)]
-            if any(isinstance(e, OUTPUT) and not _blank(e) for e in retry):
-                self._learn(stream_tools=False)
-                for event in retry:
+        attempts = self._attempts(request)
+        for number, (streams, attempt) in enumerate(attempts):
+            answered = False
+            held: list[ProviderEvent] = []
+            async for event in self._attempt(attempt, stream=streams):
+                if isinstance(event, OUTPUT) and not _blank(event):
+                    answered = True
+                    for earlier in held:
+                        yield earlier
+                    held.clear()
                     yield event
-                return
-            if any(isinstance(e, ProviderError) for e in retry):
-                for event in retry:
+                elif isinstance(event, UsageReport | Done) and not answered:
+                    held.append(event)  # an empty answer is retried, not reported
+                else:
                     yield event
+                    if isinstance(event, ProviderError):
+                        return
+            if answered:
+                for event in held:
+                    yield event
+                if number > 0 and attempts[0][0] and self.options.stream_tools is None:
+                    self._learn(stream_tools=False)
                 return
-        how = "streamed" if streams else "not streamed"
-        tools = f", {len(request.tools)} tools offered" if self._offers_tools(request) else ""
+            if number + 1 < len(attempts):
+                log.info("%s: empty answer (attempt %d); retrying", self.model_id, number + 1)
+        tried = ", then ".join(
+            ("streamed" if streams else "not streamed")
+            + (" without tools" if attempt.tool_choice == "none" and request.tools else "")
+            for streams, attempt in attempts
+        )
         yield ProviderError(
             "empty_answer",
-            f"the server returned an empty answer (no text and no tool call; {how}{tools}"
-            f"{', retried without streaming' if may_retry else ''})",
+            f"the server returned an empty answer: no text and no tool call (tried {tried})",
             None,
             False,
         )
