@@ -56,7 +56,8 @@ REQUEST_WORDS = frozenset(
     """
     a about an and any are as be can could do does for from give how i in into is it
     list make me my name of on or please say show some tell that the this to two three
-    what which who why will with would write you your explain describe create get
+    what which who why will with would write you your explain describe create get use
+    need want like
     """.split()  # noqa: SIM905 - a word list reads better as words
 )
 """Words that start everyday requests ("Write a haiku", "List three colours", "Name
@@ -72,8 +73,10 @@ def _words(text: str) -> str:
 
 
 def tool_document(spec: ToolSpec) -> str:
-    """What a tool is found by: name, description, parameter names and descriptions."""
-    parts = [_words(spec.name), spec.description]
+    """What a tool is found by: name, description, parameter names and descriptions.
+    The name counts twice: it says what the tool is, while a description may also
+    name other tools."""
+    parts = [_words(spec.name), _words(spec.name), spec.description]
     props = spec.parameters.get("properties")
     if isinstance(props, dict):
         for pname, schema in props.items():
@@ -106,10 +109,11 @@ class ToolIndex:
     @staticmethod
     def _tokens(text: str) -> list[str]:
         import bm25s
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
 
         tokens = bm25s.tokenize(
             [_words(text)],
-            stopwords="en",
+            stopwords=list(STOPWORDS_EN_PLUS),
             stemmer=_stemmer(),
             return_ids=False,
             show_progress=False,
