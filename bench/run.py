@@ -27,6 +27,7 @@ from .figures import (
     localmodel,
     memory,
     throughput,
+    toolchoice,
 )
 from .report import Row, render
 from .servers import Scratch
@@ -41,6 +42,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "localmodel": localmodel.run,
     "memory": memory.run,
     "backpressure": backpressure.run,
+    "toolchoice": toolchoice.run,
 }
 
 
