@@ -314,7 +314,7 @@ class Turn:
                     provider.context_window,
                 )
             )
-        if not stream.calls and stream.error is None and session.tools:
+        if not stream.calls and stream.error is None and self._offered_tools:
             self._fallback_calls(stream)
         if stream.error is not None or stream.loop_detected:
             self._commit_stream(stream, truncated=True)
