@@ -28,6 +28,7 @@ from .figures import (
     memory,
     sharing,
     throughput,
+    toolchoice,
 )
 from .report import Row, render
 from .servers import Scratch
@@ -43,6 +44,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "memory": memory.run,
     "backpressure": backpressure.run,
     "sharing": sharing.run,
+    "toolchoice": toolchoice.run,
 }
 
 

@@ -161,6 +161,10 @@ class ToolDefinition(WireModel):
     needs_approval: bool = False
     timeout: float = Field(default=120.0, gt=0, le=3600)
     """Seconds the client gets to answer ``tool/call`` before the call fails."""
+    always_offer: bool = False
+    """Offer this tool on every model call. Otherwise each call is offered only the
+    tools relevant to the request (as many as the model handles well), and the rest
+    through ``find_tools``."""
 
 
 class ThreadlineSessionOptions(StrictWireModel):

@@ -2,7 +2,9 @@
 
 Each check is a cheap request that spends no tokens (``GET /models`` for HTTP
 providers, the model file for the local model), all run concurrently under one
-timeout. Keys are never printed: only where a key comes from (``$OPENAI_API_KEY``).
+timeout. What an OpenAI-compatible server was found to do (tool calls not streamed,
+tool results sent as user messages; see :mod:`.providers.traits`) is shown beside it.
+Keys are never printed: only where a key comes from (``$OPENAI_API_KEY``).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[st
         if check:
             r = results[model]
             row.update(reachable=r.ok, detail=r.detail)
+        row["learned"] = registry.learned(model)
         rows.append(row)
     return rows
 
@@ -88,6 +91,8 @@ def render(rows: list[dict[str, Any]], config: UserConfig) -> str:
             status = ("reachable" if r["reachable"] else "unreachable") + f": {r['detail']}"
         else:
             status = "not checked"
+        if r.get("learned"):
+            status += f" ({r['learned']})"
         table.append([name, r["provider"], r["endpoint"], r["key"], status])
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
     lines = [

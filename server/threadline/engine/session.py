@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..providers.base import ChatMessage, ChatRequest, Provider
+from ..providers.base import ChatMessage, ChatRequest, Provider, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
 from ..tools.base import Tool
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import compaction, updates
-from .compiler import compile_request
+from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
@@ -36,18 +36,19 @@ log = logging.getLogger(__name__)
 TITLE_MAX = 80
 
 
-def bios(registry: ToolRegistry, budget: int) -> str | None:
-    """The tool section of the system prompt; rebuilt whenever the budget changes."""
-    if not registry:
+def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -> str | None:
+    """The tool section of the system prompt, for the tools this call is offered;
+    none when it is offered none. Rebuilt whenever the budget changes."""
+    if not offered:
         return None
     lines = [
         "Tools: call a tool when it helps answer; otherwise answer directly.",
         f"Tool calls left in this turn: {max(budget, 0)}.",
     ]
-    if registry.exit_names:
+    signals = sorted(exit_names & {t.name for t in offered})
+    if signals:
         lines.append(
-            "Signal tools (" + ", ".join(sorted(registry.exit_names)) + ") only record a signal; "
-            "they return nothing."
+            "Signal tools (" + ", ".join(signals) + ") only record a signal; they return nothing."
         )
     lines.append(
         "If you cannot make a structured tool call, write one JSON object: "
@@ -83,9 +84,11 @@ class Session:
         self.busy: str | None = None
         self.permissions = PermissionBroker()
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
+        from ..tools.selection import ToolSelector
 
         self.toolset = SessionTools(self._registry(), cwd=self.cwd)
         self.tools: ToolRegistry = self.toolset.registry
+        self.offers = ToolSelector(self.tools)
 
     def _registry(self) -> ToolRegistry:
         from ..tools.factory import build_registry
@@ -184,15 +187,20 @@ class Session:
     ) -> ChatRequest:
         """``working`` replaces the transcript's messages (to size a prompt before it
         is committed); ``context_window`` bounds each tool result."""
-        registry = self.tools
+        if working is None:
+            working = self.transcript.working()
+        offered: list[ToolSpec] = []
+        if not tools_off:
+            limits = self.providers.tool_limits(self.config.model)
+            offered = self.offers.offer(to_chat_messages(working), limits).specs
         return compile_request(
             ephemeral=ephemeral,
             system_prompt=self.config.system_prompt,
             experiences=self.transcript.experiences,
-            working=self.transcript.working() if working is None else working,
+            working=working,
             context_window=context_window,
-            tools=[] if tools_off else registry.specs(),
-            bios=None if tools_off else bios(registry, budget),
+            tools=offered,
+            bios=bios(offered, self.tools.exit_names, budget),
             max_tokens=self.config.max_tokens
             or self.providers.default_max_tokens(self.config.model),
             temperature=self.config.temperature,

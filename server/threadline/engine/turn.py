@@ -40,6 +40,7 @@ from ..providers.base import (
 from ..store.base import StoreError
 from ..tools.base import ToolContext, ToolOutcome
 from ..tools.schema import argument_problem
+from ..tools.selection import offer_meta
 from . import compaction, updates
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .ids import new_id, now_iso
@@ -161,6 +162,7 @@ class Turn:
         self._seen_calls: set[str] = set()
         self._tools_off = False
         self._offered_tools = True
+        self._offers: list[dict[str, Any]] = []
         self._ephemeral: list[ChatMessage] = []
         self._call_blocks: list[dict[str, Any]] = []
         """The ``tool_use`` and ``exit_signal`` blocks of the last committed answer."""
@@ -219,7 +221,13 @@ class Turn:
             "usage": usage_wire(
                 t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens
             ),
-            "_meta": {"threadline": {"turnId": self.turn_id, "messageId": self.last_message_id}},
+            "_meta": {
+                "threadline": {
+                    "turnId": self.turn_id,
+                    "messageId": self.last_message_id,
+                    "toolOffers": self._offers,
+                }
+            },
         }
 
     def cancelled_result(self) -> dict[str, Any]:
@@ -228,13 +236,14 @@ class Turn:
     # -- model calls --------------------------------------------------------------------
 
     def _request(self, provider: Provider) -> ChatRequest:
-        self._offered_tools = not (self._tools_off or self.budget <= 0)
-        return self.session.compile_request(
+        request = self.session.compile_request(
             budget=self.budget,
-            tools_off=not self._offered_tools,
+            tools_off=self._tools_off or self.budget <= 0,
             ephemeral=self._ephemeral,
             context_window=provider.context_window,
         )
+        self._offered_tools = bool(request.tools)
+        return request
 
     def _refuse_oversize(self, provider: Provider, message: Msg) -> None:
         """Refuse input that cannot fit before it is stored: once committed, it would
@@ -297,6 +306,7 @@ class Turn:
         session = self.session
         provider = await session.provider()
         request = await self._fitting_request(provider)
+        self._offers.append(offer_meta(request.tools, self.session.tools))
         self._ephemeral = []
         stream = _Stream(new_id("msg"))
         self.stream = stream
@@ -337,7 +347,7 @@ class Turn:
                     provider.context_window,
                 )
             )
-        if not stream.calls and stream.error is None and session.tools:
+        if not stream.calls and stream.error is None and self._offered_tools:
             self._fallback_calls(stream)
         if stream.error is not None or stream.loop_detected:
             self._commit_stream(stream, truncated=True)

@@ -95,6 +95,27 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOfferLimits:
+    """How many tools a model is offered per call: a property of the model. A small
+    model chooses well among a few tools and stops answering plain questions when
+    given many; a large one chooses well among a modest list, worse as it grows."""
+
+    top_k: int
+    """Most tools offered by relevance (besides ``alwaysOffer`` and found ones)."""
+    offer_all_up_to: int = 0
+    """Every tool is offered, unranked, while there are at most this many."""
+    plain_when_irrelevant: bool = True
+    """When no tool is relevant, offer none (not even ``find_tools``)."""
+    close_to_best: float = 0.0
+    """Leave out relevant tools scoring below this fraction of the best one: a small
+    model given a clear winner and two also-rans often calls an also-ran."""
+
+
+SMALL_MODEL_TOOLS = ToolOfferLimits(top_k=3, close_to_best=0.5)
+LARGE_MODEL_TOOLS = ToolOfferLimits(top_k=20, offer_all_up_to=30, plain_when_irrelevant=False)
+
+
 @dataclass(slots=True)
 class ChatMessage:
     """A provider-neutral message of the compiled request.

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from .base import Provider
+from .base import LARGE_MODEL_TOOLS, SMALL_MODEL_TOOLS, Provider, ToolOfferLimits
 
 if TYPE_CHECKING:
     from ..userconfig import ModelEntry, UserConfig
     from .policies import RateLimiter
+    from .traits import TraitStore
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,25 @@ class ProviderRegistry:
         self._limiters: dict[str, RateLimiter] = {}
         self._local_model: Any = None
         self._lock = anyio.Lock()
+        self._traits: TraitStore | None = None
+
+    @property
+    def traits(self) -> TraitStore:
+        """What OpenAI-compatible servers were found to do (in the home folder)."""
+        if self._traits is None:
+            from .traits import TraitStore
+
+            self._traits = TraitStore.in_home()
+        return self._traits
+
+    def learned(self, model: str) -> str:
+        """What was learned about ``model``'s server, in words ("" when nothing)."""
+        entry = self._entry(model)
+        if entry is None or entry.provider.kind != "openai":
+            return ""
+        from .traits import server_key
+
+        return self.traits.get(server_key(entry.provider.base_url, entry.model)).describe()
 
     # -- configuration ----------------------------------------------------------------
 
@@ -122,6 +142,26 @@ class ProviderRegistry:
         entry = self._entry(model)
         value = entry.option("max_tokens") if entry is not None else None
         return int(value) if isinstance(value, int) else None
+
+    def tool_limits(self, model: str) -> ToolOfferLimits:
+        """How many tools each call of ``model`` is offered: few for the embedded
+        model; for others every tool up to 30, unless the model's config says
+        ``tools_top_k`` / ``tools_offer_all_up_to`` (0: always choose by relevance)."""
+        if model in LOCAL_ALIASES:
+            return SMALL_MODEL_TOOLS
+        entry = self._entry(model)
+        if entry is None:
+            return LARGE_MODEL_TOOLS
+        top_k = _int_or_none(entry.option("tools_top_k"))
+        offer_all = entry.option("tools_offer_all_up_to")
+        if top_k is None and offer_all is None:
+            return LARGE_MODEL_TOOLS
+        k = top_k or LARGE_MODEL_TOOLS.top_k
+        return ToolOfferLimits(
+            top_k=k,
+            offer_all_up_to=int(offer_all) if isinstance(offer_all, int) else 0,
+            plain_when_irrelevant=k <= SMALL_MODEL_TOOLS.top_k,
+        )
 
     def _entry(self, model: str) -> ModelEntry | None:
         if model in LOCAL_ALIASES or model.startswith("scripted:"):
@@ -194,8 +234,9 @@ class ProviderRegistry:
                     window or (OPENAI_CONTEXT if is_openai else OPENAI_COMPAT_CONTEXT)
                 ),
                 headers=headers,
-                tool_results="user" if entry.option("tool_results") == "user" else "native",
-                stream_tools=bool(entry.option("stream_tools", True)),
+                tool_results=_tool_results(entry.option("tool_results")),
+                stream_tools=_bool_or_none(entry.option("stream_tools")),
+                traits=self.traits,
                 max_tokens_param=entry.option("max_tokens_param"),
                 extra_body=dict(entry.option("extra_body") or {}),
                 tokenizer=entry.option("tokenizer"),
@@ -247,6 +288,14 @@ class ProviderRegistry:
         for p in self._providers.values():
             await p.aclose()
         self._providers.clear()
+
+
+def _tool_results(value: Any) -> Literal["native", "user", "auto"]:
+    return value if value in ("native", "user") else "auto"
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _int_or_none(value: Any) -> int | None:

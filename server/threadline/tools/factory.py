@@ -48,7 +48,8 @@ def build_registry(
     """Built-in, client and exit tools (no MCP): cheap, synchronous, no processes.
 
     ``tools`` / ``exit_tools`` are the session config's wire dicts (``name``,
-    ``description``, ``inputSchema``, ``parallelizable``, ``needsApproval``).
+    ``description``, ``inputSchema``, ``parallelizable``, ``needsApproval``,
+    ``alwaysOffer``).
     ``builtin``: ``True`` for every built-in workspace tool, ``False`` for none, or
     the names to keep. ``extra_tools``: other server-side tools of the session (such
     as memory tools), placed after the workspace tools and shadowed the same way."""
@@ -64,7 +65,8 @@ def build_registry(
     for tool in [t for t in chosen if t.name in reserved]:
         log.info("server tool %s is shadowed by a client-declared tool", tool.name)
         chosen.remove(tool)
-    return ToolRegistry([*chosen, *client], exit_tools)
+    always = [d["name"] for d in [*tools, *exit_tools] if d.get("alwaysOffer")]
+    return ToolRegistry([*chosen, *client], exit_tools, always)
 
 
 class SessionTools:

@@ -59,7 +59,7 @@ class RememberTool:
 
 class ForgetTool:
     name = "forget"
-    description = "Drop a fact stored with remember, by its id."
+    description = "Drop a stored fact that is no longer true, by its id."
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {"id": {"type": "string", "description": "the id remember returned"}},

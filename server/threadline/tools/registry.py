@@ -19,18 +19,29 @@ class Partition:
 
 class ToolRegistry:
     def __init__(
-        self, tools: Iterable[Tool] = (), exit_tools: Iterable[dict[str, Any]] = ()
+        self,
+        tools: Iterable[Tool] = (),
+        exit_tools: Iterable[dict[str, Any]] = (),
+        always_offer: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
             self._tools[t.name] = t
         self._exit: dict[str, dict[str, Any]] = {d["name"]: d for d in exit_tools}
+        self._hidden: dict[str, Tool] = {}
+        self.always_offer: frozenset[str] = frozenset(always_offer)
+        """Tools offered on every model call, whatever the request (``alwaysOffer``)."""
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
 
+    def add_hidden(self, tool: Tool) -> None:
+        """A tool the engine offers on its own terms (``find_tools``): callable, but
+        never listed by ``specs()``; a listed tool of the same name wins."""
+        self._hidden[tool.name] = tool
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._tools.get(name) or self._hidden.get(name)
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -60,7 +71,7 @@ class ToolRegistry:
         for c in calls:
             if c.name in self._exit:
                 exits.append(c)
-            elif c.name in self._tools:
+            elif c.name in self._tools or c.name in self._hidden:
                 normal.append(c)
             else:
                 unknown.append(c)

@@ -820,6 +820,8 @@ export interface ToolCallUpdateMeta {
 
 /** A client-defined (or exit) tool declared at ``session/new``. */
 export interface ToolDefinition {
+  /** @default false */
+  alwaysOffer?: boolean;
   /** @default "" */
   description?: string;
   inputSchema?: { [key: string]: unknown };
