@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -193,6 +194,16 @@ class _Tail:
             yield Segment.line()
 
 
+class _Markdown(Markdown):
+    """Markdown whose HTML is shown as written: rich drops HTML blocks and tags, so an
+    answer that starts with ``<error>`` (or any tag) would not appear at all."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(markup)
+        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+        self.parsed = parser.parse(markup)
+
+
 def _block_text(blocks: Any) -> str:
     if isinstance(blocks, str):
         return blocks
@@ -292,7 +303,7 @@ class TurnView:
     def _piece(self) -> RenderableType:
         if self.kind == "thought":
             return Text(self.text, style="dim italic")
-        return Markdown(self.text)
+        return _Markdown(self.text)
 
     def flush(self) -> None:
         """Print the piece being streamed into the scrollback and start a new one.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +154,10 @@ class Turn:
         self._tools_off = False
         self._offered_tools = True
         self._ephemeral: list[ChatMessage] = []
+        # A provider reports usage at the end of a stream; an interrupt ends it before
+        # that, and its usage is then estimated: the request's size, one token a piece.
+        self._unreported: tuple[int, int] | None = None
+        self._request_tokens = 0
 
     # -- committing -------------------------------------------------------------------
 
@@ -211,6 +215,9 @@ class Turn:
         }
 
     def cancelled_result(self) -> dict[str, Any]:
+        if self._unreported is not None:
+            self.totals.add(UsageReport(*self._unreported))
+            self._unreported = None
         return self._result("cancelled")
 
     # -- model calls --------------------------------------------------------------------
@@ -256,6 +263,7 @@ class Turn:
                 f"{provider.context_window}, even after compaction",
                 {"used": used, "size": provider.context_window},
             )
+        self._request_tokens = used
         return request
 
     async def _model_call(self) -> _Stream:
@@ -263,6 +271,7 @@ class Turn:
         provider = await session.provider()
         request = await self._fitting_request(provider)
         self._ephemeral = []
+        self._unreported = (self._request_tokens, 0)
         stream = _Stream(new_id("msg"))
         self.stream = stream
         session.store.begin_stream(
@@ -305,7 +314,11 @@ class Turn:
         if not stream.calls and stream.error is None and session.tools:
             self._fallback_calls(stream)
         if stream.error is not None or stream.loop_detected:
-            self._commit_stream(stream, truncated=True)
+            if stream.content(with_calls=False):
+                self._commit_stream(stream, truncated=True)
+            else:  # nothing came back (no API key…): no empty reply is stored
+                self.stream = None
+                session.store.clear_stream(session.id)
             if stream.error is not None:
                 err = stream.error
                 raise ProviderFailed(
@@ -325,6 +338,8 @@ class Turn:
         if isinstance(event, TextDelta):
             if not event.text:
                 return
+            if self._unreported is not None:
+                self._unreported = (self._unreported[0], self._unreported[1] + 1)
             stream.text.append(event.text)
             self.produced.append(event.text)
             stream.pending.append(("text", event.text))
@@ -352,6 +367,7 @@ class Turn:
             stream.calls.append(replace(event, id=new_id("call")))
         elif isinstance(event, UsageReport):
             stream.usage = event
+            self._unreported = None
         elif isinstance(event, Done):
             stream.finish = event.finish_reason
         elif isinstance(event, ProviderError):
@@ -501,9 +517,25 @@ class Turn:
     def _answer(
         self, call: ToolCallFinal, text: str, *, status: str, is_error: bool = False
     ) -> None:
-        """Commit a result the engine writes itself (refused, skipped, invalid…)."""
+        """Commit a result the engine writes itself (refused, skipped, invalid…), and
+        show the call that never ran, with why, as one finished tool call."""
         outcome = ToolOutcome.text(text, is_error=is_error)
         self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
+        tool = self.session.tools.get(call.name)
+        title = call.name
+        with suppress(Exception):  # the arguments may be anything here
+            title = tool.title(call.arguments) if tool is not None else call.name
+        self.session.announce(
+            updates.tool_call(
+                call.id,
+                title,
+                tool.kind if tool is not None else "other",
+                call.arguments,
+                self.turn_id,
+                status="completed" if status == "completed" else "failed",
+                content=outcome.content,
+            )
+        )
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {

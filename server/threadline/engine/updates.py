@@ -46,11 +46,12 @@ def tool_call(
     locations: list[dict[str, Any]] | None = None,
     status: str = "pending",
     exit_signal: bool = False,
+    content: list[dict[str, Any]] | None = None,
 ) -> Update:
     meta: dict[str, Any] = {"turnId": turn_id}
     if exit_signal:
         meta["exitSignal"] = True
-    return {
+    u: Update = {
         "sessionUpdate": "tool_call",
         "toolCallId": tool_call_id,
         "title": title,
@@ -60,6 +61,9 @@ def tool_call(
         "locations": locations or [],
         "_meta": {"threadline": meta},
     }
+    if content is not None:
+        u["content"] = [{"type": "content", "content": c} for c in content]
+    return u
 
 
 def tool_call_update(
