@@ -127,7 +127,9 @@ def test_ctrl_c_interrupts_the_turn_and_a_second_one_exits(
     term.expect("partial answer")
     term.ctrl_c()
     term.expect(r"\[interrupted\]")
-    term.expect("↳ cancelled")
+    # The usage counts what streamed before the interrupt (it was 0/0).
+    usage = term.expect(r"↳ cancelled · tokens in (\d+) · out (\d+)")
+    assert int(usage.group(1)) > 0 and int(usage.group(2)) == 2
     term.expect("❯")
     # The sidecar survived the terminal's Ctrl-C: it still answers.
     term.line("/sessions")
@@ -370,3 +372,34 @@ def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_p
     assert len(words) == len(set(words)), f"a word is on screen twice:\n{shown}"
     assert words == [f"w{i:02d}" for i in range(len(words))]
     assert "^C" not in shown
+
+
+def test_an_answer_that_starts_with_a_tag_is_shown_as_written(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    answer = "<error>Photosynthesis</error> turns light into sugar.\n\n<b>bold?</b> <i>no</i>"
+    term = open_chat(terminals, home, tmp_path, "--model", scripted([{"text": answer}]))
+    term.expect("❯")
+    term.line("Explain photosynthesis")
+    term.expect(r"<error>Photosynthesis</error> turns light into sugar\.")
+    term.expect(r"<b>bold\?</b> <i>no</i>")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+
+
+def test_a_tool_call_refused_for_bad_arguments_is_shown(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    model = scripted(
+        [{"tool_call": {"name": "read_file", "arguments": {}, "id": "call_bad"}}],
+        [{"text": "Sorry."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    term.expect("❯")
+    term.line("write something")
+    term.expect(r"✗ Read file failed\s+invalid arguments: 'path' is a required property")
+    term.expect("Sorry.")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0

@@ -134,7 +134,8 @@ def history_lines(m: dict[str, Any]) -> list[str]:
     summary = "".join(b.get("text", "") for b in m["content"] if b.get("type") == "summary")
     if summary:
         lines.append(f"[{m['turnId']} compaction summary] {summary}")
-    if text or (not summary and m["role"] != "tool"):
+    calls = any(b.get("type") == "tool_use" for b in m["content"])
+    if text or (not summary and not calls and m["role"] != "tool"):
         lines.append(f"{head} {text}")
     for b in m["content"]:
         kind = b.get("type")
