@@ -291,6 +291,10 @@ function M.ask(text, session_id)
     notify('nothing to ask', vim.log.levels.WARN)
     return
   end
+  if state.dead then
+    notify('the sidecar died: run :Threadline restart (your prompt was not sent)', vim.log.levels.ERROR)
+    return
+  end
   local sid = M.target(session_id)
   if not sid then
     M.new(nil, function(id)
