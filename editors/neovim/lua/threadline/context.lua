@@ -42,7 +42,8 @@ function M.label(block)
   local uri = block.resource and block.resource.uri or ''
   local file, range = uri:match('^(.-)#L(%d+%-%d+)$')
   local path = vim.uri_to_fname(file or uri)
-  local shown = vim.fn.fnamemodify(path, ':~:.')
+  local cwd = require('threadline.config').options.cwd or vim.fn.getcwd()
+  local shown = vim.startswith(path, cwd .. '/') and path:sub(#cwd + 2) or vim.fn.fnamemodify(path, ':~:.')
   return range and (shown .. ':' .. range) or shown
 end
 

@@ -29,10 +29,12 @@ local function text(value, is_error)
   return { content = { { type = 'text', text = value } }, isError = is_error or false }
 end
 
-local function describe(buf)
+---@param buf integer
+---@param extra? string more to say in the parentheses
+local function describe(buf, extra)
   local name = vim.api.nvim_buf_get_name(buf)
-  local ft = vim.bo[buf].filetype ~= '' and vim.bo[buf].filetype or 'text'
-  return ('%s (%s%s)'):format(name, ft, vim.bo[buf].modified and ', unsaved changes' or '')
+  local ft = vim.bo[buf].filetype ~= '' and vim.bo[buf].filetype or vim.filetype.match({ buf = buf }) or 'text'
+  return ('%s (%s%s%s)'):format(name, ft, extra or '', vim.bo[buf].modified and ', unsaved changes' or '')
 end
 
 --- The last visual selection of `buf` ('< and '>), or nil if it has none.
@@ -70,11 +72,8 @@ local function open_files()
   local out = {}
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) ~= '' then
-      local line = ('%s (%d lines%s)'):format(
-        describe(buf),
-        vim.api.nvim_buf_line_count(buf),
-        buf == M.editor_buffer() and ', active' or ''
-      )
+      local extra = (', %d lines%s'):format(vim.api.nvim_buf_line_count(buf), buf == M.editor_buffer() and ', active' or '')
+      local line = describe(buf, extra)
       table.insert(out, line)
     end
   end
