@@ -316,6 +316,10 @@ class Engine:
         )
         if snapshot:
             self.store.append(child.id, [m.to_event() for m in snapshot], now_iso())
+        # Named apart from its parent, so the two differ in every session list.
+        self.store.update_session(
+            child.id, title=f"{parent_row.title or 'session ' + parent_row.id} · fork"
+        )
         return {
             "sessionId": child.id,
             "parentSessionId": parent_row.id,
