@@ -453,3 +453,42 @@ def stored_sessions(home: Path) -> list[str]:
             await client.close()
 
     return asyncio.run(read())
+
+
+def test_tools_command_and_a_file_write_asked_in_the_terminal(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    model = scripted(
+        [
+            {
+                "tool_call": {
+                    "name": "write_file",
+                    "arguments": {"path": "out.txt", "content": "hello\n"},
+                }
+            }
+        ],
+        [{"text": "Written."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    term.expect("❯")
+    term.line("/tools")
+    term.expect("built-in tools: on")
+    term.line("write it")
+    term.expect(r"\? The model wants to run Write out\.txt")
+    term.expect("choose 1-4:")
+    term.line("1")
+    term.expect("Written.")
+    term.expect("↳ end_turn")
+    assert (tmp_path / "out.txt").read_text() == "hello\n"
+    term.line("/tools off")
+    term.expect("built-in tools: off")
+    term.line("write it again")
+    term.expect(r"error: the model called a tool that does not exist: write_file")
+    term.line("/tools on")
+    term.expect("built-in tools: on")
+    term.line("and now?")
+    term.expect("choose 1-4:")
+    term.line("3")
+    term.expect("Written.")
+    term.ctrl_d()
+    assert term.wait() == 0

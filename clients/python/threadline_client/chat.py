@@ -8,7 +8,9 @@ as does Ctrl-D. Tool calls show while they run, permission requests are asked in
 terminal, and each turn ends with a token-usage line.
 
 Slash commands (see ``/help``): ``/fork [messageId]``, ``/compact [instructions]``,
-``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/quit``.
+``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/tools``,
+``/quit``. The chat reads and writes files for the sidecar (``fs/*``), so the built-in
+``write_file`` tool is offered, and asks before each write.
 
 A new session is stored when its first prompt is sent: starting the chat and leaving
 leaves nothing behind.
@@ -67,6 +69,7 @@ HELP = """\
 /model [id]              show the models, or switch this session's model
 /new [model]             start a new session (stored at its first prompt)
 /delete [ID]             delete this session (or that one) and its history
+/tools [on|off]          the built-in workspace tools (read, list, search, write files)
 /quit                    leave (also Ctrl-D)
 Ctrl-C interrupts a running turn; Ctrl-C again at the prompt exits."""
 
@@ -206,6 +209,17 @@ class _Markdown(Markdown):
         super().__init__(markup)
         parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
         self.parsed = parser.parse(markup)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _write_text(path: str, content: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(content)
 
 
 def _offered(models: Any) -> list[dict[str, Any]]:
@@ -569,7 +583,7 @@ class Chat:
     # -- sessions ----------------------------------------------------------------------
 
     async def open(self, session_id: str | None, model: str | None) -> None:
-        init = await self.client.initialize()
+        init = await self.client.initialize(fs={"readTextFile": True, "writeTextFile": True})
         meta = ((init.get("agentCapabilities") or {}).get("_meta") or {}).get("threadline") or {}
         self.models = _offered(meta.get("models"))
         self.default_model = str(meta.get("defaultModel") or "")
@@ -671,6 +685,7 @@ class Chat:
             "model": self.cmd_model,
             "new": self.cmd_new,
             "delete": self.cmd_delete,
+            "tools": self.cmd_tools,
             "help": self.cmd_help,
         }
         if name in ("quit", "exit", "q"):
@@ -706,6 +721,41 @@ class Chat:
         self.console.print(Text(f"deleted {target}", style="green"), highlight=False)
         if target == self.session_id:
             self.start_new(self.model or None)
+
+    @property
+    def builtin_tools(self) -> bool:
+        return self.session_options.get("builtinTools", True) is not False
+
+    async def cmd_tools(self, arg: str) -> None:
+        choice = arg.strip().lower()
+        if choice not in ("", "on", "off"):
+            self.console.print(Text("usage: /tools [on|off]", style="red"))
+            return
+        if choice:
+            enabled = choice == "on"
+            if self.session_id:
+                await self.client.request(
+                    "session/set_config_option",
+                    {"sessionId": self.session_id, "configId": "builtinTools", "value": enabled},
+                )
+            self.session_options["builtinTools"] = enabled
+        state = "on" if self.builtin_tools else "off"
+        self.console.print(Text(f"built-in tools: {state}", style="dim"), highlight=False)
+
+    async def on_read_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/read_text_file``: the file on disk (``line`` is 1-based)."""
+        text = await asyncio.to_thread(_read_text, str(params["path"]))
+        lines = text.split("\n")
+        first = max(1, int(params.get("line") or 1))
+        limit = params.get("limit")
+        last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
+        return {"content": "\n".join(lines[first - 1 : last])}
+
+    async def on_write_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/write_text_file``: the sidecar asked permission (in this terminal) first."""
+        path, content = str(params["path"]), str(params["content"])
+        await asyncio.to_thread(_write_text, path, content)
+        return {}
 
     def _no_session_yet(self, what: str) -> bool:
         if self.session_id:
@@ -900,6 +950,8 @@ async def chat(
     client.on_update(session.on_update)
     client.on_request("session/request_permission", session.on_permission)
     client.on_request("tool/call", session.on_tool_call)
+    client.on_request("fs/read_text_file", session.on_read_file)
+    client.on_request("fs/write_text_file", session.on_write_file)
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, session.on_sigint)

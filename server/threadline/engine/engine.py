@@ -432,6 +432,13 @@ class Engine:
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
         session = self.get(params.session_id)
+        if params.config_id == "builtinTools":
+            if not isinstance(params.value, bool):
+                raise InvalidParams("builtinTools must be true or false", {"value": params.value})
+            session.check_idle("change the tools")
+            session.set_builtin_tools(params.value)
+            self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
+            return {"configOptions": self._model_options(session.config.model)["configOptions"]}
         if params.config_id != "model":
             raise InvalidParams(
                 f"unknown config option {params.config_id!r}", {"configId": params.config_id}
