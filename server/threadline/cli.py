@@ -1,11 +1,16 @@
-"""The ``threadline`` command: ``serve`` for editors; ``ask``, ``sessions``, ``history``
-for people."""
+"""The ``threadline`` command: ``serve`` for editors; the others for people."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+
+from . import __version__
+
+DESCRIPTION = """\
+Threadline keeps LLM agent sessions for editors. `threadline serve` is what an editor
+starts; `ask`, `chat`, `sessions`, `history` and `models` are for people."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,7 +22,12 @@ def main(argv: list[str] | None = None) -> int:
         return serve()
     from . import models_cmd
 
-    parser = argparse.ArgumentParser(prog="threadline", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="threadline",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"threadline {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the sidecar on stdio (what editors start)")
     p_ask = sub.add_parser("ask", help="ask one question and stream the answer")

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import anyio
 
 from .providers.registry import DEFAULT_MODEL, ProviderRegistry, Reachability
+from .settings import Settings
 from .userconfig import ConfigError, UserConfig, load
 
 
@@ -47,7 +48,8 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[str, Any]]:
-    registry = ProviderRegistry(config=config)
+    # The default the sidecar uses: $THREADLINE_MODEL, else the config's, else embedded.
+    registry = ProviderRegistry(Settings.from_env().default_model, config=config)
     models = [m["modelId"] for m in registry.available()]
     results: dict[str, Reachability] = {}
 

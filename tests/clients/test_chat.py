@@ -100,9 +100,9 @@ def test_streams_markdown_then_prints_a_usage_line(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", MARKDOWN)
-    sid = session_id_of(term)
     term.expect("❯")
     term.line("say hello")
+    sid = session_id_of(term)  # stored at the first prompt
     # Markdown is rendered, not echoed: no asterisks, list bullets drawn.
     term.expect(r"Hello bold world\.")
     term.expect(r"• alpha\s*\n\s*• beta")
@@ -121,13 +121,15 @@ def test_ctrl_c_interrupts_the_turn_and_a_second_one_exits(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", HANG)
-    sid = session_id_of(term)
     term.expect("❯")
     term.line("hang please")
+    sid = session_id_of(term)
     term.expect("partial answer")
     term.ctrl_c()
     term.expect(r"\[interrupted\]")
-    term.expect("↳ cancelled")
+    # The usage counts what streamed before the interrupt (it was 0/0).
+    usage = term.expect(r"↳ cancelled · tokens in (\d+) · out (\d+)")
+    assert int(usage.group(1)) > 0 and int(usage.group(2)) == 2
     term.expect("❯")
     # The sidecar survived the terminal's Ctrl-C: it still answers.
     term.line("/sessions")
@@ -204,7 +206,6 @@ def test_model_sessions_new_and_resume_commands(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", MARKDOWN)
-    first = session_id_of(term)
     term.expect("❯")
     term.line("/model")
     term.expect(r"local:smollm2-135m")
@@ -212,10 +213,14 @@ def test_model_sessions_new_and_resume_commands(
     term.line("/model scripted:echo")
     term.expect(r"model scripted:echo")
     term.line("ping pong")
+    first = session_id_of(term)
     term.expect(r"ping pong")
     term.expect("↳ end_turn")
     term.line("/new scripted:echo")
+    term.expect("new session · model scripted:echo")
+    term.line("pong ping")
     second = session_id_of(term)
+    term.expect("↳ end_turn")
     assert second != first
     term.line("/sessions")
     term.expect(rf"\* +{second}")
@@ -223,7 +228,7 @@ def test_model_sessions_new_and_resume_commands(
     term.expect(rf"resumed {first} · model scripted:echo")
     term.expect(r"you: ping pong")
     term.line("/resume sess_nope")
-    term.expect(r"/resume: .*\(-32002\)")
+    term.expect(r"/resume: unknown session: sess_nope\s")  # in words: no error code
     term.line("/bogus")
     term.expect(r"unknown command /bogus")
     term.line("/quit")
@@ -233,9 +238,9 @@ def test_model_sessions_new_and_resume_commands(
 
 def test_session_flag_resumes(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
-    sid = session_id_of(term)
     term.expect("❯")
     term.line("first words")
+    sid = session_id_of(term)
     term.expect("↳ end_turn")
     term.ctrl_d()
     assert term.wait() == 0
@@ -253,9 +258,9 @@ def test_session_flag_resumes(terminals: list[Terminal], home: Path, tmp_path: P
 
 def test_fork_command(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
-    parent = session_id_of(term)
     term.expect("❯")
     term.line("one")
+    parent = session_id_of(term)
     term.expect("↳ end_turn")
     term.line("two")
     term.expect("↳ end_turn")
@@ -274,10 +279,11 @@ def test_compact_command(terminals: list[Terminal], home: Path, tmp_path: Path) 
     # Every call, the summary's included, answers 40 words: shorter than two turns.
     wordy = scripted([{"repeat": {"text": "lorem ", "count": 40}}])
     term = open_chat(terminals, home, tmp_path, "--model", wordy)
-    sid = session_id_of(term)
     term.expect("❯")
+    sid = ""
     for word in ("one", "two", "three", "four"):
         term.line(word)
+        sid = sid or session_id_of(term)
         term.expect("↳ end_turn")
     term.line("/compact keep it short")
     counts = term.expect(r"compacted: (\d+) → (\d+) messages")
@@ -296,9 +302,9 @@ def test_real_local_model_answers_in_the_terminal(
     # One short model call: no tools (each tool round is another call on the CPU).
     options = {"maxTokens": 24, "builtinTools": False}
     term = open_chat(terminals, home, tmp_path, driver={"session_options": options})
-    sid = session_id_of(term)
     term.expect("❯", timeout=60)
     term.line("Say hi.")
+    sid = session_id_of(term)
     usage = term.expect(r"↳ (end_turn|max_tokens) · tokens in (\d+) · out (\d+)", timeout=240)
     assert 0 < int(usage.group(3)) <= 24
     term.ctrl_d()
@@ -370,3 +376,119 @@ def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_p
     assert len(words) == len(set(words)), f"a word is on screen twice:\n{shown}"
     assert words == [f"w{i:02d}" for i in range(len(words))]
     assert "^C" not in shown
+
+
+def test_an_answer_that_starts_with_a_tag_is_shown_as_written(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    answer = "<error>Photosynthesis</error> turns light into sugar.\n\n<b>bold?</b> <i>no</i>"
+    term = open_chat(terminals, home, tmp_path, "--model", scripted([{"text": answer}]))
+    term.expect("❯")
+    term.line("Explain photosynthesis")
+    term.expect(r"<error>Photosynthesis</error> turns light into sugar\.")
+    term.expect(r"<b>bold\?</b> <i>no</i>")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+
+
+def test_a_tool_call_refused_for_bad_arguments_is_shown(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    model = scripted(
+        [{"tool_call": {"name": "read_file", "arguments": {}, "id": "call_bad"}}],
+        [{"text": "Sorry."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    term.expect("❯")
+    term.line("write something")
+    term.expect(r"✗ Read file failed\s+invalid arguments: 'path' is a required property")
+    term.expect("Sorry.")
+    term.expect("↳ end_turn")
+    term.ctrl_d()
+    assert term.wait() == 0
+
+
+def test_no_session_is_stored_until_the_first_prompt_and_delete(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    slow = scripted([{"sleep": 1.5}, {"text": "late answer"}])
+    term = open_chat(terminals, home, tmp_path, "--model", slow)
+    term.expect(r"new session · model scripted:")
+    term.expect("❯")
+    term.line("/fork")
+    term.expect("nothing to fork yet")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert stored_sessions(home) == []
+    # A turn says "thinking…" until its first token; /delete removes the session.
+    term = open_chat(terminals, home, tmp_path, "--model", slow)
+    term.expect("❯")
+    term.line("take your time")
+    sid = session_id_of(term)
+    term.expect("thinking…")
+    term.expect("late answer")
+    term.expect("↳ end_turn")
+    assert stored_sessions(home) == [sid]
+    term.line("/delete")
+    term.expect(rf"delete {sid} and its history\? \[y/N\]")
+    term.line("y")
+    term.expect(rf"deleted {sid}")
+    term.expect("new session · model scripted:")
+    term.ctrl_d()
+    assert term.wait() == 0
+    assert stored_sessions(home) == []
+
+
+def stored_sessions(home: Path) -> list[str]:
+    async def read() -> list[str]:
+        client = await ThreadlineClient.spawn(
+            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await client.initialize()
+            return [str(s["sessionId"]) for s in await client.list_sessions()]
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
+
+
+def test_tools_command_and_a_file_write_asked_in_the_terminal(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    model = scripted(
+        [
+            {
+                "tool_call": {
+                    "name": "write_file",
+                    "arguments": {"path": "out.txt", "content": "hello\n"},
+                }
+            }
+        ],
+        [{"text": "Written."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    term.expect("❯")
+    term.line("/tools")
+    term.expect("built-in tools: on")
+    term.line("write it")
+    term.expect(r"\? The model wants to run Write out\.txt")
+    term.expect("choose 1-4:")
+    term.line("1")
+    term.expect("Written.")
+    term.expect("↳ end_turn")
+    assert (tmp_path / "out.txt").read_text() == "hello\n"
+    term.line("/tools off")
+    term.expect("built-in tools: off")
+    term.line("write it again")
+    term.expect(r"error: the model called a tool that does not exist: write_file")
+    term.line("/tools on")
+    term.expect("built-in tools: on")
+    term.line("and now?")
+    term.expect("choose 1-4:")
+    term.line("3")
+    term.expect("Written.")
+    term.ctrl_d()
+    assert term.wait() == 0

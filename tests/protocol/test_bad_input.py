@@ -28,6 +28,16 @@ async def test_invalid_json_gets_parse_error(raw: RawSidecar) -> None:
     assert "result" in await raw.response(3)
 
 
+async def test_a_first_line_neither_json_nor_header_gets_parse_error(raw: RawSidecar) -> None:
+    await raw.write(b"hello\n")
+    msg = await raw.read()
+    assert msg["id"] is None
+    assert msg["error"]["code"] == -32700
+    # later requests are answered
+    await raw.send(INIT)
+    assert (await raw.response(1))["result"]["protocolVersion"] == 1
+
+
 async def test_unknown_method(raw: RawSidecar) -> None:
     await raw.send(INIT)
     await raw.response(1)

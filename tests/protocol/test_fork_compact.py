@@ -50,6 +50,25 @@ async def test_fork_at_every_message_equals_the_prefix(sidecar: SidecarClient) -
     assert whole["forkedAtMessageId"] == parent[-1]["messageId"]
 
 
+async def test_a_fork_is_titled_apart_from_its_parent(sidecar: SidecarClient) -> None:
+    sid = await session_with_turns(sidecar, 1)
+    child = (await sidecar.call("session/fork", {"sessionId": sid}))["sessionId"]
+    grandchild = (await sidecar.call("session/fork", {"sessionId": child}))["sessionId"]
+    await sidecar.prompt(child, "a prompt in the fork does not retitle it")
+    titles = {
+        s["sessionId"]: s.get("title") for s in (await sidecar.call("session/list", {}))["sessions"]
+    }
+    assert titles[sid] == "question 0 detail"
+    assert titles[child] == "question 0 detail · fork"
+    assert titles[grandchild] == "question 0 detail · fork · fork"
+    untitled = await sidecar.new_session(model=ANSWER)
+    fork = (await sidecar.call("session/fork", {"sessionId": untitled}))["sessionId"]
+    titles = {
+        s["sessionId"]: s.get("title") for s in (await sidecar.call("session/list", {}))["sessions"]
+    }
+    assert titles[fork] == f"session {untitled} · fork"
+
+
 async def test_parent_and_child_are_isolated_both_ways(sidecar: SidecarClient) -> None:
     sid = await session_with_turns(sidecar, 1)
     child = (await sidecar.call("session/fork", {"sessionId": sid}))["sessionId"]

@@ -145,8 +145,11 @@ async def test_faults_at_random_stream_offsets_lose_no_partial_output(
                 partial = error.data["partialText"]
                 assert partial == "".join(chunks), f"{where}: partialText {partial!r}"
                 assert "".join(seen.values()) == partial, f"{where}: client saw {seen}"
-                assert last["role"] == "assistant" and last["truncated"] is True, where
-                assert text_of(last) == partial, f"{where}: stored {text_of(last)!r}"
+                if partial:
+                    assert last["role"] == "assistant" and last["truncated"] is True, where
+                    assert text_of(last) == partial, f"{where}: stored {text_of(last)!r}"
+                else:  # nothing came back: no empty reply is stored
+                    assert last["role"] == "user", f"{where}: stored {last!r}"
                 outcomes[f"{kind}: -32011"] = outcomes.get(f"{kind}: -32011", 0) + 1
             else:
                 assert chunks == [], f"{where}: streamed text then succeeded (silent retry)"

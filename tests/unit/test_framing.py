@@ -45,3 +45,16 @@ def test_missing_content_length_is_an_error() -> None:
     d = FrameDecoder()
     got = d.feed(b"Content-Type: x\r\n\r\n")
     assert isinstance(got[0], FrameError)
+
+
+def test_a_first_line_that_is_neither_json_nor_a_header_is_passed_on() -> None:
+    # Passed on as a body: the server answers it with a parse error and reads on.
+    for first in (b"hello\n", b"hello\r\n", b"  not json at all\n"):
+        for step in (1, 4, 100):
+            d = FrameDecoder()
+            got = frames(d, first + encode(b'{"ok":1}', "headers"), step)
+            assert got == [first.strip(), b'{"ok":1}'], (first, step)
+            assert d.framing == "headers"
+    d = FrameDecoder()
+    assert d.feed(b'hello\n{"a":1}\n') == [b"hello", b'{"a":1}']
+    assert d.framing == "lines"

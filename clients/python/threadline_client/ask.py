@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
 from typing import Any, TextIO
 
-from .client import ThreadlineClient
+from .client import RpcError, ThreadlineClient
 
 
 def _quiet_server_env() -> dict[str, str]:
@@ -67,7 +68,13 @@ async def ask(
         pending: set[asyncio.Task[Any]] = set()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, on_sigint)
-        result = await client.prompt(sid, prompt)
+        try:
+            result = await client.prompt(sid, prompt)
+        except RpcError:
+            # The session and the prompt are stored: say which, so it can be resumed.
+            out.write("\n")
+            err.write(f"session: {sid}\n")
+            raise
         out.write("\n")
         out.flush()
         stop = result.get("stopReason")
@@ -103,11 +110,45 @@ async def history(session_id: str, out: TextIO = sys.stdout) -> int:
     try:
         await client.initialize()
         for m in await client.history(session_id):
-            text = "".join(
-                b.get("text", "") for b in m["content"] if b.get("type") in ("text", "summary")
-            )
-            flags = " (truncated)" if m.get("truncated") else ""
-            out.write(f"[{m['turnId']} {m['role']}{flags}] {text}\n")
+            for line in history_lines(m):
+                out.write(line + "\n")
         return 0
     finally:
         await client.close()
+
+
+def _one_line(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def history_lines(m: dict[str, Any]) -> list[str]:
+    """One stored message as transcript lines: its text, each tool call with its
+    arguments, each tool result with its tool and outcome, a compaction summary
+    marked as one."""
+    flags = " (truncated)" if m.get("truncated") else ""
+    head = f"[{m['turnId']} {m['role']}{flags}]"
+    lines: list[str] = []
+    text = "".join(b.get("text", "") for b in m["content"] if b.get("type") == "text")
+    summary = "".join(b.get("text", "") for b in m["content"] if b.get("type") == "summary")
+    if summary:
+        lines.append(f"[{m['turnId']} compaction summary] {summary}")
+    calls = any(b.get("type") == "tool_use" for b in m["content"])
+    if text or (not summary and not calls and m["role"] != "tool"):
+        lines.append(f"{head} {text}")
+    for b in m["content"]:
+        kind = b.get("type")
+        if kind == "tool_use":
+            lines.append(f"[{m['turnId']} tool call] {b.get('name')} {_one_line(b.get('input'))}")
+        elif kind == "tool_result":
+            result = "".join(
+                c.get("text", "") for c in b.get("content") or [] if c.get("type") == "text"
+            )
+            status = b.get("status") or ("failed" if b.get("isError") else "completed")
+            lines.append(
+                f"[{m['turnId']} tool result] {b.get('toolName')} {status}: {_one_line(result)}"
+            )
+    if m.get("error") and m.get("truncated"):
+        lines.append(f"[{m['turnId']} error] {m['error']}")
+    return lines

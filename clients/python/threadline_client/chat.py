@@ -8,7 +8,12 @@ as does Ctrl-D. Tool calls show while they run, permission requests are asked in
 terminal, and each turn ends with a token-usage line.
 
 Slash commands (see ``/help``): ``/fork [messageId]``, ``/compact [instructions]``,
-``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/quit``.
+``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/tools``,
+``/quit``. The chat reads and writes files for the sidecar (``fs/*``), so the built-in
+``write_file`` tool is offered, and asks before each write.
+
+A new session is stored when its first prompt is sent: starting the chat and leaving
+leaves nothing behind.
 
 Input is read from the terminal in its ordinary (canonical) mode through the event
 loop, not from a thread: the kernel does line editing, a pending read can be abandoned
@@ -30,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -61,7 +67,9 @@ HELP = """\
 /sessions                list stored sessions
 /resume ID               switch to a stored session
 /model [id]              show the models, or switch this session's model
-/new [model]             start a new session
+/new [model]             start a new session (stored at its first prompt)
+/delete [ID]             delete this session (or that one) and its history
+/tools [on|off]          the built-in workspace tools (read, list, search, write files)
 /quit                    leave (also Ctrl-D)
 Ctrl-C interrupts a running turn; Ctrl-C again at the prompt exits."""
 
@@ -193,6 +201,36 @@ class _Tail:
             yield Segment.line()
 
 
+class _Markdown(Markdown):
+    """Markdown whose HTML is shown as written: rich drops HTML blocks and tags, so an
+    answer that starts with ``<error>`` (or any tag) would not appear at all."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(markup)
+        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+        self.parsed = parser.parse(markup)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _write_text(path: str, content: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(content)
+
+
+def _offered(models: Any) -> list[dict[str, Any]]:
+    """The models a person may pick: test models (``scripted:…``) are left out."""
+    return [
+        dict(m)
+        for m in models or []
+        if isinstance(m, dict) and not str(m.get("modelId", "")).startswith("scripted:")
+    ]
+
+
 def _block_text(blocks: Any) -> str:
     if isinstance(blocks, str):
         return blocks
@@ -238,6 +276,9 @@ class TurnView:
         self.text = ""
         self.tools: dict[str, _ToolLine] = {}
         self.context: tuple[int, int] | None = None
+        self.status: str | None = "thinking…"
+        """Shown with a spinner while nothing else moves: before the first token, and
+        while a compaction runs."""
         self._dirty = False
         self._ticker: asyncio.Task[None] | None = None
 
@@ -255,7 +296,7 @@ class TurnView:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.REFRESH)
-            if self.live is not None and (self._dirty or self.tools):
+            if self.live is not None and (self._dirty or self.tools or self.status):
                 self._dirty = False
                 self.live.refresh()
 
@@ -287,12 +328,14 @@ class TurnView:
             parts.append(_Tail(self._piece(), reserve=len(self.tools) + 2))
         for tool in self.tools.values():
             parts.append(Spinner("dots", text=Text(f"{tool.title} ({tool.status})", style="cyan")))
+        if self.status and not self.tools:
+            parts.append(Spinner("dots", text=Text(self.status, style="dim")))
         return Group(*parts)
 
     def _piece(self) -> RenderableType:
         if self.kind == "thought":
             return Text(self.text, style="dim italic")
-        return Markdown(self.text)
+        return _Markdown(self.text)
 
     def flush(self) -> None:
         """Print the piece being streamed into the scrollback and start a new one.
@@ -309,6 +352,7 @@ class TurnView:
             self.console.print(piece)
 
     def chunk(self, kind: str, message_id: str | None, text: str) -> None:
+        self.status = None
         if kind != self.kind or message_id != self.message_id:
             self.flush()
             self.kind, self.message_id = kind, message_id
@@ -337,6 +381,7 @@ class TurnView:
         if status in ("completed", "failed"):
             self.tools.pop(call_id, None)
             self._done(tool.title if tool else call_id, status, update)
+            self.status = "thinking…"  # the model reads the result next
         elif tool is not None:
             tool.status = status
         self._dirty = True
@@ -390,6 +435,9 @@ class Chat:
         self.session_options = dict(session_options)
         self.tools = {t.name: t for t in tools}
         self.session_id = ""
+        self.default_model = ""
+        self.pending_model: str | None = None
+        """The model the next session is created with (at its first prompt)."""
         self.model = ""
         self.models: list[dict[str, Any]] = []
         self.view: TurnView | None = None
@@ -461,7 +509,10 @@ class Chat:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
         elif kind == "compaction_update":
             status = update.get("status")
-            self.console.print(Text(f"  ⋯ compaction {status}", style="dim"))
+            if view is not None:
+                view.status = "compacting…" if status == "in_progress" else "thinking…"
+            if status != "in_progress" or view is None:
+                self.console.print(Text(f"  ⋯ compaction {status}", style="dim"))
         elif view is None:
             return
         elif kind in ("agent_message_chunk", "agent_thought_chunk"):
@@ -532,15 +583,31 @@ class Chat:
     # -- sessions ----------------------------------------------------------------------
 
     async def open(self, session_id: str | None, model: str | None) -> None:
-        init = await self.client.initialize()
+        init = await self.client.initialize(fs={"readTextFile": True, "writeTextFile": True})
         meta = ((init.get("agentCapabilities") or {}).get("_meta") or {}).get("threadline") or {}
-        self.models = list(meta.get("models") or [])
+        self.models = _offered(meta.get("models"))
+        self.default_model = str(meta.get("defaultModel") or "")
         if session_id:
             await self.resume(session_id)
             if model:
                 await self.set_model(model)
         else:
-            await self.new_session(model)
+            self.start_new(model)
+
+    def start_new(self, model: str | None) -> None:
+        """A new session, created (and stored) when the first prompt is sent."""
+        self.session_id = ""
+        self.pending_model = model
+        self.model = model or self.default_model
+        self.console.print(
+            Text(f"new session · model {_short(self.model, 48)}", style="dim"), highlight=False
+        )
+
+    async def ensure_session(self) -> str:
+        if not self.session_id:
+            await self.new_session(self.pending_model)
+            self.pending_model = None
+        return self.session_id
 
     async def new_session(self, model: str | None) -> None:
         meta = dict(self.session_options)
@@ -555,7 +622,7 @@ class Chat:
         self.session_id = str(result["sessionId"])
         self._take_config(result.get("configOptions"))
         self.console.print(
-            Text(f"session {self.session_id} · model {_short(self.model, 48)}", style="dim"),
+            Text(f"session {self.session_id}", style="dim"),
             highlight=False,
         )
 
@@ -563,10 +630,13 @@ class Chat:
         for opt in options or []:
             if isinstance(opt, dict) and opt.get("id") == "model":
                 self.model = str(opt.get("currentValue", self.model))
-                self.models = [
-                    {"modelId": o.get("value"), "name": o.get("name")}
-                    for o in opt.get("options") or []
-                ] or self.models
+                self.models = (
+                    _offered(
+                        {"modelId": o.get("value"), "name": o.get("name")}
+                        for o in opt.get("options") or []
+                    )
+                    or self.models
+                )
 
     async def resume(self, session_id: str) -> None:
         await self.client.request("session/resume", {"sessionId": session_id, "cwd": self.cwd})
@@ -591,6 +661,10 @@ class Chat:
                 self.console.print(Text(_short(text, 200)), highlight=False)
 
     async def set_model(self, model: str) -> None:
+        if not self.session_id:
+            self.pending_model = self.model = model
+            self.console.print(Text(f"model {self.model}", style="dim"), highlight=False)
+            return
         result = await self.client.request(
             "session/set_config_option",
             {"sessionId": self.session_id, "configId": "model", "value": model},
@@ -610,6 +684,8 @@ class Chat:
             "resume": self.cmd_resume,
             "model": self.cmd_model,
             "new": self.cmd_new,
+            "delete": self.cmd_delete,
+            "tools": self.cmd_tools,
             "help": self.cmd_help,
         }
         if name in ("quit", "exit", "q"):
@@ -622,15 +698,74 @@ class Chat:
         try:
             await handler(arg)
         except RpcError as exc:
-            self.console.print(Text(f"/{name}: {exc.message} ({exc.code})", style="red"))
+            self.console.print(Text(f"/{name}: {exc.message}", style="red"))
 
     async def cmd_help(self, arg: str) -> None:
         self.console.print(Text(HELP), highlight=False)
 
     async def cmd_new(self, arg: str) -> None:
-        await self.new_session(arg or None)
+        self.start_new(arg or None)
+
+    async def cmd_delete(self, arg: str) -> None:
+        target = arg or self.session_id
+        if not target:
+            self.console.print(
+                Text("nothing to delete: this session is not stored yet", style="dim")
+            )
+            return
+        answer = await self.ask(Text(f"delete {target} and its history? [y/N] ", style="yellow"))
+        if not isinstance(answer, str) or answer.strip().lower() not in ("y", "yes"):
+            self.console.print(Text("kept", style="dim"))
+            return
+        await self.client.request("session/delete", {"sessionId": target})
+        self.console.print(Text(f"deleted {target}", style="green"), highlight=False)
+        if target == self.session_id:
+            self.start_new(self.model or None)
+
+    @property
+    def builtin_tools(self) -> bool:
+        return self.session_options.get("builtinTools", True) is not False
+
+    async def cmd_tools(self, arg: str) -> None:
+        choice = arg.strip().lower()
+        if choice not in ("", "on", "off"):
+            self.console.print(Text("usage: /tools [on|off]", style="red"))
+            return
+        if choice:
+            enabled = choice == "on"
+            if self.session_id:
+                await self.client.request(
+                    "session/set_config_option",
+                    {"sessionId": self.session_id, "configId": "builtinTools", "value": enabled},
+                )
+            self.session_options["builtinTools"] = enabled
+        state = "on" if self.builtin_tools else "off"
+        self.console.print(Text(f"built-in tools: {state}", style="dim"), highlight=False)
+
+    async def on_read_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/read_text_file``: the file on disk (``line`` is 1-based)."""
+        text = await asyncio.to_thread(_read_text, str(params["path"]))
+        lines = text.split("\n")
+        first = max(1, int(params.get("line") or 1))
+        limit = params.get("limit")
+        last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
+        return {"content": "\n".join(lines[first - 1 : last])}
+
+    async def on_write_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/write_text_file``: the sidecar asked permission (in this terminal) first."""
+        path, content = str(params["path"]), str(params["content"])
+        await asyncio.to_thread(_write_text, path, content)
+        return {}
+
+    def _no_session_yet(self, what: str) -> bool:
+        if self.session_id:
+            return False
+        self.console.print(Text(f"nothing to {what} yet: send a prompt first", style="dim"))
+        return True
 
     async def cmd_fork(self, arg: str) -> None:
+        if self._no_session_yet("fork"):
+            return
         params: dict[str, Any] = {"sessionId": self.session_id, "cwd": self.cwd}
         if arg:
             params["messageId"] = arg
@@ -643,6 +778,8 @@ class Chat:
         )
 
     async def cmd_compact(self, arg: str) -> None:
+        if self._no_session_yet("compact"):
+            return
         params: dict[str, Any] = {"sessionId": self.session_id}
         if arg:
             params["instructions"] = arg
@@ -703,6 +840,11 @@ class Chat:
     # -- turns -------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> None:
+        try:
+            await self.ensure_session()
+        except RpcError as exc:
+            self.console.print(Text(f"error: {exc.message}", style="red"))
+            return
         self.view = TurnView(self.console)
         self.interrupting = False
         self.view.start()
@@ -720,7 +862,7 @@ class Chat:
         except (RpcError, ConnectionError) as exc:
             self.view.stop()
             if isinstance(exc, RpcError):
-                self.console.print(Text(f"error: {exc.message} ({exc.code})", style="red"))
+                self.console.print(Text(f"error: {exc.message}", style="red"))
                 reason = (exc.data or {}).get("reason") if isinstance(exc.data, dict) else None
                 if reason:
                     self.console.print(Text(f"  reason: {reason}", style="red"))
@@ -808,6 +950,8 @@ async def chat(
     client.on_update(session.on_update)
     client.on_request("session/request_permission", session.on_permission)
     client.on_request("tool/call", session.on_tool_call)
+    client.on_request("fs/read_text_file", session.on_read_file)
+    client.on_request("fs/write_text_file", session.on_write_file)
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, session.on_sigint)

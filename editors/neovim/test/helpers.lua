@@ -38,6 +38,10 @@ end
 
 function H.stop()
   require('threadline').stop()
+  -- Chat buffers are bound to sessions of this sidecar's home: they go with it.
+  for sid in pairs(require('threadline.chat').all()) do
+    require('threadline.chat').drop(sid)
+  end
   if H.home then
     vim.fn.delete(H.home, 'rf')
     H.home = nil

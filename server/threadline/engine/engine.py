@@ -416,6 +416,10 @@ class Engine:
         )
         if snapshot:
             self.store.append(child.id, [m.to_event() for m in snapshot], now_iso())
+        # Named apart from its parent, so the two differ in every session list.
+        self.store.update_session(
+            child.id, title=f"{parent_row.title or 'session ' + parent_row.id} · fork"
+        )
         return {
             "sessionId": child.id,
             "parentSessionId": parent_row.id,
@@ -558,6 +562,13 @@ class Engine:
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
         session = self.get(params.session_id)
+        if params.config_id == "builtinTools":
+            if not isinstance(params.value, bool):
+                raise InvalidParams("builtinTools must be true or false", {"value": params.value})
+            session.check_idle("change the tools")
+            session.set_builtin_tools(params.value)
+            self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
+            return {"configOptions": self._model_options(session.config.model)["configOptions"]}
         if params.config_id != "model":
             raise InvalidParams(
                 f"unknown config option {params.config_id!r}", {"configId": params.config_id}

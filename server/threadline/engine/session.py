@@ -90,6 +90,22 @@ class Session:
         self.tools: ToolRegistry = self.toolset.registry
         self.offers = ToolSelector(self.tools)
 
+    def set_builtin_tools(self, enabled: bool) -> None:
+        """Turn the built-in tools on or off; client and MCP tools stay as they are."""
+        self.config.builtin_tools = enabled
+        old, new = self.tools, self._registry()
+        for name in old.names():
+            tool = old.get(name)
+            if tool is not None and new.get(name) is None and self._is_mcp(tool):
+                new.add(tool)
+        self.toolset.registry = self.tools = new
+
+    @staticmethod
+    def _is_mcp(tool: Tool) -> bool:
+        from ..tools.mcp import McpTool
+
+        return isinstance(tool, McpTool)
+
     def _registry(self) -> ToolRegistry:
         from ..tools.factory import build_registry
         from ..tools.memory import ForgetTool, RememberTool

@@ -166,6 +166,10 @@ class Turn:
         self._ephemeral: list[ChatMessage] = []
         self._call_blocks: list[dict[str, Any]] = []
         """The ``tool_use`` and ``exit_signal`` blocks of the last committed answer."""
+        # A provider reports usage at the end of a stream; an interrupt ends it before
+        # that, and its usage is then estimated: the request's size, one token a piece.
+        self._unreported: tuple[int, int] | None = None
+        self._request_tokens = 0
 
     # -- committing -------------------------------------------------------------------
 
@@ -231,6 +235,9 @@ class Turn:
         }
 
     def cancelled_result(self) -> dict[str, Any]:
+        if self._unreported is not None:
+            self.totals.add(UsageReport(*self._unreported))
+            self._unreported = None
         return self._result("cancelled")
 
     # -- model calls --------------------------------------------------------------------
@@ -300,6 +307,7 @@ class Turn:
                 f"{provider.context_window}, even after compaction",
                 {"used": used, "size": provider.context_window},
             )
+        self._request_tokens = used
         return request
 
     async def _model_call(self) -> _Stream:
@@ -308,6 +316,7 @@ class Turn:
         request = await self._fitting_request(provider)
         self._offers.append(offer_meta(request.tools, self.session.tools))
         self._ephemeral = []
+        self._unreported = (self._request_tokens, 0)
         stream = _Stream(new_id("msg"))
         self.stream = stream
         session.store.begin_stream(
@@ -350,7 +359,11 @@ class Turn:
         if not stream.calls and stream.error is None and self._offered_tools:
             self._fallback_calls(stream)
         if stream.error is not None or stream.loop_detected:
-            self._commit_stream(stream, truncated=True)
+            if stream.content(with_calls=False):
+                self._commit_stream(stream, truncated=True)
+            else:  # nothing came back (no API key…): no empty reply is stored
+                self.stream = None
+                session.store.clear_stream(session.id)
             if stream.error is not None:
                 err = stream.error
                 raise ProviderFailed(
@@ -370,6 +383,8 @@ class Turn:
         if isinstance(event, TextDelta):
             if not event.text:
                 return
+            if self._unreported is not None:
+                self._unreported = (self._unreported[0], self._unreported[1] + 1)
             stream.text.append(event.text)
             self.produced.append(event.text)
             stream.pending.append(("text", event.text))
@@ -397,6 +412,7 @@ class Turn:
             stream.calls.append(replace(event, id=new_id("call")))
         elif isinstance(event, UsageReport):
             stream.usage = event
+            self._unreported = None
         elif isinstance(event, Done):
             stream.finish = event.finish_reason
         elif isinstance(event, ProviderError):
@@ -545,7 +561,8 @@ class Turn:
     def _answer(
         self, call: ToolCallFinal, text: str, *, status: str, is_error: bool = False
     ) -> None:
-        """Commit a result the engine writes itself (refused, skipped, invalid…)."""
+        """Commit a result the engine writes itself (refused, skipped, invalid…), and
+        show the call that never ran, with why, as one finished tool call."""
         outcome = ToolOutcome.text(text, is_error=is_error)
         result = self._tool_result(call, outcome, status=status)
         self._commit(ToolResult(result))

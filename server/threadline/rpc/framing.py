@@ -1,7 +1,9 @@
 """Incremental frame decoder for both framings, detected from the first byte.
 
-``C`` (a header) → LSP-style ``Content-Length`` frames; ``{`` or ``[`` → one JSON
-value per line (ACP). The server answers in the framing the client used.
+A header line (``Content-Length: …``) → LSP-style frames; ``{`` or ``[`` → one JSON
+value per line (ACP). The server answers in the framing the client used. A first line
+that is neither (``hello``) is passed on as a body, so it is answered with a parse
+error, and the framing is decided by the next line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ Framing = Literal["headers", "lines"]
 
 _WS = b" \t\r\n"
 _LENGTH = re.compile(rb"content-length\s*:\s*(\d+)", re.IGNORECASE)
+_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:")
+_MAX_HEADER = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +43,35 @@ class FrameDecoder:
         self._buf += data
         out: list[bytes | FrameError] = []
         if self.framing is None:
-            stripped = self._buf.lstrip(_WS)
-            if not stripped:
-                self._buf.clear()
-                return out
-            self.framing = "lines" if stripped[0] in b"{[" else "headers"
-            del self._buf[: len(self._buf) - len(stripped)]
+            self.framing = self._detect(out)
+        if self.framing is None:
+            return out
         if self.framing == "lines":
             self._lines(out)
         else:
             self._headers(out)
         return out
+
+    def _detect(self, out: list[bytes | FrameError]) -> Framing | None:
+        """The framing, from the first line that is JSON or a header; lines that are
+        neither go out as bodies (the server answers each with a parse error)."""
+        while True:
+            stripped = self._buf.lstrip(_WS)
+            del self._buf[: len(self._buf) - len(stripped)]
+            if not self._buf:
+                return None
+            if self._buf[0] in b"{[":
+                return "lines"
+            if _HEADER.match(self._buf):
+                return "headers"
+            nl = self._buf.find(b"\n")
+            if nl < 0:
+                if len(self._buf) > _MAX_HEADER:
+                    out.append(FrameError("first line is neither JSON nor a header"))
+                    self._buf.clear()
+                return None
+            out.append(bytes(self._buf[:nl]).strip())
+            del self._buf[: nl + 1]
 
     def _lines(self, out: list[bytes | FrameError]) -> None:
         while True:
@@ -85,7 +107,7 @@ class FrameDecoder:
                     end = self._buf.find(b"\n\n")
                     sep = 2
                 if end < 0:
-                    if len(self._buf) > 64 * 1024:
+                    if len(self._buf) > _MAX_HEADER:
                         out.append(FrameError("header block too long"))
                         self._buf.clear()
                     return

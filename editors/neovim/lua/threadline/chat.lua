@@ -7,13 +7,32 @@
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('threadline.chat')
+local hl_ns = vim.api.nvim_create_namespace('threadline.chat.highlight')
+local status_ns = vim.api.nvim_create_namespace('threadline.chat.status')
+
+--- Highlight groups of the chat buffer; each links to a standard group unless the user
+--- (or a colorscheme) defines it.
+M.highlights = {
+  ThreadlineUser = 'Title',
+  ThreadlineAssistant = 'Special',
+  ThreadlineTool = 'Comment',
+  ThreadlineToolFailed = 'DiagnosticError',
+  ThreadlineNote = 'Comment',
+  ThreadlineError = 'ErrorMsg',
+  ThreadlineStatus = 'DiagnosticHint',
+  ThreadlineContext = 'Directory',
+}
+for group, link in pairs(M.highlights) do
+  vim.api.nvim_set_hl(0, group, { link = link, default = true })
+end
 
 ---@class threadline.Chat
 ---@field buf integer
 ---@field session_id string
 ---@field messages table<string, {start: integer, stop: integer}> extmark ids per messageId
 ---@field current string? messageId of the text segment being streamed
----@field tools table<string, {mark: integer, title: string}>
+---@field tools table<string, {mark: integer, title: string, input: any, output: string, status: string}>
+---@field status string? what the status line of the buffer shows ('thinking…')
 local Chat = {}
 Chat.__index = Chat
 
@@ -47,17 +66,67 @@ function M.of_buffer(buf)
   return sid and by_session[sid] or nil
 end
 
---- Show the buffer (unless a window already does) as `how` says.
+--- All chat buffers that are still valid, by session id.
+---@return table<string, threadline.Chat>
+function M.all()
+  local out = {}
+  for sid, chat in pairs(by_session) do
+    if vim.api.nvim_buf_is_valid(chat.buf) then
+      out[sid] = chat
+    end
+  end
+  return out
+end
+
+--- Forget a session's buffer (the session was deleted).
+---@param session_id string
+function M.drop(session_id)
+  local chat = by_session[session_id]
+  by_session[session_id] = nil
+  if chat and vim.api.nvim_buf_is_valid(chat.buf) then
+    vim.api.nvim_buf_delete(chat.buf, { force = true })
+  end
+end
+
+---@param win integer
+---@return boolean
+local function shows_chat(win)
+  local buf = vim.api.nvim_win_get_buf(win)
+  return vim.b[buf].threadline_session ~= nil
+end
+
+--- Show the buffer and focus its window: a window already showing it, else (with
+--- `reuse`) a window of this tab showing another chat, else a new one as `how` says.
 ---@param how string 'vsplit' | 'split' | 'tab' | 'current'
-function Chat:show(how)
-  for _, win in ipairs(vim.api.nvim_list_wins()) do
+---@param reuse? boolean
+function Chat:show(how, reuse)
+  local wins = vim.api.nvim_tabpage_list_wins(0)
+  for _, win in ipairs(wins) do
     if vim.api.nvim_win_get_buf(win) == self.buf then
+      vim.api.nvim_set_current_win(win)
       return win
     end
   end
-  local cmd = ({ vsplit = 'botright vsplit', split = 'botright split', tab = 'tabnew' })[how]
-  if cmd then
-    vim.cmd(cmd)
+  local target
+  if reuse then
+    if shows_chat(vim.api.nvim_get_current_win()) then
+      target = vim.api.nvim_get_current_win()
+    else
+      for _, win in ipairs(wins) do
+        if shows_chat(win) then
+          target = win
+          break
+        end
+      end
+    end
+  end
+  if target then
+    vim.api.nvim_set_current_win(target)
+  else
+    local cmd = ({ vsplit = 'botright vsplit', split = 'botright split', tab = 'tabnew' })[how]
+    if cmd then
+      vim.cmd(cmd)
+    end
   end
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, self.buf)
@@ -119,16 +188,56 @@ function Chat:block(text)
   end
 end
 
---- The user's prompt, then the heading the answer streams under.
+--- Highlight the heading lines that `text`, just appended at `first_row`, holds.
+---@param first_row integer
+function Chat:_highlight_from(first_row)
+  local lines = vim.api.nvim_buf_get_lines(self.buf, first_row, -1, false)
+  for i, line in ipairs(lines) do
+    local group = (line == '## You' and 'ThreadlineUser')
+      or (line == '## Threadline' and 'ThreadlineAssistant')
+      or (line:match('^> 📎 ') and 'ThreadlineContext')
+      or nil
+    if group then
+      local row = first_row + i - 1
+      vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
+    end
+  end
+end
+
+--- The user's prompt (and what was attached to it), then the heading the answer
+--- streams under.
 ---@param text string
-function Chat:user(text)
-  self:block('## You\n\n' .. text .. '\n\n## Threadline\n\n')
+---@param attached? string[] labels of attached context (file names, ranges)
+function Chat:user(text, attached)
+  local row = self:_end()
+  local lines = { '## You', '', text }
+  for _, label in ipairs(attached or {}) do
+    table.insert(lines, '> 📎 ' .. label)
+  end
+  self:block(table.concat(lines, '\n') .. '\n\n## Threadline\n\n')
+  self:_highlight_from(row)
+end
+
+--- A line under the text that says what is happening (`thinking…`), or nothing.
+---@param text string?
+function Chat:set_status(text)
+  self.status = text
+  vim.api.nvim_buf_clear_namespace(self.buf, status_ns, 0, -1)
+  if text then
+    local row = self:_end()
+    vim.api.nvim_buf_set_extmark(self.buf, status_ns, row, 0, {
+      virt_lines = { { { '⋯ ' .. text, 'ThreadlineStatus' } } },
+    })
+  end
 end
 
 --- One streamed piece of an assistant message.
 ---@param message_id string
 ---@param text string
 function Chat:chunk(message_id, text)
+  if self.status then
+    self:set_status(nil)
+  end
   if self.current ~= message_id then
     self:close_segment()
     local row, col = self:_end()
@@ -175,16 +284,31 @@ end
 
 local ICON = { pending = '⚙', in_progress = '⚙', completed = '✓', failed = '✗' }
 
+--- One line per tool call, rewritten in place as its status changes; the whole
+--- arguments and result are kept for `details` (the `K` key).
 ---@param id string
 ---@param title string
 ---@param status string
----@param detail? string
-function Chat:tool(id, title, status, detail)
-  local line = ('%s %s (%s)'):format(ICON[status] or '•', title, status)
+---@param detail? string the result (or why the call was refused)
+---@param input? any the arguments
+function Chat:tool(id, title, status, detail, input)
+  local entry = self.tools[id]
+  if entry then
+    entry.status = status
+    if detail and detail ~= '' then
+      entry.output = detail
+    end
+    if input ~= nil then
+      entry.input = input
+    end
+  end
+  -- A bare tool name gets its arguments; a title like `Read a.txt` already says them.
+  local args = title:find(' ') and '' or require('threadline.util').args_line(input or (entry and entry.input), 60)
+  local line = ('%s %s%s (%s)'):format(ICON[status] or '•', title, args ~= '' and (' ' .. args) or '', status)
   if detail and detail ~= '' then
     line = line .. ' — ' .. detail:gsub('%s+', ' '):sub(1, 120)
   end
-  local entry = self.tools[id]
+  local group = status == 'failed' and 'ThreadlineToolFailed' or 'ThreadlineTool'
   if entry then
     -- Replace the text of the line, not the line: the mark at its start stays put.
     local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})[1]
@@ -192,13 +316,31 @@ function Chat:tool(id, title, status, detail)
     vim.bo[self.buf].modifiable = true
     vim.api.nvim_buf_set_text(self.buf, row, 0, row, #old, { line })
     vim.bo[self.buf].modifiable = false
+    vim.api.nvim_buf_clear_namespace(self.buf, hl_ns, row, row + 1)
+    vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
     return
+  end
+  if self.status then
+    self:set_status(nil)
   end
   self:block(line)
   local row = self:_end()
   local mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
-  self.tools[id] = { mark = mark, title = title }
+  vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
+  self.tools[id] = { mark = mark, title = title, input = input, output = detail or '', status = status }
   self:append('\n')
+end
+
+--- The tool call on a buffer line, if any.
+---@param row integer 0-based
+---@return {title: string, input: any, output: string, status: string}?
+function Chat:tool_at(row)
+  for _, entry in pairs(self.tools) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})
+    if pos[1] == row then
+      return entry
+    end
+  end
 end
 
 ---@param id string
@@ -209,8 +351,12 @@ end
 
 --- A short italic note on its own paragraph: `_[interrupted]_`, usage, errors.
 ---@param text string
-function Chat:note(text)
+---@param group? string highlight group (default ThreadlineNote)
+function Chat:note(text, group)
   self:block('_' .. text .. '_\n')
+  local row = self:_end() - 1
+  local line = vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1] or ''
+  vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group or 'ThreadlineNote' })
 end
 
 --- Fill the buffer from `session/history` (a resumed or forked session).
@@ -219,25 +365,59 @@ function Chat:replay(messages)
   vim.bo[self.buf].modifiable = true
   vim.api.nvim_buf_set_lines(self.buf, 0, -1, true, {})
   vim.bo[self.buf].modifiable = false
+  vim.api.nvim_buf_clear_namespace(self.buf, hl_ns, 0, -1)
   self.messages, self.tools, self.current = {}, {}, nil
+  local util = require('threadline.util')
   for _, m in ipairs(messages) do
-    local texts = {}
+    local texts, attached = {}, {}
     for _, b in ipairs(m.content or {}) do
-      if b.type == 'text' or b.type == 'summary' then
+      if b.type == 'text' then
         table.insert(texts, b.text)
+      elseif b.type == 'resource' and type(b.resource) == 'table' then
+        table.insert(attached, (b.resource.uri or ''):gsub('^file://', ''))
       end
     end
     local text = table.concat(texts)
-    if m.role == 'user' and text ~= '' then
-      self:block('## You\n\n' .. text .. '\n')
+    if m.role == 'user' and (text ~= '' or #attached > 0) then
+      local row = self:_end()
+      local lines = { '## You', '', text }
+      for _, label in ipairs(attached) do
+        table.insert(lines, '> 📎 ' .. label)
+      end
+      self:block(table.concat(lines, '\n') .. '\n')
+      self:_highlight_from(row)
     elseif m.role == 'assistant' then
+      local summary = {}
+      for _, b in ipairs(m.content or {}) do
+        if b.type == 'summary' then
+          table.insert(summary, b.text)
+        end
+      end
+      if #summary > 0 then
+        self:note('[summary of the earlier conversation]')
+        self:block(table.concat(summary) .. '\n')
+      end
       if text ~= '' then
+        local row = self:_end()
         self:block('## Threadline\n\n')
+        self:_highlight_from(row)
         self:chunk(m.messageId, text)
         self:close_segment()
       end
+      for _, b in ipairs(m.content or {}) do
+        if b.type == 'tool_use' then
+          self:tool(b.id, b.name, 'pending', nil, b.input)
+        end
+      end
       if m.truncated then
         self:note('[interrupted]')
+      end
+    elseif m.role == 'tool' then
+      for _, b in ipairs(m.content or {}) do
+        if b.type == 'tool_result' then
+          local status = b.status == 'completed' and 'completed' or 'failed'
+          self:tool(b.toolUseId, b.toolName or 'tool', status, util.block_text(b.content))
+        end
       end
     end
   end

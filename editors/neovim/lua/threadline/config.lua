@@ -18,8 +18,11 @@ local M = {}
 ---@field session? table more `_meta.threadline` options for `session/new`
 ---@field tools threadline.Tool[] editor-side tools the model may call (`tool/call`)
 ---@field fs boolean answer `fs/read_text_file` / `fs/write_text_file` with buffers
+---@field editor_tools boolean offer the built-in editor tools (selection, open files, buffers, diagnostics)
+---@field diff boolean show an edit the model proposes (`fs/write_text_file`) as a diff to accept or reject
 ---@field open string how the chat buffer is shown: 'vsplit', 'split', 'tab', 'current'
----@field keys {interrupt: string|false, ask: string|false}
+---@field reuse_window boolean new, fork and resume show their buffer in the chat window already open
+---@field keys {interrupt: string|false, ask: string|false, details: string|false}
 ---@field timeout integer ms a synchronous helper (`require('threadline').call`) waits
 M.defaults = {
   cmd = { 'threadline', 'serve' },
@@ -28,9 +31,12 @@ M.defaults = {
   model = nil,
   session = {},
   tools = {},
+  editor_tools = true,
   fs = true,
+  diff = true,
   open = 'vsplit',
-  keys = { interrupt = '<C-c>', ask = '<CR>' },
+  reuse_window = true,
+  keys = { interrupt = '<C-c>', ask = '<CR>', details = 'K' },
   timeout = 30000,
 }
 

@@ -1,82 +1,40 @@
 --- threadline.nvim: chat with a Threadline sidecar from Neovim.
 ---
---- One sidecar per Neovim (started on first use), one chat buffer per session, one
---- current session that `:Threadline ask` talks to. Everything is asynchronous; the
---- `User` autocommands `ThreadlineUpdate` (every `session/update`, data = {sessionId,
---- update}) and `ThreadlineTurnDone` (data = {sessionId, stopReason, usage, error})
---- let other code (and the tests) follow along.
+--- One sidecar per Neovim (started on first use) and one chat buffer per session.
+--- Every chat buffer is bound to its session: a command given in a chat buffer acts on
+--- that buffer's session; given elsewhere, on the session of the chat buffer used last.
+--- Everything is asynchronous; the `User` autocommands `ThreadlineUpdate` (every
+--- `session/update`, data = {sessionId, update}) and `ThreadlineTurnDone` (data =
+--- {sessionId, stopReason, usage, error}) let other code (and the tests) follow along.
+---
+--- Layout: this module holds the state and the API; `commands` the `:Threadline`
+--- command, `updates` the streaming into buffers, `chat` the buffers, `rpc` the
+--- connection, `requests` the sidecar's requests (permission, tools, files),
+--- `editor_tools` the built-in tools, `review` the diff of a proposed edit, `health`
+--- `:checkhealth threadline`.
 local config = require('threadline.config')
 local rpc = require('threadline.rpc')
 local chat = require('threadline.chat')
 local requests = require('threadline.requests')
+local updates = require('threadline.updates')
+local editor_tools = require('threadline.editor_tools')
+local util = require('threadline.util')
 
 local M = {}
 
+local notify, fire, describe_error = util.notify, util.fire, util.describe_error
+
 ---@class threadline.State
 ---@field conn threadline.Rpc?
----@field session_id string?
+---@field session_id string? the session of the chat buffer used last
 ---@field model string?
 ---@field running table<string, boolean> sessions with a turn in flight
+---@field phase table<string, string> what a running session is doing: thinking, answering, tool, compacting
 ---@field last table<string, table> the last turn's outcome per session
-local state = { conn = nil, session_id = nil, model = nil, running = {}, last = {} }
+---@field pending table<string, table[]> context attached to a session's next prompt
+---@field dead {code: integer, signal: integer}? the sidecar died (until restarted)
+local state = { conn = nil, session_id = nil, model = nil, running = {}, phase = {}, last = {}, pending = {} }
 M.state = state
-
-local function notify(msg, level)
-  vim.notify('threadline: ' .. msg, level or vim.log.levels.INFO)
-end
-
-local function fire(pattern, data)
-  vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
-end
-
-local function describe_error(err)
-  if type(err) ~= 'table' then
-    return tostring(err)
-  end
-  local reason = type(err.data) == 'table' and err.data.reason or nil
-  return ('%s (%s)%s'):format(err.message or '?', err.code or '?', reason and (': ' .. reason) or '')
-end
-
--- -- session/update --------------------------------------------------------------------
-
-local function block_text(content)
-  if type(content) ~= 'table' then
-    return ''
-  end
-  if content.type then
-    content = { content }
-  end
-  local out = {}
-  for _, c in ipairs(content) do
-    local inner = c.type == 'content' and c.content or c
-    if type(inner) == 'table' and type(inner.text) == 'string' then
-      table.insert(out, inner.text)
-    end
-  end
-  return table.concat(out)
-end
-
----@param params {sessionId: string, update: table}
-local function on_update(params)
-  local sid, u = params.sessionId, params.update or {}
-  fire('ThreadlineUpdate', { sessionId = sid, update = u })
-  local kind = u.sessionUpdate
-  if not sid or not state.running[sid] then
-    return -- replays and announcements: the buffer is filled from history instead
-  end
-  local c = chat.get(sid)
-  if kind == 'agent_message_chunk' then
-    c:chunk(u.messageId or 'answer', block_text(u.content))
-  elseif kind == 'tool_call' then
-    c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending')
-  elseif kind == 'tool_call_update' then
-    local cancelled = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline.cancelled
-    local status = cancelled and 'failed' or u.status or 'in_progress'
-    c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, block_text(u.content))
-  elseif kind == 'compaction_update' and u.status ~= 'in_progress' then
-    c:note(('[compaction %s]'):format(u.status))
-  end
-end
 
 -- -- the sidecar ------------------------------------------------------------------------
 
@@ -85,10 +43,66 @@ local function capabilities()
   return { fs = { readTextFile = fs, writeTextFile = fs } }
 end
 
----@return threadline.Rpc
+--- Every tool this Neovim answers: the user's, then the built-in editor tools.
+---@return threadline.Tool[]
+function M.tools()
+  local out = vim.list_extend({}, config.options.tools)
+  if config.options.editor_tools then
+    vim.list_extend(
+      out,
+      editor_tools.tools(function()
+        return config.options.cwd or vim.fn.getcwd()
+      end)
+    )
+  end
+  return out
+end
+requests.tools = M.tools
+
+--- Why the sidecar command cannot start, or nil if it can.
+---@return string?
+function M.cmd_problem()
+  local cmd = config.options.cmd
+  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or cmd[1] == '' then
+    return 'the `cmd` setting must be a list like { "threadline", "serve" }'
+  end
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    return ("'%s' is not executable (not on PATH?): set `cmd` in require('threadline').setup()"):format(cmd[1])
+  end
+end
+
+--- The sidecar died while this Neovim used it: say so in every buffer with a running
+--- turn (what streamed stays), and once in the messages.
+---@param code integer
+---@param signal integer
+local function on_death(code, signal)
+  state.dead = { code = code, signal = signal }
+  local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
+  for sid in pairs(state.running) do
+    state.running[sid] = nil
+    state.phase[sid] = nil
+    local c = chat.all()[sid]
+    if c then
+      c:set_status(nil)
+      c:close_segment()
+      c:note(('[the sidecar %s; :Threadline restart starts it again]'):format(how), 'ThreadlineError')
+    end
+    fire('ThreadlineTurnDone', { sessionId = sid, error = 'the sidecar ' .. how })
+  end
+  notify(('the sidecar %s; run :Threadline restart'):format(how), vim.log.levels.ERROR)
+end
+
+---@return threadline.Rpc? conn, string? problem
 local function connection()
   if state.conn and not state.conn.closed then
     return state.conn
+  end
+  if state.dead then
+    return nil, 'the sidecar is not running (it died): run :Threadline restart'
+  end
+  local problem = M.cmd_problem()
+  if problem then
+    return nil, problem
   end
   local this ---@type threadline.Rpc?
   local ok, conn = pcall(rpc.start, {
@@ -99,21 +113,15 @@ local function connection()
   }, {
     notification = function(method, params)
       if method == 'session/update' and state.conn == this then
-        on_update(params)
+        updates.handle(state, params)
       end
     end,
     request = requests.handle,
-    exit = function(code)
-      if state.conn ~= this then
-        return -- an earlier sidecar, already replaced: nothing of ours is running there
+    exit = function(code, signal)
+      if state.conn ~= this or this.stopping then
+        return -- stopped on purpose, or an earlier sidecar already replaced
       end
-      for sid in pairs(state.running) do
-        state.running[sid] = nil
-        fire('ThreadlineTurnDone', { sessionId = sid, error = 'the sidecar exited' })
-      end
-      if code ~= 0 then
-        notify(('the sidecar exited with code %d'):format(code), vim.log.levels.WARN)
-      end
+      on_death(code, signal or 0)
     end,
   }, function(err)
     if err then
@@ -121,19 +129,28 @@ local function connection()
     end
   end)
   if not ok then
-    error(('threadline: cannot start %s: %s'):format(table.concat(config.options.cmd, ' '), conn), 0)
+    return nil, ('cannot start %s: %s'):format(table.concat(config.options.cmd, ' '), conn)
   end
   this = conn
   state.conn = conn
   return conn
 end
 
---- Raw request to the sidecar (any method in PROTOCOL.md); `callback(err, result)`.
+--- Raw request to the sidecar (any method of docs/protocol.md); `callback(err, result)`.
 ---@param method string
 ---@param params table?
 ---@param callback? fun(err: table?, result: any)
 function M.request(method, params, callback)
-  connection():request(method, params, callback)
+  local conn, problem = connection()
+  if not conn then
+    if callback then
+      callback({ message = problem }, nil)
+    else
+      notify(problem, vim.log.levels.ERROR)
+    end
+    return
+  end
+  conn:request(method, params, callback)
 end
 
 --- The same, waiting for the answer (at most `config.timeout` ms).
@@ -151,16 +168,45 @@ function M.call(method, params, timeout)
   return result, err
 end
 
+--- The `initialize` answer of the running sidecar (nil before it answered).
+---@return table?
+function M.server_info()
+  return state.conn and not state.conn.closed and state.conn.init_result or nil
+end
+
+--- Models users may pick (test models, `scripted:…`, are left out).
+---@return string[]
+function M.models()
+  local info = M.server_info()
+  local meta = info and info.agentCapabilities and info.agentCapabilities._meta
+  local models = meta and meta.threadline and meta.threadline.models or {}
+  local out = {}
+  for _, m in ipairs(models) do
+    if type(m.modelId) == 'string' and not vim.startswith(m.modelId, 'scripted:') then
+      table.insert(out, m.modelId)
+    end
+  end
+  return out
+end
+
 -- -- sessions ---------------------------------------------------------------------------
 
-local function current_chat()
-  return state.session_id and chat.get(state.session_id) or nil
+--- The session a command acts on: the one given, else the current buffer's, else the
+--- one used last.
+---@param session_id? string
+---@return string?
+function M.target(session_id)
+  if session_id and session_id ~= '' then
+    return session_id
+  end
+  local own = vim.b[vim.api.nvim_get_current_buf()].threadline_session
+  return own or state.session_id
 end
 
 local function switch_to(session_id)
   state.session_id = session_id
   local c = chat.get(session_id)
-  c:show(config.options.open)
+  c:show(config.options.open, config.options.reuse_window)
   M._keys(c.buf)
   return c
 end
@@ -179,21 +225,26 @@ local function replay_history(session_id, after)
   end)
 end
 
+local function tool_wire(t)
+  return {
+    name = t.name,
+    description = t.description or '',
+    inputSchema = t.input_schema or { type = 'object', properties = vim.empty_dict() },
+    needsApproval = t.needs_approval or false,
+  }
+end
+
 --- Start a new session (and show its chat buffer).
 ---@param model? string
 ---@param callback? fun(session_id: string)
 function M.new(model, callback)
   local meta = vim.deepcopy(config.options.session or {})
   meta.model = model or config.options.model
-  if #config.options.tools > 0 then
+  local tools = M.tools()
+  if #tools > 0 then
     meta.tools = meta.tools or {}
-    for _, t in ipairs(config.options.tools) do
-      table.insert(meta.tools, {
-        name = t.name,
-        description = t.description or '',
-        inputSchema = t.input_schema or { type = 'object', properties = vim.empty_dict() },
-        needsApproval = t.needs_approval or false,
-      })
+    for _, t in ipairs(tools) do
+      table.insert(meta.tools, tool_wire(t))
     end
   end
   local params = { cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
@@ -213,33 +264,69 @@ function M.new(model, callback)
   end)
 end
 
---- Send a prompt to the current session (a new one is started if there is none).
+--- Attach context (a selection, a buffer) to a session's next prompt.
+---@param blocks table[] ACP `resource` blocks
+---@param session_id? string
+function M.attach(blocks, session_id)
+  local function add(sid)
+    state.pending[sid] = vim.list_extend(state.pending[sid] or {}, blocks)
+    local c = switch_to(sid)
+    local labels = vim.tbl_map(require('threadline.context').label, blocks)
+    c:note('[attached ' .. table.concat(labels, ', ') .. ': it goes with your next prompt]', 'ThreadlineContext')
+  end
+  local sid = M.target(session_id)
+  if sid then
+    add(sid)
+  else
+    M.new(nil, add)
+  end
+end
+
+--- Send a prompt (a new session is started if there is none). `#buffer` and
+--- `@path` in the text attach that buffer or file.
 ---@param text string
-function M.ask(text)
+---@param session_id? string default: the current buffer's session, else the last used
+function M.ask(text, session_id)
   if not text or vim.trim(text) == '' then
     notify('nothing to ask', vim.log.levels.WARN)
     return
   end
-  if not state.session_id then
-    M.new(nil, function()
-      M.ask(text)
+  if state.dead then
+    notify('the sidecar died: run :Threadline restart (your prompt was not sent)', vim.log.levels.ERROR)
+    return
+  end
+  local sid = M.target(session_id)
+  if not sid then
+    M.new(nil, function(id)
+      M.ask(text, id)
     end)
     return
   end
-  local sid = state.session_id
   if state.running[sid] then
     notify('a turn is already running (interrupt it with :Threadline interrupt)', vim.log.levels.WARN)
     return
   end
+  local context = require('threadline.context')
+  local blocks = vim.list_extend(state.pending[sid] or {}, context.references(text))
+  state.pending[sid] = nil
   local c = switch_to(sid)
-  c:user(text)
+  c:user(text, vim.tbl_map(context.label, blocks))
+  c:set_status('thinking…')
   state.running[sid] = true
-  M.request('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = text } } }, function(err, result)
+  state.phase[sid] = 'thinking'
+  local prompt = { { type = 'text', text = text } }
+  vim.list_extend(prompt, blocks)
+  M.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
+    if not state.running[sid] then
+      return -- the sidecar died meanwhile: already reported
+    end
     state.running[sid] = nil
+    state.phase[sid] = nil
+    c:set_status(nil)
     c:close_segment()
     local outcome = { sessionId = sid }
     if err then
-      c:note('[error: ' .. describe_error(err) .. ']')
+      c:note('[error: ' .. describe_error(err) .. ']', 'ThreadlineError')
       outcome.error = describe_error(err)
     else
       outcome.stopReason = result.stopReason
@@ -247,7 +334,7 @@ function M.ask(text)
       if result.stopReason == 'cancelled' then
         c:note('[interrupted]')
       elseif result.stopReason ~= 'end_turn' then
-        c:note('[stopped: ' .. tostring(result.stopReason) .. ']')
+        c:note('[stopped: ' .. tostring(result.stopReason):gsub('_', ' ') .. ']')
       end
       local u = result.usage
       if type(u) == 'table' then
@@ -259,10 +346,16 @@ function M.ask(text)
   end)
 end
 
---- Stop the current session's running turn; its prompt answers `cancelled`.
-function M.interrupt()
-  local sid = state.session_id
+--- Stop a session's running turn; its prompt answers `cancelled`.
+---@param session_id? string
+function M.interrupt(session_id)
+  local sid = M.target(session_id)
   if not sid then
+    notify('no session', vim.log.levels.WARN)
+    return
+  end
+  if state.dead then
+    notify('the sidecar is not running (it died): nothing to interrupt; :Threadline restart', vim.log.levels.WARN)
     return
   end
   M.request('session/interrupt', { sessionId = sid }, function(err, result)
@@ -274,10 +367,11 @@ function M.interrupt()
   end)
 end
 
---- Branch the current session at `message_id` (default: all of it) and switch to it.
+--- Branch a session at `message_id` (default: all of it) and switch to the branch.
 ---@param message_id? string
-function M.fork(message_id)
-  local sid = state.session_id
+---@param session_id? string
+function M.fork(message_id, session_id)
+  local sid = M.target(session_id)
   if not sid then
     notify('no session to fork', vim.log.levels.WARN)
     return
@@ -298,10 +392,11 @@ function M.fork(message_id)
   end)
 end
 
---- Summarise the current session's older history.
+--- Summarise a session's older history.
 ---@param instructions? string
-function M.compact(instructions)
-  local sid = state.session_id
+---@param session_id? string
+function M.compact(instructions, session_id)
+  local sid = M.target(session_id)
   if not sid then
     notify('no session to compact', vim.log.levels.WARN)
     return
@@ -311,11 +406,13 @@ function M.compact(instructions)
     params.instructions = instructions
   end
   M.request('session/compact', params, function(err, r)
+    local c = chat.get(sid)
+    c:set_status(state.running[sid] and 'thinking…' or nil)
     if err then
       notify('compact: ' .. describe_error(err), vim.log.levels.ERROR)
       return
     end
-    chat.get(sid):note(
+    c:note(
       ('[compacted: %s → %s messages, %s → %s tokens]'):format(
         r.messagesBefore,
         r.messagesAfter,
@@ -346,6 +443,19 @@ function M.resume(session_id)
   end)
 end
 
+---@param s table a `session/list` entry
+---@return string
+local function session_label(s)
+  local meta = type(s._meta) == 'table' and s._meta or {}
+  return ('%s%s  %s  %s msgs  %s'):format(
+    s.sessionId == state.session_id and '* ' or '  ',
+    s.sessionId,
+    (s.updatedAt or ''):sub(1, 16):gsub('T', ' '),
+    meta.messageCount or '?',
+    s.title or ''
+  )
+end
+
 --- Pick a stored session with `vim.ui.select` and resume it.
 function M.sessions()
   M.request('session/list', vim.empty_dict(), function(err, result)
@@ -361,16 +471,7 @@ function M.sessions()
     vim.ui.select(items, {
       prompt = 'Threadline sessions',
       kind = 'threadline.sessions',
-      format_item = function(s)
-        local meta = type(s._meta) == 'table' and s._meta or {}
-        return ('%s%s  %s  %s msgs  %s'):format(
-          s.sessionId == state.session_id and '* ' or '  ',
-          s.sessionId,
-          (s.updatedAt or ''):sub(1, 16):gsub('T', ' '),
-          meta.messageCount or '?',
-          s.title or ''
-        )
-      end,
+      format_item = session_label,
     }, function(choice)
       if choice then
         M.resume(choice.sessionId)
@@ -379,86 +480,212 @@ function M.sessions()
   end)
 end
 
+--- Stored session ids (for completion), waiting at most a second.
+---@return string[]
+function M.session_ids()
+  if not M.server_info() then
+    return {}
+  end
+  local result = M.call('session/list', vim.empty_dict(), 1000)
+  return vim.tbl_map(function(s)
+    return s.sessionId
+  end, result and result.sessions or {})
+end
+
+--- Delete a session (after a confirmation) and wipe its buffer.
+---@param session_id? string
+function M.delete(session_id)
+  local sid = M.target(session_id)
+  if not sid then
+    notify('no session to delete', vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select({ 'Delete', 'Keep' }, {
+    prompt = ('Threadline: delete session %s and its history?'):format(sid),
+    kind = 'threadline.delete',
+  }, function(choice)
+    if choice ~= 'Delete' then
+      return
+    end
+    M.request('session/delete', { sessionId = sid }, function(err)
+      if err then
+        notify('delete: ' .. describe_error(err), vim.log.levels.ERROR)
+        return
+      end
+      if state.session_id == sid then
+        state.session_id = nil
+      end
+      state.pending[sid] = nil
+      chat.drop(sid)
+      notify('deleted ' .. sid)
+      fire('ThreadlineDeleted', { sessionId = sid })
+    end)
+  end)
+end
+
+--- Change the model of a session (a picker without `model`).
+---@param model? string
+---@param session_id? string
+function M.set_model(model, session_id)
+  local sid = M.target(session_id)
+  if not sid then
+    notify('no session', vim.log.levels.WARN)
+    return
+  end
+  local function apply(choice)
+    M.request(
+      'session/set_config_option',
+      { sessionId = sid, configId = 'model', value = choice },
+      function(err)
+        if err then
+          notify('model: ' .. describe_error(err), vim.log.levels.ERROR)
+          return
+        end
+        chat.get(sid):note('[model: ' .. choice .. ']')
+        fire('ThreadlineModel', { sessionId = sid, model = choice })
+      end
+    )
+  end
+  if model and model ~= '' then
+    apply(model)
+    return
+  end
+  vim.ui.select(M.models(), { prompt = 'Threadline model', kind = 'threadline.model' }, function(choice)
+    if choice then
+      apply(choice)
+    end
+  end)
+end
+
+--- Start the sidecar again (after it died) and reattach every open chat buffer.
+function M.restart()
+  if state.conn then
+    state.conn.stopping = true
+    state.conn:stop(1000)
+  end
+  state.conn, state.dead = nil, nil
+  state.running, state.phase = {}, {}
+  local open = chat.all()
+  for sid, c in pairs(open) do
+    M.request('session/resume', { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }, function(err)
+      if err then
+        c:note('[could not reattach: ' .. describe_error(err) .. ']', 'ThreadlineError')
+      else
+        c:note('[the sidecar was restarted]')
+      end
+    end)
+  end
+  if next(open) == nil then
+    M.request('session/list', vim.empty_dict())
+  end
+  notify('sidecar restarted')
+end
+
+--- What a session is doing, for a statusline: '' when idle, else e.g. `⋯ thinking`.
+---@param session_id? string default: the current buffer's session
+---@return string
+function M.status(session_id)
+  if state.dead then
+    return '✗ threadline sidecar died'
+  end
+  local sid = M.target(session_id)
+  local phase = sid and state.phase[sid]
+  if not phase then
+    return ''
+  end
+  local label = { thinking = '⋯ thinking', answering = '✎ answering', tool = '⚙ running a tool', compacting = '⋯ compacting' }
+  return label[phase] or phase
+end
+
 --- What the chat buffer shows for an assistant message of the current session.
 ---@param message_id string
 ---@return string?
 function M.message_text(message_id)
-  local c = current_chat()
+  local sid = M.target()
+  local c = sid and chat.all()[sid]
   return c and c:message_text(message_id) or nil
 end
 
---- The current session's chat buffer (nil before the first session).
+--- A session's chat buffer (default: the current session's; nil before the first).
+---@param session_id? string
 ---@return integer?
-function M.buffer()
-  local c = current_chat()
+function M.buffer(session_id)
+  local sid = session_id or state.session_id
+  local c = sid and chat.all()[sid]
   return c and c.buf or nil
 end
 
---- Buffer-local keys of a chat buffer.
+--- A floating window with a tool call's whole arguments and result.
+---@param buf integer
+function M.details(buf)
+  local c = chat.of_buffer(buf)
+  local entry = c and c:tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  if not entry then
+    return false
+  end
+  local lines = { entry.title .. ' (' .. entry.status .. ')', '', 'arguments:' }
+  vim.list_extend(lines, vim.split(vim.inspect(entry.input or {}), '\n'))
+  table.insert(lines, '')
+  table.insert(lines, 'result:')
+  vim.list_extend(lines, vim.split(entry.output ~= '' and entry.output or '(none yet)', '\n'))
+  vim.lsp.util.open_floating_preview(lines, 'markdown', { border = 'rounded', focus_id = 'threadline.tool' })
+  return true
+end
+
+--- Buffer-local keys of a chat buffer; each acts on that buffer's own session.
 ---@param buf integer
 function M._keys(buf)
   if vim.b[buf].threadline_keys then
     return
   end
   vim.b[buf].threadline_keys = true
+  local sid = vim.b[buf].threadline_session
   local keys = config.options.keys
   if keys.interrupt then
-    vim.keymap.set('n', keys.interrupt, M.interrupt, { buffer = buf, desc = 'Threadline: interrupt the turn' })
+    vim.keymap.set('n', keys.interrupt, function()
+      M.interrupt(sid)
+    end, { buffer = buf, desc = 'Threadline: interrupt the turn' })
   end
   if keys.ask then
     vim.keymap.set('n', keys.ask, function()
       vim.ui.input({ prompt = 'Ask: ' }, function(text)
         if text then
-          M.ask(text)
+          M.ask(text, sid)
         end
       end)
     end, { buffer = buf, desc = 'Threadline: ask' })
+  end
+  if keys.details then
+    vim.keymap.set('n', keys.details, function()
+      if not M.details(buf) then
+        vim.cmd('normal! ' .. vim.api.nvim_replace_termcodes(keys.details, true, false, true))
+      end
+    end, { buffer = buf, desc = "Threadline: the tool call's arguments and result" })
   end
 end
 
 --- Stop the sidecar (it is started again on the next command).
 function M.stop()
   if state.conn then
+    state.conn.stopping = true
     state.conn:stop()
   end
-  state.conn, state.session_id = nil, nil
-  state.running, state.last = {}, {}
+  state.conn, state.session_id, state.dead = nil, nil, nil
+  state.running, state.last, state.phase, state.pending = {}, {}, {}, {}
 end
 
-local SUBCOMMANDS = {
-  new = function(arg)
-    M.new(arg ~= '' and arg or nil)
-  end,
-  ask = M.ask,
-  interrupt = M.interrupt,
-  fork = M.fork,
-  compact = M.compact,
-  sessions = M.sessions,
-  resume = M.resume,
-}
-
---- `:Threadline {sub} [args]`
+--- `:Threadline {sub} [args]` (see `threadline.commands`).
 ---@param line string
-function M.command(line)
-  local sub, arg = line:match('^%s*(%S+)%s*(.-)%s*$')
-  local fn = SUBCOMMANDS[sub or '']
-  if not fn then
-    notify('usage: :Threadline new|ask {text}|interrupt|fork [id]|compact [text]|sessions|resume {id}', vim.log.levels.ERROR)
-    return
-  end
-  fn(arg)
+---@param range? {first: integer, last: integer}
+function M.command(line, range)
+  require('threadline.commands').run(line, range)
 end
 
 ---@param lead string
 ---@param line string
 ---@return string[]
 function M.complete(lead, line)
-  if line:match('^%s*%S+%s+%S*$') then
-    return vim.tbl_filter(function(s)
-      return vim.startswith(s, lead)
-    end, vim.tbl_keys(SUBCOMMANDS))
-  end
-  return {}
+  return require('threadline.commands').complete(lead, line)
 end
 
 ---@param opts? table see `threadline.Config`
@@ -473,7 +700,19 @@ function M.setup(opts)
     group = group,
     callback = function()
       if state.conn then
+        state.conn.stopping = true
         state.conn:stop(1000)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'WinEnter' }, {
+    group = group,
+    callback = function(ev)
+      local sid = vim.b[ev.buf].threadline_session
+      if sid then
+        state.session_id = sid
+      else
+        editor_tools.track(ev.buf, vim.api.nvim_get_current_win())
       end
     end,
   })

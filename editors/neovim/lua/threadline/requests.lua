@@ -33,27 +33,37 @@ local function await(start)
 end
 M.await = await
 
+--- The tools the model may call here: the user's, then the built-in editor tools.
+---@return threadline.Tool[]
+function M.tools()
+  return config.options.tools
+end
+
 ---@param params table ACP RequestPermissionRequest
 ---@return table
 function M.permission(params)
   local call = params.toolCall or {}
   local options = params.options or {}
   local title = call.title or call.toolCallId or 'a tool'
-  local detail = call.rawInput and vim.json.encode(call.rawInput) or ''
-  if #detail > 120 then
-    detail = detail:sub(1, 117) .. '...'
-  end
-  local choice = await(function(done)
-    vim.ui.select(options, {
-      prompt = ('Threadline: allow %s %s?'):format(title, detail),
-      kind = 'threadline.permission',
-      format_item = function(o)
-        return o.name or o.optionId
-      end,
-    }, function(item)
-      done(item)
+  local detail = require('threadline.util').args_line(call.rawInput, 100)
+  local function pick(prefix)
+    return await(function(done)
+      vim.ui.select(options, {
+        prompt = ('%sThreadline: allow %s%s?'):format(prefix, title, detail ~= '' and (' (' .. detail .. ')') or ''),
+        kind = 'threadline.permission',
+        format_item = function(o)
+          return o.name or o.optionId
+        end,
+      }, function(item)
+        done(item)
+      end)
     end)
-  end)
+  end
+  local choice = pick('')
+  if type(choice) ~= 'table' then
+    -- A stray key dismisses the picker: ask once more before refusing the tool.
+    choice = pick('(dismissed: dismiss again to refuse) ')
+  end
   if type(choice) ~= 'table' or not choice.optionId then
     return { outcome = { outcome = 'cancelled' } }
   end
@@ -62,7 +72,7 @@ end
 
 ---@param params table `{sessionId, toolCallId, name, arguments}`
 function M.tool_call(params)
-  for _, tool in ipairs(config.options.tools) do
+  for _, tool in ipairs(M.tools()) do
     if tool.name == params.name then
       local ok, result = pcall(tool.handler, params.arguments or {}, {
         session_id = params.sessionId,
@@ -121,9 +131,41 @@ function M.read_text_file(params)
   return { content = table.concat(vim.list_slice(lines, first, last), '\n') }
 end
 
+---@param path string
+---@return string[] lines the file holds now (a loaded buffer's text), {} if none
+local function current_lines(path)
+  local buf = loaded_buffer(path)
+  if buf then
+    return vim.api.nvim_buf_get_lines(buf, 0, -1, true)
+  end
+  local f = io.open(path, 'rb')
+  if not f then
+    return {}
+  end
+  local data = f:read('*a')
+  f:close()
+  local lines = vim.split(data, '\n', { plain = true })
+  if lines[#lines] == '' then
+    table.remove(lines)
+  end
+  return lines
+end
+
 ---@param params table `{sessionId, path, content}`
 function M.write_text_file(params)
   local lines = vim.split(params.content, '\n', { plain = true })
+  if config.options.diff then
+    local proposed = vim.list_slice(lines, 1, lines[#lines] == '' and #lines - 1 or #lines)
+    local accepted = await(function(done)
+      require('threadline.review').ask(params.path, current_lines(params.path), proposed, done)
+    end)
+    if not accepted then
+      return response_error(
+        vim.lsp.protocol.ErrorCodes.RequestFailed,
+        'the user rejected the edit to ' .. params.path .. ' (nothing was written)'
+      )
+    end
+  end
   local buf = loaded_buffer(params.path)
   if buf then
     local eol = lines[#lines] == ''

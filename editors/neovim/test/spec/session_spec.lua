@@ -151,6 +151,7 @@ describe('threadline sessions', function()
       return #messages > 0
     end, 'the error')
     vim.notify = original
-    assert.matches('resume: .*%(%-32002%)', messages[1])
+    assert.matches('resume: unknown session: sess_does_not_exist', messages[1], 1, true)
+    assert.is_nil(messages[1]:find('32002'), 'codes stay in the log')
   end)
 end)

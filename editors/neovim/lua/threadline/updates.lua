@@ -1,0 +1,66 @@
+--- `session/update` notifications into chat buffers.
+---
+--- Updates of a turn this Neovim is running go into that session's buffer as they
+--- arrive; replays and announcements are skipped (a resumed or forked buffer is filled
+--- from `session/history` instead). Every update is also fired as the `User`
+--- autocommand `ThreadlineUpdate` (data = {sessionId, update}).
+local chat = require('threadline.chat')
+local util = require('threadline.util')
+
+local M = {}
+
+---@param u table
+---@return boolean
+local function cancelled(u)
+  return type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline.cancelled == true
+end
+
+---@param state threadline.State
+---@param params {sessionId: string, update: table}
+function M.handle(state, params)
+  local sid, u = params.sessionId, params.update or {}
+  util.fire('ThreadlineUpdate', { sessionId = sid, update = u })
+  if not sid then
+    return
+  end
+  local kind = u.sessionUpdate
+  if kind == 'compaction_update' then
+    local c = chat.all()[sid]
+    if not c then
+      return
+    end
+    if u.status == 'in_progress' then
+      c:set_status('compacting…')
+      state.phase[sid] = 'compacting'
+    else
+      c:set_status(state.running[sid] and 'thinking…' or nil)
+      state.phase[sid] = state.running[sid] and 'thinking' or nil
+      c:note(('[compaction %s]'):format(u.status))
+    end
+    return
+  end
+  if not state.running[sid] then
+    return -- replays and announcements: the buffer is filled from history instead
+  end
+  local c = chat.get(sid)
+  if kind == 'agent_message_chunk' then
+    state.phase[sid] = 'answering'
+    c:chunk(u.messageId or 'answer', util.block_text(u.content))
+  elseif kind == 'agent_thought_chunk' then
+    state.phase[sid] = 'thinking'
+    if not c.status then
+      c:set_status('thinking…')
+    end
+  elseif kind == 'tool_call' then
+    state.phase[sid] = 'tool'
+    c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
+  elseif kind == 'tool_call_update' then
+    local status = cancelled(u) and 'failed' or u.status or 'in_progress'
+    c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, util.block_text(u.content))
+    if status == 'completed' or status == 'failed' then
+      state.phase[sid] = 'thinking'
+    end
+  end
+end
+
+return M

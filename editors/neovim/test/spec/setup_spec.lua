@@ -1,0 +1,76 @@
+-- Installing as docs/editors.md says: :help works (the tags ship), a sidecar command
+-- that is not there is one clear message, and :checkhealth threadline reports.
+local H = require('helpers')
+
+local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
+local root = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(here)))) -- editors/neovim
+
+describe('threadline setup', function()
+  local messages, original_notify
+  before_each(function()
+    messages = {}
+    original_notify = vim.notify
+    vim.notify = function(msg, level)
+      table.insert(messages, { msg = msg, level = level })
+    end
+  end)
+  after_each(function()
+    vim.notify = original_notify
+    H.stop()
+    vim.cmd('silent! only')
+  end)
+
+  it(':help threadline opens the help; doc/tags is up to date', function()
+    local ok, err = pcall(vim.cmd, 'help threadline')
+    assert.is_true(ok, tostring(err))
+    assert.equals('help', vim.bo.buftype)
+    assert.matches('threadline.txt$', vim.api.nvim_buf_get_name(0))
+    vim.cmd('helpclose')
+    assert.is_true(pcall(vim.cmd, 'help :Threadline'))
+    vim.cmd('helpclose')
+    -- The shipped tags are what :helptags makes of the help file now.
+    local scratch = vim.fn.tempname()
+    vim.fn.mkdir(scratch, 'p')
+    vim.fn.writefile(vim.fn.readfile(root .. '/doc/threadline.txt'), scratch .. '/threadline.txt')
+    vim.cmd('helptags ' .. vim.fn.fnameescape(scratch))
+    assert.same(vim.fn.readfile(scratch .. '/tags'), vim.fn.readfile(root .. '/doc/tags'))
+    vim.fn.delete(scratch, 'rf')
+  end)
+
+  it('a sidecar command that is not installed is one message naming the setting', function()
+    local tl = require('threadline')
+    tl.setup({ cmd = { 'threadline-is-not-installed-here', 'serve' } })
+    local ok, err = pcall(vim.cmd, 'Threadline new')
+    assert.is_true(ok, tostring(err))
+    local ok2, err2 = pcall(vim.cmd, 'Threadline ask hello')
+    assert.is_true(ok2, tostring(err2))
+    assert.equals(2, #messages, vim.inspect(messages))
+    for _, m in ipairs(messages) do
+      assert.equals(vim.log.levels.ERROR, m.level)
+      assert.matches("'threadline-is-not-installed-here' is not executable", m.msg, 1, true)
+      assert.matches('set `cmd` in', m.msg, 1, true)
+      assert.is_nil(m.msg:find('traceback', 1, true))
+      assert.is_nil(m.msg:find('\n', 1, true), 'one line')
+    end
+  end)
+
+  it(':checkhealth threadline reports the sidecar, its version, the model and the data folder', function()
+    H.start()
+    vim.cmd('checkhealth threadline')
+    local text = H.text(0)
+    assert.matches('OK Neovim', text, 1, true)
+    assert.matches('OK command: ', text, 1, true)
+    assert.matches('OK version: threadline %d+%.%d+%.%d+', text)
+    assert.matches('model local:smollm2%-135m', text)
+    assert.matches('OK writable: ' .. H.home, text, 1, true)
+    assert.is_nil(text:find('ERROR', 1, true), text)
+    vim.cmd('bwipeout!')
+    -- A command that is not there is an error with the advice.
+    require('threadline').setup({ cmd = { 'threadline-is-not-installed-here', 'serve' } })
+    vim.cmd('checkhealth threadline')
+    text = H.text(0)
+    assert.matches("ERROR 'threadline-is-not-installed-here' is not executable", text, 1, true)
+    assert.matches('ADVICE', text, 1, true)
+    vim.cmd('bwipeout!')
+  end)
+end)

@@ -1,0 +1,86 @@
+"""The ``threadline`` command's output, as a person runs it (a real process each time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import scripted
+
+THREADLINE = [sys.executable, "-m", "threadline"]
+
+
+def run(
+    home: Path, *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in ("THREADLINE_MODEL", "THREADLINE_CONFIG")
+    }
+    full.update(THREADLINE_HOME=str(home), THREADLINE_LOG_LEVEL="WARNING", **env)
+    return subprocess.run(
+        [*THREADLINE, *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_version_and_help(home: Path) -> None:
+    version = run(home, "--version")
+    assert version.returncode == 0, version.stderr
+    assert re.fullmatch(r"threadline \d+\.\d+\.\d+\n", version.stdout)
+    helptext = run(home, "--help")
+    assert helptext.returncode == 0
+    assert "``" not in helptext.stdout
+    assert "threadline serve" in helptext.stdout
+    for command in ("ask", "chat", "sessions", "history", "models"):
+        assert command in helptext.stdout
+
+
+def test_a_failed_prompt_prints_the_session_and_stores_no_empty_reply(home: Path) -> None:
+    result = run(home, "ask", "--model", "openai:gpt-4o-mini", "hello there")
+    assert result.returncode == 1
+    assert "no API key" in result.stderr
+    sid = re.search(r"session: (sess_\w+)", result.stderr)
+    assert sid, result.stderr
+    history = run(home, "history", sid.group(1))
+    assert history.returncode == 0, history.stderr
+    assert history.stdout == "[u1 user] hello there\n"
+
+
+def test_history_shows_tool_calls_and_their_results(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the secret is 42\n")
+    model = scripted(
+        [{"tool_call": {"name": "read_file", "arguments": {"path": "notes.txt"}}}],
+        [{"tool_call": {"name": "read_file", "arguments": {}}}],
+        [{"text": "It is 42."}],
+    )
+    asked = run(home, "ask", "--tools", "--model", model, "what is the secret?", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    sid = re.search(r"session: (sess_\w+)", asked.stderr)
+    assert sid, asked.stderr
+    lines = run(home, "history", sid.group(1)).stdout.splitlines()
+    assert lines[0] == "[u1 user] what is the secret?"
+    assert '[a1 tool call] read_file {"path": "notes.txt"}' in lines
+    assert any(
+        line.startswith("[a1 tool result] read_file completed:") and "the secret is 42" in line
+        for line in lines
+    ), lines
+    assert "[a1 tool call] read_file {}" in lines
+    assert any(
+        line.startswith("[a1 tool result] read_file failed: invalid arguments") for line in lines
+    ), lines
+    assert lines[-1] == "[a1 assistant] It is 42."
+    assert all(not re.fullmatch(r"\[\w+ \w+\] ?", line) for line in lines), lines
+
+
+def test_models_marks_the_default_that_threadline_model_names(home: Path) -> None:
+    result = run(home, "models", "--no-check", "--json", THREADLINE_MODEL="openai:gpt-4o-mini")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["models"]
+    assert [r["model"] for r in rows if r["default"]] == ["openai:gpt-4o-mini"]
+    plain = run(home, "models", "--no-check")
+    assert re.search(r"local:smollm2-135m \*", plain.stdout), plain.stdout

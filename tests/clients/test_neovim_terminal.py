@@ -1,0 +1,240 @@
+"""threadline.nvim in a real terminal: Neovim runs in tmux and gets its keys as a user
+types them (``:Threadline new``, ``<CR>`` and a prompt, ``:Threadline fork``, ``<C-w>p``,
+``<C-c>``); the screen is read with ``capture-pane``, and at the end each chat buffer's
+text is compared with its own session's stored history.
+
+The scripted model echoes the prompt, waits 4 s and ends with `(end)`: the first turn
+finishes, the second is interrupted while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import scripted
+from threadline_client import ThreadlineClient
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "editors" / "neovim"
+MODEL = scripted([{"echo": True}, {"sleep": 4}, {"text": " (end)"}])
+
+
+def nvim_binary() -> str | None:
+    local = REPO / ".venv" / "bin" / "nvim"
+    return str(local) if local.exists() else shutil.which("nvim")
+
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None or nvim_binary() is None, reason="needs tmux and nvim"
+)
+
+
+class Tmux:
+    """One tmux server of our own (its own socket), one window running Neovim."""
+
+    def __init__(self, socket: str, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.socket = socket
+        exports = " ".join(f"{k}={_quote(v)}" for k, v in env.items())
+        shell = f"cd {_quote(str(cwd))} && env {exports} " + " ".join(_quote(c) for c in command)
+        self._tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", "nvim", shell)
+
+    def _tmux(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return out.stdout
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "nvim", *keys)
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-t", "nvim", "-l", text)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "nvim")
+
+    def wait_for(self, pattern: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if re.search(pattern, screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} not on screen within {timeout} s:\n{screen}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def tmux_sessions() -> Iterator[list[Tmux]]:
+    opened: list[Tmux] = []
+    yield opened
+    for t in opened:
+        t.close()
+
+
+def history(home: Path, session_id: str) -> list[dict[str, Any]]:
+    async def read() -> list[dict[str, Any]]:
+        client = await ThreadlineClient.spawn(
+            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await client.initialize()
+            return await client.history(session_id)
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+INIT = """
+vim.opt.runtimepath:prepend({plugin})
+vim.opt.swapfile = false
+vim.cmd('runtime plugin/threadline.lua')
+require('threadline').setup({{
+  cmd = {cmd},
+  env = {{ THREADLINE_HOME = {home}, THREADLINE_LOG_LEVEL = 'WARNING' }},
+  cwd = {home},
+  model = {model},
+  open = 'vsplit',
+  reuse_window = false,
+}})
+-- For the test's last step: every chat buffer's text, by session, into one file.
+function DumpChats()
+  local out = {{}}
+  for sid, c in pairs(require('threadline.chat').all()) do
+    out[sid] = table.concat(vim.api.nvim_buf_get_lines(c.buf, 0, -1, true), '\\n')
+  end
+  vim.fn.writefile({{ vim.json.encode(out) }}, {dump})
+end
+"""
+
+
+def lua(value: Any) -> str:
+    if isinstance(value, list):
+        return "{ " + ", ".join(lua(v) for v in value) + " }"
+    return json.dumps(str(value))
+
+
+@pytest.mark.timeout(180)
+def test_new_ask_fork_ask_in_the_first_window_interrupt(
+    tmux_sessions: list[Tmux], home: Path, tmp_path: Path
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    dump = tmp_path / "chats.json"
+    init = tmp_path / "init.lua"
+    init.write_text(
+        INIT.format(
+            plugin=lua(PLUGIN),
+            cmd=lua([str(REPO / ".venv" / "bin" / "python"), "-m", "threadline", "serve"]),
+            home=lua(home),
+            model=lua(MODEL),
+            dump=lua(dump),
+        )
+    )
+    scratch = tmp_path / "xdg"
+    env = {
+        "TERM": "xterm-256color",
+        "XDG_STATE_HOME": str(scratch / "state"),
+        "XDG_DATA_HOME": str(scratch / "data"),
+        "XDG_CONFIG_HOME": str(scratch / "config"),
+        "XDG_CACHE_HOME": str(scratch / "cache"),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+    }
+    nvim = nvim_binary()
+    assert nvim is not None
+    tmux = Tmux(
+        f"threadline-test-{os.getpid()}-{id(tmp_path)}", [nvim, "-u", str(init)], env, tmp_path
+    )
+    tmux_sessions.append(tmux)
+    tmux.wait_for(r"~")  # Neovim is up
+
+    # new → ask: the answer streams into the new chat window.
+    tmux.type(":Threadline new")
+    tmux.keys("Enter")
+    tmux.wait_for(r"threadline://sess_")
+    tmux.keys("Enter")  # <CR> in the chat buffer
+    tmux.wait_for(r"Ask:")
+    tmux.type("first question")
+    tmux.keys("Enter")
+    tmux.wait_for(r"first question\s+\(end\)")
+
+    # fork: a second window with the branch.
+    tmux.type(":Threadline fork")
+    tmux.keys("Enter")
+    tmux.wait_for(r"\[forked from sess_")
+
+    # ask in the first window, then interrupt it there.
+    tmux.keys("C-w", "p")
+    tmux.keys("Enter")
+    tmux.wait_for(r"Ask:")
+    tmux.type("second question")
+    tmux.keys("Enter")
+    tmux.wait_for(r"second question\s")
+    tmux.keys("C-c")
+    screen = tmux.wait_for(r"\[interrupted\]")
+    assert not re.search(r"second question\s+\(end\)", screen)
+
+    tmux.type(":lua DumpChats()")
+    tmux.keys("Enter")
+    deadline = time.monotonic() + 20
+    while not dump.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    chats: dict[str, str] = json.loads(dump.read_text())
+    assert len(chats) == 2
+    first = next(sid for sid, text in chats.items() if "[forked from" not in text)
+    fork = next(sid for sid in chats if sid != first)
+    assert f"[forked from {first}" in chats[fork]
+
+    # Each buffer holds its own session's text, and only that.
+    assert "first question (end)" in words(chats[first])
+    assert "second question" in chats[first] and "_[interrupted]_" in chats[first]
+    assert "first question (end)" in words(chats[fork])
+    assert "second question" not in chats[fork]
+    first_history = history(home, first)
+    fork_history = history(home, fork)
+    assert [words(text_of(m)) for m in first_history] == [
+        "first question",
+        "first question (end)",
+        "second question",
+        "second question",
+    ]
+    assert first_history[-1]["truncated"] is True
+    assert [words(text_of(m)) for m in fork_history] == ["first question", "first question (end)"]
+    for messages, sid in ((first_history, first), (fork_history, fork)):
+        for m in messages:
+            assert text_of(m) in chats[sid]
+
+    tmux.type(":qa!")
+    tmux.keys("Enter")
