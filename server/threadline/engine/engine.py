@@ -339,13 +339,21 @@ class Engine:
 
     def _replay(self, session: Session, message: dict[str, Any]) -> None:
         mid, turn, role = message["messageId"], message["turnId"], message["role"]
+        marks = updates.replay_marks(message)
         for block in message["content"]:
             t = block.get("type")
             if role == "user" and t not in ("tool_result",):
-                session.announce(updates.content_chunk("user_message_chunk", mid, turn, block))
+                session.announce(
+                    updates.marked(
+                        updates.content_chunk("user_message_chunk", mid, turn, block), marks
+                    )
+                )
             elif t == "text":
                 session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
+                    updates.marked(
+                        updates.message_chunk("agent_message_chunk", mid, turn, block["text"]),
+                        marks,
+                    )
                 )
             elif t == "thought":
                 session.announce(
@@ -353,11 +361,22 @@ class Engine:
                 )
             elif t == "summary":
                 session.announce(
-                    updates.message_chunk("agent_message_chunk", mid, turn, block["text"])
+                    updates.marked(
+                        updates.message_chunk("agent_message_chunk", mid, turn, block["text"]),
+                        {**marks, "summary": True},
+                    )
                 )
             elif t == "tool_use":
+                tool = session.tools.get(block["name"])
+                args = block.get("input") or {}
                 session.announce(
-                    updates.tool_call(block["id"], block["name"], "other", block.get("input"), turn)
+                    updates.tool_call(
+                        block["id"],
+                        tool.title(args) if tool else block["name"],
+                        tool.kind if tool else "other",
+                        block.get("input"),
+                        turn,
+                    )
                 )
             elif t == "exit_signal":
                 session.announce(

@@ -150,6 +150,7 @@ class Turn:
         self.budget = session.config.tool_budget
         self.produced: list[str] = []
         self.last_message_id: str | None = None
+        self.user_message_id: str | None = None
         self._seen_calls: set[str] = set()
         self._tools_off = False
         self._offered_tools = True
@@ -176,7 +177,9 @@ class Turn:
 
     async def run(self) -> dict[str, Any]:
         try:
-            self._commit(UserMessage(self._message("user", self.prompt)))
+            user = self._message("user", self.prompt)
+            self.user_message_id = user["messageId"]
+            self._commit(UserMessage(user))
             self.session.maybe_title(self.prompt)
             while True:
                 stream = await self._model_call()
@@ -207,7 +210,13 @@ class Turn:
             "usage": usage_wire(
                 t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens
             ),
-            "_meta": {"threadline": {"turnId": self.turn_id, "messageId": self.last_message_id}},
+            "_meta": {
+                "threadline": {
+                    "turnId": self.turn_id,
+                    "messageId": self.last_message_id,
+                    "userMessageId": self.user_message_id,
+                }
+            },
         }
 
     def cancelled_result(self) -> dict[str, Any]:

@@ -36,6 +36,24 @@ def content_chunk(
     return {"sessionUpdate": kind, "messageId": message_id, "content": block, "_meta": meta}
 
 
+def replay_marks(message: dict[str, Any]) -> dict[str, Any]:
+    """What a replayed message was: taken out of the prompt by a compaction, or cut
+    off by an interrupt. Live updates never carry these; clients show them on resume."""
+    marks: dict[str, Any] = {}
+    if message.get("compacted"):
+        marks["compacted"] = True
+    if message.get("truncated"):
+        marks["truncated"] = True
+    return marks
+
+
+def marked(update: Update, marks: dict[str, Any]) -> Update:
+    """``update`` with ``marks`` added to its ``_meta.threadline``."""
+    if marks:
+        update["_meta"]["threadline"].update(marks)
+    return update
+
+
 def tool_call(
     tool_call_id: str,
     title: str,
