@@ -42,7 +42,7 @@ function start(): void {
 
   const submit = () => {
     const text = els.input.value.trim();
-    if (!text || state.running) return;
+    if (!text || state.running || state.compacting || state.sidecarDown !== null) return;
     post({ type: "prompt", text });
     els.input.value = "";
   };
@@ -56,6 +56,7 @@ function start(): void {
   els.interrupt.addEventListener("click", () => post({ type: "interrupt" }));
   els.compact.addEventListener("click", () => post({ type: "compact" }));
   els.newSession.addEventListener("click", () => post({ type: "newSession" }));
+  els.restart.addEventListener("click", () => post({ type: "restartSidecar" }));
   els.sessionsButton.addEventListener("click", () => {
     if (!els.sessionsPanel.hidden) {
       els.sessionsPanel.hidden = true;
