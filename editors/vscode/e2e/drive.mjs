@@ -235,9 +235,10 @@ try {
   });
 
   await step("editor-selection-tool-and-engine-note", async () => {
-    // The repeated call is answered by the engine itself: one card.
+    // The repeated call is answered by the engine itself, and shown so (as on resume).
     const tools = chat().locator(".entry.tool");
-    assert.equal(await tools.count(), 1);
+    assert.equal(await tools.count(), 2);
+    assert.match(await tools.nth(1).locator(".tool-output").innerText(), /Already called/);
     const output = await tools.first().locator(".tool-output").innerText();
     assert.match(output, /def greet/, "the selection reached the model");
     for (const t of await chat().locator(".tool .tool-title").allInnerTexts()) liveToolTitles.push(t);

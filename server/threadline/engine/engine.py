@@ -367,16 +367,9 @@ class Engine:
                     )
                 )
             elif t == "tool_use":
-                tool = session.tools.get(block["name"])
-                args = block.get("input") or {}
+                title, kind = session.tools.describe_call(block["name"], block.get("input"))
                 session.announce(
-                    updates.tool_call(
-                        block["id"],
-                        tool.title(args) if tool else block["name"],
-                        tool.kind if tool else "other",
-                        block.get("input"),
-                        turn,
-                    )
+                    updates.tool_call(block["id"], title, kind, block.get("input"), turn)
                 )
             elif t == "exit_signal":
                 session.announce(

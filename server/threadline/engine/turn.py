@@ -510,9 +510,20 @@ class Turn:
     def _answer(
         self, call: ToolCallFinal, text: str, *, status: str, is_error: bool = False
     ) -> None:
-        """Commit a result the engine writes itself (refused, skipped, invalid…)."""
+        """Commit a result the engine writes itself (refused, skipped, invalid…), and show
+        it as the replay will: a tool call with that result."""
         outcome = ToolOutcome.text(text, is_error=is_error)
         self._commit(ToolResult(self._tool_result(call, outcome, status=status)))
+        title, kind = self.session.tools.describe_call(call.name, call.arguments)
+        self.session.announce(updates.tool_call(call.id, title, kind, call.arguments, self.turn_id))
+        self.session.announce(
+            updates.tool_call_update(
+                call.id,
+                "completed" if status == "completed" else "failed",
+                content=outcome.content,
+                cancelled=status == "cancelled",
+            )
+        )
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
