@@ -60,14 +60,20 @@ class Gate:
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
 
     def host_ok(self, headers: Headers) -> bool:
-        return headers.get("Host", "") in self.hosts
+        return _single(headers, "Host") in self.hosts
 
     def origin_ok(self, headers: Headers) -> bool:
-        return headers.get("Origin", "") in self.origins
+        return _single(headers, "Origin") in self.origins
 
     def token_ok(self, path: str) -> bool:
         given = parse_qs(urlsplit(path).query).get("token", [""])[0]
         return hmac.compare_digest(given.encode(), self.token.encode())
+
+
+def _single(headers: Headers, name: str) -> str:
+    """The header's value, or "" when it is missing or sent more than once."""
+    values = headers.get_all(name)
+    return values[0] if len(values) == 1 else ""
 
 
 def _page_headers(content_type: str, length: int, port: int) -> Headers:
