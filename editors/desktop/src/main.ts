@@ -270,8 +270,6 @@ function messageText(message: Message): string {
 async function start(): Promise<void> {
   const status = $("#connection");
   const token = new URLSearchParams(location.search).get("token") ?? "";
-  // The token stays out of the address bar (and so out of history and screenshots).
-  history.replaceState(null, "", "/");
   let client: WsClient;
   try {
     client = await WsClient.connect(`ws://${location.host}/rpc?token=${encodeURIComponent(token)}`);
