@@ -31,6 +31,10 @@ class TurnInfo(ThreadlineBlock):
     """On message chunks: the turn the message belongs to (``u3``, ``a3``)."""
 
     turn_id: str
+    compacted: bool | None = None
+    """Replay only: a compaction has since taken this message out of the prompt."""
+    truncated: bool | None = None
+    """Replay only: the answer was cut off (an interrupt, a failure, a crash)."""
 
 
 class ToolCallInfo(ThreadlineBlock):
@@ -49,9 +53,20 @@ class SessionInfoUpdateInfo(ThreadlineBlock):
     """A provider's passing status (retrying, loading the model…)."""
 
 
+class ToolOffer(ThreadlineBlock):
+    """The tools one model call of a turn was offered."""
+
+    offered: list[str]
+    left_out: int
+
+
 class PromptResultInfo(ThreadlineBlock):
     turn_id: str | None = None
     message_id: str | None = None
+    user_message_id: str | None = None
+    """The prompt's stored message: a client can fork at it at once."""
+    tool_offers: list[ToolOffer] | None = None
+    """One entry per model call, in order: why a tool was (not) called."""
     command: str | None = None
     """Set when the prompt was a slash command (``compact``, ``fork``)."""
 

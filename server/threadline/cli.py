@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     from threadline_client import chat as chat_cli
 
     chat_cli.add_arguments(p_chat)
+    from threadline_client import desktop
+
+    desktop.add_arguments(
+        sub.add_parser("desktop", help="the chat as a local web app (fork tree, side by side)")
+    )
     sub.add_parser("sessions", help="list stored sessions")
     models_cmd.add_arguments(
         sub.add_parser("models", help="list configured models and whether each is reachable")
@@ -55,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         return models_cmd.main(args)
     if args.command == "chat":
         return chat_cli.run(args)
+    if args.command == "desktop":
+        return desktop.run(args)
     from threadline_client import RpcError, ask
 
     try:

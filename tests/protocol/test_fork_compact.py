@@ -256,3 +256,36 @@ async def test_a_summary_longer_than_the_history_is_not_committed(sidecar: Sidec
     result = await sidecar.call("session/compact", {"sessionId": sid})
     assert result["summary"] == "" and result["tokensAfter"] == result["tokensBefore"]
     assert json.dumps(await history(sidecar, sid)) == before
+
+
+async def test_replay_marks_summaries_compacted_and_interrupted_messages(
+    sidecar: SidecarClient,
+) -> None:
+    """A resumed session shows what the live one showed: the summary as a summary, the
+    messages it replaced as compacted, an interrupted answer as interrupted."""
+    sid = await session_with_turns(sidecar, 4, model=SUMMARIZING, words=200)
+    await sidecar.call("session/compact", {"sessionId": sid})
+    messages = await history(sidecar, sid)
+    summary_id = messages[-1]["messageId"]
+    compacted_ids = {m["messageId"] for m in messages if m.get("compacted")}
+    before = len(sidecar.updates)
+    await sidecar.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
+    replay = [u["update"] for u in sidecar.updates[before:] if u["sessionId"] == sid]
+    texts = [u for u in replay if u["sessionUpdate"].endswith("_message_chunk")]
+    marks = {u["messageId"]: u["_meta"]["threadline"] for u in texts}
+    assert marks[summary_id].get("summary") is True
+    assert {m for m, t in marks.items() if t.get("compacted")} == compacted_ids
+    assert all("summary" not in t for m, t in marks.items() if m != summary_id)
+
+
+async def test_prompt_result_names_the_user_message_it_stored(sidecar: SidecarClient) -> None:
+    """So a client can offer "fork from here" on a message the user just typed."""
+    sid = await sidecar.new_session(model=SUMMARIZING)
+    result = await sidecar.prompt(sid, "hello")
+    messages = await history(sidecar, sid)
+    assert result["_meta"]["threadline"]["userMessageId"] == messages[0]["messageId"]
+    fork = await sidecar.call(
+        "session/fork",
+        {"sessionId": sid, "messageId": result["_meta"]["threadline"]["userMessageId"]},
+    )
+    assert len(await history(sidecar, fork["sessionId"])) == 1

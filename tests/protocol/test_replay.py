@@ -42,6 +42,18 @@ ASK_USER = {
 TRANSIENT = {"usage_update", "session_info_update", "available_commands_update"}
 
 
+HINDSIGHT = ("compacted", "truncated")
+"""Marks only a replay can give (`updates.replay_marks`): the rest must be equal."""
+
+
+def unmarked(u: dict[str, Any]) -> dict[str, Any]:
+    meta = (u.get("_meta") or {}).get("threadline")
+    if not meta or not any(k in meta for k in HINDSIGHT):
+        return u
+    kept = {k: v for k, v in meta.items() if k not in HINDSIGHT}
+    return {**u, "_meta": {**u["_meta"], "threadline": kept}}
+
+
 def shown(updates: list[dict[str, Any]], sid: str) -> list[dict[str, Any]]:
     """What stays on a client's screen: no transitional states, text per block."""
     out: list[dict[str, Any]] = []
@@ -52,6 +64,7 @@ def shown(updates: list[dict[str, Any]], sid: str) -> list[dict[str, Any]]:
         kind = u["sessionUpdate"]
         if kind in TRANSIENT or u.get("status") == "in_progress":
             continue
+        u = unmarked(u)
         last = out[-1] if out else None
         if (
             kind.endswith("_chunk")

@@ -334,3 +334,39 @@ async def test_invalid_arguments_are_shown_as_a_failed_call(sidecar: SidecarClie
     assert all(
         "required property" not in json.dumps(m["content"]) for m in msgs if m["role"] == "user"
     )
+
+
+async def test_tool_calls_look_the_same_live_and_resumed(
+    sidecar: SidecarClient, tmp_path: Path
+) -> None:
+    """Titles, kinds and results of every call, the ones the engine answers itself (a
+    repeated call) included, are what a resumed session shows."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    model = scripted(
+        [call("read_file", path="notes.txt")],
+        [call("read_file", path="notes.txt")],
+        [{"text": "done"}],
+    )
+    sid = await sidecar.new_session(model=model, cwd=str(tmp_path))
+    assert (await sidecar.prompt(sid, "read it twice"))["stopReason"] == "end_turn"
+
+    def tool_view(updates: list[dict[str, Any]]) -> dict[str, tuple[str, str, str]]:
+        out: dict[str, tuple[str, str, str]] = {}
+        for u in updates:
+            if u["sessionUpdate"] == "tool_call":
+                out[u["toolCallId"]] = (u["title"], u["kind"], "")
+            elif u["sessionUpdate"] == "tool_call_update" and u.get("status") in (
+                "completed",
+                "failed",
+            ):
+                title, kind, _ = out[u["toolCallId"]]
+                out[u["toolCallId"]] = (title, kind, u["status"])
+        return out
+
+    live = tool_view([u["update"] for u in sidecar.updates if u["sessionId"] == sid])
+    before = len(sidecar.updates)
+    await sidecar.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+    resumed = tool_view([u["update"] for u in sidecar.updates[before:] if u["sessionId"] == sid])
+    assert len(live) == 2
+    assert live == resumed
+    assert all(kind == "read" and status == "completed" for _, kind, status in live.values())

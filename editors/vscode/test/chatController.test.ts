@@ -183,3 +183,56 @@ test("compact reports its result to the view", async (t) => {
     sink.of("update").some((m) => m.notification.update.sessionUpdate === "compaction_update"),
   );
 });
+
+test("after a sidecar restart a new controller reloads the session on screen, context figure included", async (t) => {
+  const { client, home } = await sidecar(t);
+  const model = scripted({ rounds: [[{ text: "Hello." }, { usage: { input_tokens: 700, output_tokens: 5 } }]] });
+  const figures = new Map<string, { used: number; size: number }>();
+  const running: boolean[] = [];
+  const first = new RecordingSink();
+  const before = new ChatController(client, first, {
+    cwd: () => CWD,
+    tools: () => [],
+    defaultModel: () => model,
+    onRunning: (r) => running.push(r),
+    contextFigures: figures,
+  });
+  await before.handle({ type: "prompt", text: "Hi" });
+  assert.deepEqual(running, [true, false], "the editor hears when a turn runs");
+  const ended = first.of("turnEnded")[0]!;
+  const sid = before.currentSessionId!;
+  const { messages } = await client.history(sid);
+  assert.equal(ended.userMessageId, messages[0]!.messageId, "the typed message can be forked at once");
+  await client.stop(5000);
+
+  // A new sidecar on the same data, as Restart the Sidecar does.
+  const { client: restarted } = await sidecar(t, {}, home);
+  const second = new RecordingSink();
+  const after = new ChatController(restarted, second, {
+    cwd: () => CWD,
+    tools: () => [],
+    defaultModel: () => model,
+    initialSessionId: sid,
+    contextFigures: figures,
+  });
+  await after.handle({ type: "ready" });
+  assert.equal(second.of("session").at(-1)?.sessionId, sid);
+  assert.equal(second.agentText().get(messages[1]!.messageId), "Hello.");
+  assert.deepEqual(second.of("context"), [{ type: "context", used: 705, size: 8192 }]);
+});
+
+test("compacting is announced around the call; a fork names its parent by title", async (t) => {
+  const { client } = await sidecar(t);
+  const model = scripted({ rounds: [[{ text: "An answer long enough to be worth a summary, ".repeat(8) }]], summary: [{ text: "Short." }] });
+  const { chat, sink } = controller(client, { model });
+  for (const text of ["one", "two", "three", "four"]) await chat.handle({ type: "prompt", text });
+  await chat.handle({ type: "compact" });
+  const order = sink.messages.map((m) => m.type).filter((t) => t === "compacting" || t === "compacted");
+  assert.deepEqual(order, ["compacting", "compacted", "compacting"]);
+  assert.deepEqual(sink.of("compacting").map((m) => m.active), [true, false]);
+  await chat.forkLatest();
+  const notice = sink.of("notice").at(-1)!.text;
+  assert.match(notice, /^Forked from “one”/);
+  assert.doesNotMatch(notice, /sess_/);
+  assert.equal(sink.of("session").at(-1)?.parentTitle, "one");
+});

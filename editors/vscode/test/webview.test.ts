@@ -261,3 +261,119 @@ test("without acquireVsCodeApi (a plain browser) the page still works", async ()
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+function update(sessionId: string, u: Record<string, unknown>): HostMessage {
+  return { type: "update", notification: { sessionId, update: u } } as unknown as HostMessage;
+}
+
+test("rough edges: narrow picker, whole badges, notes, summaries, replay marks, compaction, sidecar down", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  await page.setViewportSize({ width: 260, height: 900 }); // VS Code's default sidebar width
+  const sid = "sess_abc";
+  await feed(page, [
+    {
+      type: "session",
+      sessionId: sid,
+      title: "Colours",
+      parentSessionId: "sess_parent0123456789",
+      parentTitle: "Paint questions",
+      models: [{ id: "local:smollm2-135m", name: "SmolLM2 135M (local)" }],
+      currentModel: "local:smollm2-135m",
+    },
+    // A resumed session: a task, an answer a compaction took out, the summary, an
+    // interrupted answer, and a tool whose long title wraps.
+    update(sid, { sessionUpdate: "user_message_chunk", messageId: "msg_u1", content: { type: "text", text: "Name the colours." } }),
+    update(sid, {
+      sessionUpdate: "agent_message_chunk",
+      messageId: "msg_a1",
+      content: { type: "text", text: "Red, yellow, blue." },
+      _meta: { threadline: { turnId: "a1", compacted: true } },
+    }),
+    update(sid, {
+      sessionUpdate: "agent_message_chunk",
+      messageId: "msg_s1",
+      content: { type: "text", text: "The user asked for colours." },
+      _meta: { threadline: { turnId: "a1", summary: true } },
+    }),
+    update(sid, {
+      sessionUpdate: "agent_message_chunk",
+      messageId: "msg_a2",
+      content: { type: "text", text: "Mixing paint is" },
+      _meta: { threadline: { turnId: "a2", truncated: true } },
+    }),
+    update(sid, {
+      sessionUpdate: "tool_call",
+      toolCallId: "call_1",
+      title: "search_text pattern=“a very long pattern that wraps” in src/some/deeply/nested/folder",
+      kind: "search",
+      status: "pending",
+    }),
+    update(sid, { sessionUpdate: "tool_call_update", toolCallId: "call_1", status: "failed" }),
+  ]);
+  const box = await page.locator("#model").boundingBox();
+  assert.ok(box && box.width >= 100, `the picker is squeezed to ${box?.width}px`);
+  const badge = page.locator(".tool .badge");
+  assert.equal(await badge.innerText(), "failed");
+  assert.ok(await badge.evaluate((e) => e.scrollWidth <= e.clientWidth + 1), "the badge is clipped");
+  assert.equal(await page.locator(".entry.summary").count(), 1);
+  assert.equal(await page.locator(".entry.assistant", { hasText: "The user asked" }).count(), 0);
+  assert.equal(await page.locator(".entry.assistant.compacted").count(), 1);
+  assert.equal(await page.locator(".notice", { hasText: "Interrupted." }).count(), 1);
+  assert.match(await page.locator("#status").innerText(), /fork of “Paint questions”/);
+  assert.doesNotMatch(await page.locator("body").innerText(), /sess_/);
+  await page.screenshot({ path: join(outDir, "chat-narrow-resumed.png") });
+
+  // A live turn: the engine's nudge is a note (no fork); the typed message gets its id
+  // when the turn ends, and with it "Fork from here".
+  await feed(page, [
+    { type: "turnStarted", text: "And mixing?" },
+    update(sid, {
+      sessionUpdate: "user_message_chunk",
+      messageId: "eph_1",
+      content: { type: "text", text: "You already called editor_get_selection with these arguments." },
+      _meta: { threadline: { turnId: "u3", ephemeral: true } },
+    }),
+  ]);
+  assert.equal(await page.locator(".entry.note").count(), 1);
+  assert.equal(await page.locator(".entry.note .fork").count(), 0);
+  assert.equal(await page.locator(".entry.user", { hasText: "And mixing?" }).locator(".fork").count(), 0);
+  await feed(page, [{ type: "turnEnded", stopReason: "end_turn", messageId: "msg_a3", userMessageId: "msg_u3" }]);
+  const typed = page.locator(".entry.user", { hasText: "And mixing?" });
+  await typed.hover();
+  await typed.locator(".fork").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "fork", messageId: "msg_u3" });
+
+  // Compaction: Send is off while it runs; one that changed nothing says so; a real
+  // one updates the context figure.
+  await feed(page, [update(sid, { sessionUpdate: "usage_update", used: 1404, size: 8192 }), { type: "compacting", active: true }]);
+  assert.equal(await page.locator("#send").isDisabled(), true);
+  assert.equal(await page.locator("#compact").isDisabled(), true);
+  assert.match(await page.locator("#status").innerText(), /Compacting…/);
+  const noop = {
+    summary: "",
+    tokensBefore: 1404,
+    tokensAfter: 1404,
+    messagesBefore: 4,
+    messagesAfter: 4,
+    _meta: { threadline: { compacted: false, reason: "nothing old enough to summarise" } },
+  };
+  await feed(page, [{ type: "compacted", result: noop }, { type: "compacting", active: false }]);
+  assert.equal(await page.locator(".notice").last().innerText(), "Nothing to compact: nothing old enough to summarise.");
+  assert.equal(await page.locator("#send").isDisabled(), false);
+  const real = { summary: "Short.", tokensBefore: 1404, tokensAfter: 610, messagesBefore: 8, messagesAfter: 5, _meta: { threadline: { compacted: true } } };
+  await feed(page, [{ type: "compacted", result: real }]);
+  assert.match(await page.locator("#status").innerText(), /context 610 \/ 8,192 tokens/);
+  assert.equal(await page.locator(".entry.summary").count(), 2);
+
+  // The sidecar is down: said in the chat, Send off, Restart asks the host.
+  await feed(page, [{ type: "sidecar", down: 'could not start "/nope" (ENOENT).' }]);
+  assert.equal(await page.locator("#sidecar-banner").isVisible(), true);
+  assert.equal(await page.locator("#send").isDisabled(), true);
+  await page.locator("#restart-sidecar").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "restartSidecar" });
+  await page.screenshot({ path: join(outDir, "chat-sidecar-down.png") });
+  await feed(page, [{ type: "sidecar", down: null }]);
+  assert.equal(await page.locator("#sidecar-banner").isVisible(), false);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -504,6 +504,7 @@ class Engine:
                     "updatedAt": r.updated_at,
                     "_meta": {
                         "parentSessionId": r.parent_id,
+                        "forkedAtMessageId": r.forked_at_message_id,
                         "messageCount": r.message_count,
                         "model": r.config.get("model"),
                     },

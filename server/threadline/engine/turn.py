@@ -159,6 +159,7 @@ class Turn:
         self.budget = session.config.tool_budget
         self.produced: list[str] = []
         self.last_message_id: str | None = None
+        self.user_message_id: str | None = None
         self._seen_calls: set[str] = set()
         self._tools_off = False
         self._offered_tools = True
@@ -193,6 +194,7 @@ class Turn:
     async def run(self) -> dict[str, Any]:
         try:
             message = self._message("user", self.prompt)
+            self.user_message_id = message["messageId"]
             self._refuse_oversize(await self.session.provider(), message)
             self._commit(UserMessage(message))
             self.session.maybe_title(self.prompt)
@@ -230,6 +232,7 @@ class Turn:
                     "turnId": self.turn_id,
                     "messageId": self.last_message_id,
                     "toolOffers": self._offers,
+                    "userMessageId": self.user_message_id,
                 }
             },
         }

@@ -48,6 +48,24 @@ def content_chunk(kind: str, message_id: str, turn_id: str, block: Block) -> Upd
     }
 
 
+def replay_marks(message: dict[str, Any]) -> dict[str, Any]:
+    """What a replayed message was: taken out of the prompt by a compaction, or cut
+    off by an interrupt. Live updates never carry these; clients show them on resume."""
+    marks: dict[str, Any] = {}
+    if message.get("compacted"):
+        marks["compacted"] = True
+    if message.get("truncated"):
+        marks["truncated"] = True
+    return marks
+
+
+def marked(update: Update, marks: dict[str, Any]) -> Update:
+    """``update`` with ``marks`` added to its ``_meta.threadline``."""
+    if marks:
+        update["_meta"]["threadline"].update(marks)
+    return update
+
+
 def call_block(
     call_id: str,
     name: str,
@@ -163,17 +181,22 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
 
 
 def replay(message: dict[str, Any]) -> list[Update]:
-    """One stored message as the updates a live client was shown for it."""
+    """One stored message as the updates a live client was shown for it. Text chunks
+    also carry what is known only in hindsight (`replay_marks`) in
+    ``_meta.threadline``, which clients that do not know Threadline ignore."""
     mid, turn, role = message["messageId"], message["turnId"], message["role"]
+    marks = replay_marks(message)
     out: list[Update] = []
     for block in message["content"]:
         t = block.get("type")
         if t == "tool_result":
             out.append(tool_result(block))
         elif role == "user":
-            out.append(content_chunk("user_message_chunk", mid, turn, block))
+            out.append(marked(content_chunk("user_message_chunk", mid, turn, block), marks))
         elif t == "text":
-            out.append(message_chunk("agent_message_chunk", mid, turn, block["text"]))
+            out.append(
+                marked(message_chunk("agent_message_chunk", mid, turn, block["text"]), marks)
+            )
         elif t == "thought":
             if block.get("text"):
                 out.append(message_chunk("agent_thought_chunk", mid, turn, block["text"]))

@@ -46,6 +46,17 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def describe_call(self, name: str, arguments: Any) -> tuple[str, str]:
+        """The title and kind clients show for a call, the same live and on replay
+        (a call the engine answered itself, or one with bad arguments, included)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return name, "other"
+        try:
+            return tool.title(arguments if isinstance(arguments, dict) else {}), tool.kind
+        except Exception:
+            return name, tool.kind
+
     @property
     def exit_names(self) -> frozenset[str]:
         return frozenset(self._exit)

@@ -511,7 +511,9 @@ export interface PromptResult {
 export interface PromptResultInfo {
   command?: string | null;
   messageId?: string | null;
+  toolOffers?: ToolOffer[] | null;
   turnId?: string | null;
+  userMessageId?: string | null;
 }
 
 export interface PromptResultMeta {
@@ -850,6 +852,12 @@ export interface ToolLoopErrorData {
   [key: string]: unknown;
 }
 
+/** The tools one model call of a turn was offered. */
+export interface ToolOffer {
+  leftOut: number;
+  offered: string[];
+}
+
 export interface ToolResultBlock {
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
@@ -882,6 +890,8 @@ export interface ToolUseBlock {
 
 /** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
 export interface TurnInfo {
+  compacted?: boolean | null;
+  truncated?: boolean | null;
   turnId: string;
 }
 

@@ -3,14 +3,9 @@
  * into webview messages, for one "current" session at a time. No `vscode` import: the
  * view is anything with `post`, so the whole flow runs in Node against a real sidecar.
  */
-import {
-  isRpcError,
-  type Disposable,
-  type ThreadlineClient,
-  type ThreadlineSessionOptions,
-  type ToolDefinition,
-} from "@threadline/client";
+import type { Disposable, ThreadlineClient, ThreadlineSessionOptions, ToolDefinition } from "@threadline/client";
 import type { HostMessage, ModelChoice, WebviewMessage } from "../../webview/src/messages";
+import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
   post(message: HostMessage): void;
@@ -25,6 +20,15 @@ export interface ChatControllerOptions {
   defaultModel(): string | undefined;
   /** Extra `_meta.threadline` options for new sessions. */
   sessionOptions?(): Omit<ThreadlineSessionOptions, "model" | "tools">;
+  /** Told whenever a turn starts or ends (VS Code shows the Interrupt button only then). */
+  onRunning?(running: boolean): void;
+  /** The session to show first (the one on screen before a sidecar restart). */
+  initialSessionId?: string | null;
+  /**
+   * Last context figure per session. A replay carries none, so without this the figure
+   * would vanish on resume; owned by the caller so it outlives a sidecar restart.
+   */
+  contextFigures?: Map<string, { used: number; size: number }>;
 }
 
 interface ThreadlineInfo {
@@ -32,8 +36,18 @@ interface ThreadlineInfo {
   defaultModel?: string;
 }
 
+/**
+ * What the controller needs of a client: the stdio client in VS Code, a WebSocket
+ * client in the desktop app (so this file only imports types, and runs in a browser).
+ */
+export type ChatClient = Pick<
+  ThreadlineClient,
+  "serverInfo" | "onUpdate" | "newSession" | "prompt" | "interrupt" | "fork" | "compact" | "setModel" | "list" | "load"
+>;
+
 function errorText(err: unknown): string {
-  if (isRpcError(err)) return `${err.message} (${err.code})`;
+  const rpc = err as { code?: unknown; message?: unknown } | null;
+  if (rpc && typeof rpc.code === "number" && typeof rpc.message === "string") return `${rpc.message} (${rpc.code})`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -44,13 +58,18 @@ export class ChatController implements Disposable {
   private models: ModelChoice[] = [];
   private running = false;
   private readonly subscription: Disposable;
+  private readonly contextFigures: Map<string, { used: number; size: number }>;
 
   constructor(
-    private readonly client: ThreadlineClient,
+    private readonly client: ChatClient,
     private readonly sink: ChatSink,
     private readonly options: ChatControllerOptions,
   ) {
+    this.contextFigures = options.contextFigures ?? new Map();
+    this.sessionId = options.initialSessionId ?? null;
     this.subscription = client.onUpdate((notification) => {
+      const u = notification.update;
+      if (u.sessionUpdate === "usage_update") this.contextFigures.set(notification.sessionId, { used: u.used, size: u.size });
       if (notification.sessionId === this.sessionId) sink.post({ type: "update", notification });
     });
     const meta = client.serverInfo?.agentCapabilities?._meta as { threadline?: ThreadlineInfo } | null | undefined;
@@ -101,6 +120,8 @@ export class ChatController implements Disposable {
           return await this.resume(message.sessionId);
         case "newSession":
           return this.newSession();
+        case "restartSidecar":
+          return; // the editor's business (it owns the process)
       }
     } catch (err) {
       this.notice("error", errorText(err));
@@ -111,15 +132,21 @@ export class ChatController implements Disposable {
     this.sink.post({ type: "notice", level, text });
   }
 
-  private postSession(title?: string | null): void {
+  private postSession(title?: string | null, parentTitle?: string | null): void {
     this.sink.post({
       type: "session",
       sessionId: this.sessionId,
       title: title ?? null,
       parentSessionId: this.parentSessionId,
+      parentTitle: parentTitle ?? null,
       models: this.models,
       currentModel: this.model,
     });
+  }
+
+  private setRunning(running: boolean): void {
+    this.running = running;
+    this.options.onRunning?.(running);
   }
 
   /** The webview (re)loaded: send the picker state and replay the current session. */
@@ -159,25 +186,26 @@ export class ChatController implements Disposable {
       this.notice("info", "A turn is already running: interrupt it first.");
       return;
     }
-    this.running = true;
+    this.setRunning(true);
     try {
       const sessionId = await this.ensureSession();
       this.sink.post({ type: "turnStarted", text });
       try {
         const result = await this.client.prompt(sessionId, text);
-        const meta = result._meta as { threadline?: { messageId?: string } } | null | undefined;
+        const meta = result._meta as { threadline?: { messageId?: string; userMessageId?: string } } | null | undefined;
         this.sink.post({
           type: "turnEnded",
           stopReason: result.stopReason,
           usage: result.usage ?? null,
           messageId: meta?.threadline?.messageId ?? null,
+          userMessageId: meta?.threadline?.userMessageId ?? null,
         });
       } catch (err) {
         this.notice("error", errorText(err));
         this.sink.post({ type: "turnEnded", stopReason: "error" });
       }
     } finally {
-      this.running = false;
+      this.setRunning(false);
     }
   }
 
@@ -192,8 +220,8 @@ export class ChatController implements Disposable {
       return;
     }
     const result = await this.client.fork({ sessionId: this.sessionId, ...(messageId ? { messageId } : {}) });
-    await this.show(result.sessionId, result.parentSessionId);
-    this.notice("info", `Forked from ${result.parentSessionId}.`);
+    const parentTitle = await this.show(result.sessionId, result.parentSessionId);
+    this.notice("info", `Forked from “${parentTitle}”: this is a new session; the original is unchanged.`);
   }
 
   /** Fork after the newest message (the editor command has no message to point at). */
@@ -210,8 +238,17 @@ export class ChatController implements Disposable {
       this.notice("info", "Nothing to compact yet.");
       return;
     }
-    const result = await this.client.compact({ sessionId: this.sessionId, ...(instructions ? { instructions } : {}) });
-    this.sink.post({ type: "compacted", result });
+    if (this.running) {
+      this.notice("info", "A turn is running: compact after it ends.");
+      return;
+    }
+    this.sink.post({ type: "compacting", active: true });
+    try {
+      const result = await this.client.compact({ sessionId: this.sessionId, ...(instructions ? { instructions } : {}) });
+      this.sink.post({ type: "compacted", result });
+    } finally {
+      this.sink.post({ type: "compacting", active: false });
+    }
   }
 
   async setModel(model: string): Promise<void> {
@@ -240,16 +277,25 @@ export class ChatController implements Disposable {
     this.postSession();
   }
 
-  /** Make `sessionId` current and replay its history into the view (`session/load`). */
-  private async show(sessionId: string, parentSessionId: string | null = null): Promise<void> {
+  /**
+   * Make `sessionId` current and replay its history into the view (`session/load`).
+   * Returns the parent's title (forks name their parent by title, never by raw id).
+   */
+  private async show(sessionId: string, parentSessionId: string | null = null): Promise<string> {
     const { sessions } = await this.client.list({});
     const info = sessions.find((s) => s.sessionId === sessionId);
     const meta = (info?._meta ?? {}) as { model?: string; parentSessionId?: string | null };
     this.sessionId = sessionId;
     this.parentSessionId = parentSessionId ?? meta.parentSessionId ?? null;
+    const parentTitle = this.parentSessionId
+      ? sessionTitle(sessions.find((s) => s.sessionId === this.parentSessionId))
+      : null;
     if (meta.model) this.model = meta.model;
     this.sink.post({ type: "reset" });
-    this.postSession(info?.title);
+    this.postSession(info?.title, parentTitle);
     await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
+    const figure = this.contextFigures.get(sessionId);
+    if (figure) this.sink.post({ type: "context", ...figure });
+    return parentTitle ?? sessionTitle(info);
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The chat view: hosts media/chat.html in a webview and connects it to a ChatController
- * bound to the current sidecar client (a new controller after a sidecar restart).
+ * bound to the current sidecar client. After a sidecar restart a new controller picks
+ * up the session that was on screen, so the chat reloads instead of emptying.
  */
 import { readFileSync } from "node:fs";
 import * as vscode from "vscode";
@@ -10,7 +11,7 @@ import { ChatController } from "../core/chatController";
 import { EDITOR_TOOLS } from "../core/editorTools";
 import { fillTemplate } from "../core/html";
 import { settings, workspaceCwd } from "./config";
-import type { SidecarService } from "./sidecarService";
+import { SidecarUnavailable, type SidecarService } from "./sidecarService";
 
 export const VIEW_ID = "threadline.chat";
 
@@ -19,11 +20,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private controller: ChatController | undefined;
   private controllerClient: ThreadlineClient | undefined;
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly contextFigures = new Map<string, { used: number; size: number }>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly sidecar: SidecarService,
-  ) {}
+  ) {
+    this.disposables.push(
+      sidecar.onState((down) => {
+        if (down !== null) void setRunning(false);
+        this.post({ type: "sidecar", down });
+      }),
+    );
+  }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
@@ -52,6 +61,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   async chat(): Promise<ChatController> {
     const client = await this.sidecar.client();
     if (!this.controller || this.controllerClient !== client) {
+      const shown = this.controller?.currentSessionId ?? null;
       this.controller?.dispose();
       this.controllerClient = client;
       this.controller = new ChatController(
@@ -65,6 +75,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
             const prompt = settings().systemPrompt;
             return prompt ? { systemPrompt: prompt } : {};
           },
+          onRunning: (running) => void setRunning(running),
+          initialSessionId: shown,
+          contextFigures: this.contextFigures,
         },
       );
     }
@@ -73,8 +86,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   async dispatch(message: WebviewMessage): Promise<void> {
     try {
+      if (message.type === "restartSidecar") {
+        await this.sidecar.restart();
+        message = { type: "ready" };
+      }
       await (await this.chat()).handle(message);
     } catch (err) {
+      // A sidecar that cannot start has its toast and the chat's banner already.
+      if (err instanceof SidecarUnavailable) return;
       this.post({ type: "notice", level: "error", text: err instanceof Error ? err.message : String(err) });
     }
   }
@@ -88,4 +107,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.controller?.dispose();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** The `threadline.running` context key: the view's red Interrupt button shows only then. */
+function setRunning(running: boolean): Thenable<unknown> {
+  return vscode.commands.executeCommand("setContext", "threadline.running", running);
 }

@@ -8,7 +8,8 @@ import { EditorTools } from "../core/editorTools";
 import { ChatViewProvider, VIEW_ID } from "./chatViewProvider";
 import { workspaceCwd } from "./config";
 import { VsCodeEditorHost } from "./editorHost";
-import { SidecarService } from "./sidecarService";
+import { describeSessions } from "../../webview/src/sessions";
+import { SidecarService, SidecarUnavailable } from "./sidecarService";
 
 export function activate(context: vscode.ExtensionContext): void {
   const version = String((context.extension.packageJSON as { version?: string }).version ?? "0.0.0");
@@ -22,6 +23,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         await run();
       } catch (err) {
+        if (err instanceof SidecarUnavailable) return; // reported once, by the service
         void vscode.window.showErrorMessage(`Threadline: ${err instanceof Error ? err.message : String(err)}`);
       }
     });
@@ -68,22 +70,14 @@ export function activate(context: vscode.ExtensionContext): void {
       const client = await sidecar.client();
       const { sessions } = await client.list({ cwd: workspaceCwd() });
       const picked = await vscode.window.showQuickPick(
-        sessions.map((s) => ({
-          label: s.title || s.sessionId,
-          description: s.updatedAt.slice(0, 16).replace("T", " "),
-          detail: `${(s._meta as { messageCount?: number } | null)?.messageCount ?? 0} messages`,
-          id: s.sessionId,
-        })),
+        [...describeSessions(sessions)].map(([id, row]) => ({ label: row.label, detail: row.detail, id })),
         { title: "Resume a Threadline session" },
       );
       if (!picked) return;
       await chat.reveal();
       await chat.dispatch({ type: "resume", sessionId: picked.id });
     }),
-    command("threadline.restartServer", async () => {
-      await sidecar.restart();
-      await chat.dispatch({ type: "ready" });
-    }),
+    command("threadline.restartServer", () => chat.dispatch({ type: "restartSidecar" })),
     command("threadline.showLog", async () => output.show()),
   );
 }

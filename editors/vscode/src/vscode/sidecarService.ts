@@ -1,6 +1,8 @@
 /**
  * Owns the sidecar process for the window: started lazily on first use, restarted on
- * demand, and reported (with a Restart button) when it dies unexpectedly.
+ * demand, and reported (with a Restart button) when it dies unexpectedly or cannot
+ * start: one toast per failure, and the chat is told through `onState` so it can say
+ * the sidecar is down next to the transcript.
  */
 import * as vscode from "vscode";
 import type { ThreadlineClient, ToolCallCall, ToolCallCallResult } from "@threadline/client";
@@ -10,9 +12,13 @@ import { settings, workspaceCwd } from "./config";
 import type { VsCodeEditorHost } from "./editorHost";
 import { askPermission } from "./permissionPrompt";
 
+/** The sidecar could not start; the failure has been reported to the user already. */
+export class SidecarUnavailable extends Error {}
+
 export class SidecarService implements vscode.Disposable {
   private current: Promise<ThreadlineClient> | undefined;
   private stopping = false;
+  private readonly stateListeners = new Set<(down: string | null) => void>();
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
@@ -24,6 +30,24 @@ export class SidecarService implements vscode.Disposable {
   client(): Promise<ThreadlineClient> {
     this.current ??= this.start();
     return this.current;
+  }
+
+  /** `down` is why the sidecar is not running, or null once it runs. */
+  onState(listener: (down: string | null) => void): vscode.Disposable {
+    this.stateListeners.add(listener);
+    return { dispose: () => this.stateListeners.delete(listener) };
+  }
+
+  private emit(down: string | null): void {
+    for (const listener of this.stateListeners) listener(down);
+  }
+
+  private offerRestart(kind: "warning" | "error", message: string): void {
+    const show = kind === "warning" ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+    void show(message, "Restart", "Show Log").then((choice) => {
+      if (choice === "Restart") void this.restart().catch(() => undefined);
+      if (choice === "Show Log") this.output.show();
+    });
   }
 
   private async runTool(call: ToolCallCall): Promise<ToolCallCallResult> {
@@ -49,30 +73,28 @@ export class SidecarService implements vscode.Disposable {
         documents: this.host,
       },
     );
-    started.then(
+    const reported = started.then(
       (client) => {
+        this.emit(null);
         client.onClose(() => {
-          if (this.current !== started || this.stopping) return;
+          if (this.current !== reported || this.stopping) return;
           this.current = undefined;
           this.output.warn("the Threadline sidecar stopped");
-          void vscode.window
-            .showWarningMessage("The Threadline sidecar stopped.", "Restart", "Show Log")
-            .then((choice) => {
-              if (choice === "Restart") void this.client();
-              if (choice === "Show Log") this.output.show();
-            });
+          this.emit("it stopped unexpectedly (see Threadline: Show Log).");
+          this.offerRestart("warning", "The Threadline sidecar stopped.");
         });
+        return client;
       },
       (err: unknown) => {
-        if (this.current === started) this.current = undefined;
+        if (this.current === reported) this.current = undefined;
         const message = err instanceof Error ? err.message : String(err);
         this.output.error(`could not start the sidecar: ${message}`);
-        void vscode.window.showErrorMessage(
-          `Threadline: could not start "${s.command}" (${message}). Set threadline.server.command.`,
-        );
+        this.emit(`could not start "${s.command}" (${message}). Set threadline.server.command.`);
+        this.offerRestart("error", `Threadline: could not start "${s.command}" (${message}). Set threadline.server.command.`);
+        throw new SidecarUnavailable(message);
       },
     );
-    return started;
+    return reported;
   }
 
   async restart(): Promise<ThreadlineClient> {

@@ -23,6 +23,8 @@ export type HostMessage =
       sessionId: string | null;
       title?: string | null;
       parentSessionId?: string | null;
+      /** The parent's title, shown instead of its raw id. */
+      parentTitle?: string | null;
       models: ModelChoice[];
       currentModel: string | null;
     }
@@ -33,9 +35,22 @@ export type HostMessage =
   /** A turn began with this user text. */
   | { type: "turnStarted"; text: string }
   /** The running turn ended (`cancelled` after an interrupt). */
-  | { type: "turnEnded"; stopReason: string; usage?: Usage | null; messageId?: string | null }
+  | {
+      type: "turnEnded";
+      stopReason: string;
+      usage?: Usage | null;
+      messageId?: string | null;
+      /** The stored id of the prompt's user message: "Fork from here" works at once. */
+      userMessageId?: string | null;
+    }
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "compacted"; result: CompactResult }
+  /** A compaction started (true) or ended either way (false). */
+  | { type: "compacting"; active: boolean }
+  /** The context figure remembered for a resumed session (replays carry none). */
+  | { type: "context"; used: number; size: number }
+  /** The sidecar is down (with why) or up again (null). */
+  | { type: "sidecar"; down: string | null }
   | { type: "notice"; level: "info" | "error"; text: string };
 
 /** Webview → host. */
@@ -48,4 +63,5 @@ export type WebviewMessage =
   | { type: "setModel"; model: string }
   | { type: "listSessions" }
   | { type: "resume"; sessionId: string }
-  | { type: "newSession" };
+  | { type: "newSession" }
+  | { type: "restartSidecar" };

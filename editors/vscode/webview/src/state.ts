@@ -7,10 +7,15 @@ import type { HostMessage, ModelChoice } from "./messages";
 
 export type ToolStatus = "pending" | "in_progress" | "completed" | "failed";
 
+/** `compacted`: a compaction took the message out of the model's context. */
 export type Entry =
-  | { kind: "user"; key: string; messageId: string | null; text: string; version: number }
-  | { kind: "assistant"; key: string; messageId: string | null; text: string; version: number }
-  | { kind: "thought"; key: string; messageId: string | null; text: string; version: number }
+  | { kind: "user"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
+  | { kind: "assistant"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
+  | { kind: "thought"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
+  /** What the engine told the model for one request (not part of the history: no fork). */
+  | { kind: "note"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
+  /** A compaction's summary of the messages before it. */
+  | { kind: "summary"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
   | {
       kind: "tool";
       key: string;
@@ -29,6 +34,7 @@ export interface ChatState {
   sessionId: string | null;
   title: string | null;
   parentSessionId: string | null;
+  parentTitle: string | null;
   entries: Entry[];
   running: boolean;
   models: ModelChoice[];
@@ -38,6 +44,10 @@ export interface ChatState {
   contextSize: number | null;
   lastUsage: Usage | null;
   compaction: { status: string; message: string | null } | null;
+  /** A compaction is running: nothing else may be sent. */
+  compacting: boolean;
+  /** Why the sidecar is down, or null while it runs. */
+  sidecarDown: string | null;
   commands: string[];
   /** Bumped on every change, so the view can skip work when nothing changed. */
   revision: number;
@@ -48,6 +58,7 @@ export function initialState(): ChatState {
     sessionId: null,
     title: null,
     parentSessionId: null,
+    parentTitle: null,
     entries: [],
     running: false,
     models: [],
@@ -57,6 +68,8 @@ export function initialState(): ChatState {
     contextSize: null,
     lastUsage: null,
     compaction: null,
+    compacting: false,
+    sidecarDown: null,
     commands: [],
     revision: 0,
   };
@@ -68,13 +81,35 @@ function nextKey(prefix: string): string {
   return `${prefix}-${keys}`;
 }
 
-type TextEntry = Extract<Entry, { kind: "user" | "assistant" | "thought" }>;
+type TextEntry = Extract<Entry, { kind: "user" | "assistant" | "thought" | "note" | "summary" }>;
+
+function notice(state: ChatState, level: "info" | "error", text: string): void {
+  state.entries.push({ kind: "notice", key: nextKey("notice"), level, text, version: 0 });
+}
+
+interface ReplayMarks {
+  ephemeral?: boolean;
+  summary?: boolean;
+  compacted?: boolean;
+  truncated?: boolean;
+}
+
+function marksOf(update: { _meta?: { [key: string]: unknown } | null }): ReplayMarks {
+  const tl = (update._meta as { threadline?: ReplayMarks } | null | undefined)?.threadline;
+  return tl ?? {};
+}
 
 /**
  * Append streamed text: to the entry of the same kind and message id if there is one,
  * else to the last entry when it is of the same kind and has no id, else a new entry.
  */
-function appendText(state: ChatState, kind: TextEntry["kind"], messageId: string | null, text: string) {
+function appendText(
+  state: ChatState,
+  kind: TextEntry["kind"],
+  messageId: string | null,
+  text: string,
+  marks: ReplayMarks = {},
+) {
   let target: TextEntry | undefined;
   if (messageId) {
     for (let i = state.entries.length - 1; i >= 0; i--) {
@@ -93,7 +128,9 @@ function appendText(state: ChatState, kind: TextEntry["kind"], messageId: string
     target.version += 1;
     return;
   }
-  state.entries.push({ kind, key: nextKey(kind), messageId, text, version: 0 });
+  state.entries.push({ kind, key: nextKey(kind), messageId, text, version: 0, ...(marks.compacted ? { compacted: true } : {}) });
+  // A replayed answer that an interrupt cut off reads as it did live.
+  if (marks.truncated && kind === "assistant") notice(state, "info", "Interrupted.");
 }
 
 /** Text of ACP content (a block, or tool-call content items) for display. */
@@ -125,15 +162,19 @@ function findTool(state: ChatState, toolCallId: string) {
 
 function applyUpdate(state: ChatState, update: SessionUpdate): void {
   switch (update.sessionUpdate) {
-    case "agent_message_chunk":
-      appendText(state, "assistant", update.messageId ?? null, contentText(update.content));
+    case "agent_message_chunk": {
+      const marks = marksOf(update);
+      appendText(state, marks.summary ? "summary" : "assistant", update.messageId ?? null, contentText(update.content), marks);
       return;
+    }
     case "agent_thought_chunk":
       appendText(state, "thought", update.messageId ?? null, contentText(update.content));
       return;
-    case "user_message_chunk":
-      appendText(state, "user", update.messageId ?? null, contentText(update.content));
+    case "user_message_chunk": {
+      const marks = marksOf(update);
+      appendText(state, marks.ephemeral ? "note" : "user", update.messageId ?? null, contentText(update.content), marks);
       return;
+    }
     case "tool_call": {
       const existing = findTool(state, update.toolCallId);
       if (existing) return;
@@ -195,6 +236,15 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
   }
 }
 
+/** The user entry of the running turn: typed here, so it has no id until the turn ends. */
+function lastTypedUserEntry(state: ChatState) {
+  for (let i = state.entries.length - 1; i >= 0; i--) {
+    const e = state.entries[i]!;
+    if (e.kind === "user") return e.messageId === null ? e : undefined;
+  }
+  return undefined;
+}
+
 /** Apply one host message; returns the same (mutated) state with a new revision. */
 export function reduce(state: ChatState, message: HostMessage): ChatState {
   switch (message.type) {
@@ -204,12 +254,14 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       else if (message.sessionId !== state.sessionId) state.title = null;
       state.sessionId = message.sessionId;
       state.parentSessionId = message.parentSessionId ?? null;
+      state.parentTitle = message.parentTitle ?? null;
       state.models = message.models;
       state.currentModel = message.currentModel;
       break;
     case "reset":
       state.entries = [];
       state.running = false;
+      state.compacting = false;
       state.compaction = null;
       state.contextUsed = null;
       state.contextSize = null;
@@ -223,30 +275,58 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.running = true;
       state.entries.push({ kind: "user", key: nextKey("user"), messageId: null, text: message.text, version: 0 });
       break;
-    case "turnEnded":
+    case "turnEnded": {
       state.running = false;
       state.lastUsage = message.usage ?? null;
+      const typed = lastTypedUserEntry(state);
+      if (typed && message.userMessageId) {
+        typed.messageId = message.userMessageId;
+        typed.version += 1;
+      }
       if (message.stopReason === "cancelled") {
-        state.entries.push({ kind: "notice", key: nextKey("notice"), level: "info", text: "Interrupted.", version: 0 });
+        notice(state, "info", "Interrupted.");
       } else if (message.stopReason !== "end_turn" && message.stopReason !== "error") {
-        state.entries.push({ kind: "notice", key: nextKey("notice"), level: "info", text: `Stopped: ${message.stopReason}`, version: 0 });
+        notice(state, "info", `Stopped: ${message.stopReason}`);
       }
       break;
+    }
     case "sessions":
       state.sessions = message.sessions;
       break;
-    case "compacted":
-      state.compaction = { status: "completed", message: message.result.summary };
-      state.entries.push({
-        kind: "notice",
-        key: nextKey("notice"),
-        level: "info",
-        text: `Compacted ${message.result.messagesBefore} → ${message.result.messagesAfter} messages (${message.result.tokensBefore} → ${message.result.tokensAfter} tokens).`,
-        version: 0,
-      });
+    case "compacted": {
+      const r = message.result;
+      state.compacting = false;
+      const meta = (r._meta as { threadline?: { compacted?: boolean; reason?: string } } | null | undefined)?.threadline;
+      if (meta?.compacted === false || (r.messagesAfter === r.messagesBefore && r.tokensAfter === r.tokensBefore)) {
+        notice(state, "info", `Nothing to compact${meta?.reason ? `: ${meta.reason}` : ""}.`);
+        break;
+      }
+      state.compaction = { status: "completed", message: r.summary };
+      state.contextUsed = r.tokensAfter;
+      state.entries.push({ kind: "summary", key: nextKey("summary"), messageId: null, text: r.summary, version: 0 });
+      notice(
+        state,
+        "info",
+        `Compacted ${r.messagesBefore} → ${r.messagesAfter} messages (${r.tokensBefore.toLocaleString("en-US")} → ${r.tokensAfter.toLocaleString("en-US")} tokens).`,
+      );
+      break;
+    }
+    case "compacting":
+      state.compacting = message.active;
+      break;
+    case "context":
+      state.contextUsed = message.used;
+      state.contextSize = message.size;
+      break;
+    case "sidecar":
+      state.sidecarDown = message.down;
+      if (message.down !== null) {
+        state.running = false;
+        state.compacting = false;
+      }
       break;
     case "notice":
-      state.entries.push({ kind: "notice", key: nextKey("notice"), level: message.level, text: message.text, version: 0 });
+      notice(state, message.level, message.text);
       break;
   }
   state.revision += 1;

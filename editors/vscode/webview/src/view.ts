@@ -6,6 +6,7 @@
 import type { ChatState, Entry } from "./state";
 import { renderMarkdown } from "./markdown";
 import type { WebviewMessage } from "./messages";
+import { describeSessions } from "./sessions";
 
 export interface Elements {
   transcript: HTMLElement;
@@ -19,15 +20,18 @@ export interface Elements {
   sessionsPanel: HTMLElement;
   status: HTMLElement;
   title: HTMLElement;
+  banner: HTMLElement;
+  restart: HTMLButtonElement;
+  bannerText: HTMLElement;
 }
 
-function byId<T extends HTMLElement>(id: string): T {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`chat.html lacks #${id}`);
-  return el as T;
-}
-
-export function findElements(): Elements {
+/** The chat's elements inside `root` (the page in VS Code; one pane in the desktop app). */
+export function findElements(root: ParentNode = document): Elements {
+  const byId = <T extends HTMLElement>(id: string): T => {
+    const el = root.querySelector(`#${id}`);
+    if (!el) throw new Error(`chat.html lacks #${id}`);
+    return el as T;
+  };
   return {
     transcript: byId("transcript"),
     modelSelect: byId<HTMLSelectElement>("model"),
@@ -40,6 +44,9 @@ export function findElements(): Elements {
     sessionsPanel: byId("sessions-panel"),
     status: byId("status"),
     title: byId("title"),
+    banner: byId("sidecar-banner"),
+    restart: byId<HTMLButtonElement>("restart-sidecar"),
+    bannerText: byId("sidecar-banner-text"),
   };
 }
 
@@ -132,6 +139,19 @@ export class ChatView {
       }
       case "notice":
         return el("div", `entry notice ${entry.level}`);
+      case "note": {
+        const node = el("div", "entry note");
+        node.append(el("div", "role", "Threadline → model"), el("div", "body"));
+        node.title = "The engine told the model this for one request; it is not part of the history";
+        return node;
+      }
+      case "summary": {
+        const details = el("details", "entry summary");
+        details.open = true;
+        details.append(el("summary", undefined, "Summary of the earlier conversation"), el("div", "body"));
+        details.title = "Written by a compaction: the model sees this instead of the older messages";
+        return details;
+      }
       default: {
         const node = el("div", `entry ${entry.kind}`);
         node.append(el("div", "role", entry.kind === "user" ? "You" : "Assistant"), el("div", "body"));
@@ -160,16 +180,29 @@ export class ChatView {
       case "notice":
         node.textContent = entry.text;
         return;
+      case "note":
+        node.querySelector(".body")!.textContent = entry.text;
+        return;
+      case "summary":
+        renderMarkdown(node.querySelector<HTMLElement>(".body")!, entry.text);
+        return;
       case "user":
         node.querySelector(".body")!.textContent = entry.text;
+        this.markCompacted(node, entry.compacted);
         this.forkButton(node, entry.messageId);
         return;
       case "assistant":
         renderMarkdown(node.querySelector<HTMLElement>(".body")!, entry.text);
         if (entry.messageId) node.dataset.messageId = entry.messageId;
+        this.markCompacted(node, entry.compacted);
         this.forkButton(node, entry.messageId);
         return;
     }
+  }
+
+  private markCompacted(node: HTMLElement, compacted: boolean | undefined): void {
+    node.classList.toggle("compacted", compacted === true);
+    if (compacted) node.title = "Summarised by a compaction: the model no longer sees this message";
   }
 
   /** "Fork from here": needs the message id the server gave the message. */
@@ -182,7 +215,10 @@ export class ChatView {
   }
 
   private renderToolbar(state: ChatState): void {
-    const { modelSelect, interrupt, send, compact, status, title } = this.els;
+    const { modelSelect, interrupt, send, compact, status, title, banner, bannerText } = this.els;
+    banner.hidden = state.sidecarDown === null;
+    bannerText.textContent = state.sidecarDown ? `The Threadline sidecar is not running: ${state.sidecarDown}` : "";
+    const busy = state.running || state.compacting;
     const options = state.models.map((m) => {
       const option = el("option", undefined, m.name);
       option.value = m.id;
@@ -200,28 +236,30 @@ export class ChatView {
       modelSelect.dataset.signature = signature;
     }
     if (state.currentModel) modelSelect.value = state.currentModel;
-    modelSelect.disabled = state.running;
+    modelSelect.disabled = busy;
 
     interrupt.disabled = !state.running;
     interrupt.classList.toggle("active", state.running);
-    send.disabled = state.running;
-    compact.disabled = state.running || !state.sessionId;
-    document.body.classList.toggle("running", state.running);
+    send.disabled = busy || state.sidecarDown !== null;
+    compact.disabled = busy || !state.sessionId;
+    (this.els.transcript.parentElement ?? document.body).classList.toggle("running", state.running);
 
     title.textContent = state.title ?? (state.sessionId ? "Untitled session" : "New session");
     title.title = state.sessionId ?? "";
 
     const parts: string[] = [];
     if (state.running) parts.push("Generating…");
-    if (state.contextUsed !== null && state.contextSize) {
-      parts.push(`context ${state.contextUsed.toLocaleString("en-US")} / ${state.contextSize.toLocaleString("en-US")} tokens`);
+    if (state.compacting) parts.push("Compacting…");
+    if (state.contextUsed !== null) {
+      const size = state.contextSize ? ` / ${state.contextSize.toLocaleString("en-US")}` : "";
+      parts.push(`context ${state.contextUsed.toLocaleString("en-US")}${size} tokens`);
     }
     const used = state.lastUsage;
     if (used && ((used.inputTokens ?? 0) > 0 || (used.outputTokens ?? 0) > 0)) {
       parts.push(`last turn ${used.inputTokens ?? 0} in · ${used.outputTokens ?? 0} out`);
     }
-    if (state.compaction && state.compaction.status === "in_progress") parts.push("compacting…");
-    if (state.parentSessionId) parts.push(`fork of ${state.parentSessionId}`);
+    if (!state.compacting && state.compaction?.status === "in_progress") parts.push("Compacting…");
+    if (state.parentSessionId) parts.push(`fork of “${state.parentTitle ?? "an untitled session"}”`);
     status.textContent = parts.join(" · ");
   }
 
@@ -233,14 +271,12 @@ export class ChatView {
       panel.hidden = true;
       return;
     }
+    const rows = describeSessions(state.sessions);
     const items = state.sessions.map((s) => {
-      const meta = (s._meta ?? {}) as { messageCount?: number; parentSessionId?: string | null };
+      const row = rows.get(s.sessionId)!;
       const button = el("button", "session");
       button.dataset.sessionId = s.sessionId;
-      button.append(
-        el("span", "session-title", s.title || s.sessionId),
-        el("span", "session-meta", `${meta.messageCount ?? 0} messages · ${s.updatedAt.slice(0, 16).replace("T", " ")}${meta.parentSessionId ? " · fork" : ""}`),
-      );
+      button.append(el("span", "session-title", row.label), el("span", "session-meta", row.detail));
       if (s.sessionId === state.sessionId) button.classList.add("current");
       button.addEventListener("click", () => {
         this.post({ type: "resume", sessionId: s.sessionId });

@@ -1,0 +1,300 @@
+/**
+ * The desktop app: the VS Code chat (the same webview code and the same controller)
+ * in panes side by side, a tree of sessions where each fork branches from its parent
+ * at the message it was forked at, search over titles and text, and a picture of each
+ * pane's context. Talks to its own `threadline serve` through `threadline desktop`'s
+ * WebSocket bridge.
+ */
+import type { HistoryResult, Message, SessionInfo } from "@threadline/client";
+import { ChatController } from "../../vscode/src/core/chatController";
+import { mountChat, type MountedChat } from "../../vscode/webview/src/chat";
+import type { HostMessage, WebviewMessage } from "../../vscode/webview/src/messages";
+import { describeSessions } from "../../vscode/webview/src/sessions";
+import { contextParts, renderPicture, type ContextParts } from "./context";
+import { buildTree, matches, type TreeNode } from "./tree";
+import { WsClient } from "./wsClient";
+
+const $ = <T extends HTMLElement>(selector: string, root: ParentNode = document) => {
+  const el = root.querySelector(selector);
+  if (!el) throw new Error(`index.html lacks ${selector}`);
+  return el as T;
+};
+
+const cwd = document.querySelector<HTMLMetaElement>('meta[name="threadline-cwd"]')?.content ?? "";
+
+class Pane {
+  readonly root: HTMLElement;
+  readonly chat: MountedChat;
+  readonly controller: ChatController;
+  private before: ContextParts | null = null;
+  private after: ContextParts | null = null;
+
+  constructor(
+    private readonly app: App,
+    client: WsClient,
+  ) {
+    const template = $<HTMLTemplateElement>("#pane-template");
+    this.root = (template.content.firstElementChild as HTMLElement).cloneNode(true) as HTMLElement;
+    this.chat = mountChat(this.root, (m) => void this.controller.handle(m as WebviewMessage));
+    this.controller = new ChatController(
+      client,
+      { post: (m) => this.receive(m) },
+      { cwd: () => cwd, tools: () => [], defaultModel: () => undefined },
+    );
+    $<HTMLButtonElement>(".close-pane", this.root).addEventListener("click", () => app.closePane(this));
+    this.root.addEventListener("focusin", () => app.focus(this));
+    this.root.addEventListener("mousedown", () => app.focus(this));
+  }
+
+  get sessionId(): string | null {
+    return this.chat.state.sessionId;
+  }
+
+  private receive(message: HostMessage): void {
+    this.chat.receive(message);
+    $(".pane-label", this.root).textContent = this.chat.state.title ?? "New session";
+    switch (message.type) {
+      case "session":
+        this.before = null;
+        this.after = null;
+        this.app.refreshTree();
+        void this.measure();
+        break;
+      case "turnEnded":
+        this.app.refreshTree();
+        void this.measure();
+        break;
+      case "compacted":
+        this.app.refreshTree();
+        void this.measure(true);
+        break;
+    }
+  }
+
+  /** Redraw the context picture; after a compaction the previous one stays as "before". */
+  private async measure(compacted = false): Promise<void> {
+    const sid = this.sessionId;
+    if (!sid) return this.draw();
+    let history: HistoryResult;
+    try {
+      history = await this.app.client.history(sid);
+    } catch {
+      return;
+    }
+    // Let the stream's usage_update land before reading the figure.
+    await new Promise((r) => requestAnimationFrame(r));
+    const parts = contextParts(history.messages, this.chat.state.contextUsed, this.chat.state.contextSize);
+    if (compacted && this.after) this.before = this.after;
+    else if (!compacted) this.before = null;
+    this.after = parts;
+    this.draw();
+  }
+
+  private draw(): void {
+    renderPicture($(".context-picture .bars", this.root), this.before, this.after);
+  }
+
+  open(sessionId: string): Promise<void> {
+    return this.controller.handle({ type: "resume", sessionId });
+  }
+}
+
+class App {
+  readonly panes: Pane[] = [];
+  private focused: Pane | null = null;
+  private sessions: SessionInfo[] = [];
+  private texts = new Map<string, string>();
+  private refreshing = false;
+  private again = false;
+
+  constructor(readonly client: WsClient) {
+    $<HTMLButtonElement>("#open-pane").addEventListener("click", () => this.addPane());
+    $<HTMLInputElement>("#search").addEventListener("input", () => void this.renderTree());
+  }
+
+  addPane(): Pane {
+    const pane = new Pane(this, this.client);
+    this.panes.push(pane);
+    $("#panes").append(pane.root);
+    pane.chat.receive({ type: "reset" });
+    void pane.controller.handle({ type: "ready" });
+    this.focus(pane);
+    return pane;
+  }
+
+  closePane(pane: Pane): void {
+    if (this.panes.length === 1) return;
+    pane.controller.dispose();
+    pane.root.remove();
+    this.panes.splice(this.panes.indexOf(pane), 1);
+    if (this.focused === pane) this.focus(this.panes[0]!);
+  }
+
+  focus(pane: Pane): void {
+    this.focused = pane;
+    for (const p of this.panes) p.root.classList.toggle("focused", p === pane);
+  }
+
+  /** Open a session in the focused pane, or beside it in a new one. */
+  async open(sessionId: string, beside: boolean): Promise<void> {
+    const pane = beside || !this.focused ? this.addPane() : this.focused;
+    await pane.open(sessionId);
+  }
+
+  refreshTree(): void {
+    if (this.refreshing) {
+      this.again = true;
+      return;
+    }
+    this.refreshing = true;
+    void (async () => {
+      try {
+        do {
+          this.again = false;
+          this.sessions = (await this.client.list({})).sessions;
+          this.texts.clear();
+          await this.renderTree();
+        } while (this.again);
+      } finally {
+        this.refreshing = false;
+      }
+    })();
+  }
+
+  /** The text of a session's messages, for search (fetched once per refresh). */
+  private async text(sessionId: string): Promise<string> {
+    let text = this.texts.get(sessionId);
+    if (text === undefined) {
+      const { messages } = await this.client.history(sessionId);
+      text = messages.map(messageText).join("\n");
+      this.texts.set(sessionId, text);
+    }
+    return text;
+  }
+
+  private async renderTree(): Promise<void> {
+    const query = $<HTMLInputElement>("#search").value.trim().toLowerCase();
+    const hits = new Map<string, string | null>();
+    for (const s of this.sessions) {
+      const hit = query ? matches(s.title ?? "", await this.text(s.sessionId), query) : null;
+      if (!query || hit !== undefined) hits.set(s.sessionId, hit ?? null);
+    }
+    const rows = describeSessions(this.sessions);
+    const open = new Set(this.panes.map((p) => p.sessionId));
+    const forkPoints = await this.forkPoints();
+    const list = (nodes: TreeNode[]): HTMLUListElement => {
+      const ul = document.createElement("ul");
+      for (const node of nodes) {
+        const li = document.createElement("li");
+        li.setAttribute("role", "treeitem");
+        const button = document.createElement("button");
+        button.dataset.sessionId = node.session.sessionId;
+        button.classList.toggle("open", open.has(node.session.sessionId));
+        button.title = "Click: open here · Shift+click: open beside";
+        const title = document.createElement("span");
+        title.className = "node-title";
+        title.textContent = rows.get(node.session.sessionId)?.label ?? node.session.sessionId;
+        const meta = document.createElement("span");
+        meta.className = "node-meta";
+        const at = forkPoints.get(node.session.sessionId);
+        meta.textContent = at ? `branches at “${at}”` : (rows.get(node.session.sessionId)?.detail ?? "");
+        button.append(title, meta);
+        const hit = hits.get(node.session.sessionId);
+        if (hit) {
+          const h = document.createElement("span");
+          h.className = "hit";
+          h.textContent = hit;
+          button.append(h);
+        }
+        button.addEventListener("click", (e) => void this.open(node.session.sessionId, e.shiftKey));
+        li.append(button);
+        if (node.children.length) li.append(list(node.children));
+        ul.append(li);
+      }
+      return ul;
+    };
+    const tree = buildTree(this.sessions, (s) => hits.has(s.sessionId));
+    $("#tree").replaceChildren(tree.length ? list(tree) : emptyNote(query));
+  }
+
+  /** For each fork, a snippet of the parent's message it branches after. */
+  private async forkPoints(): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const byParent = new Map<string, { child: string; at: string }[]>();
+    for (const s of this.sessions) {
+      const meta = (s._meta ?? {}) as { parentSessionId?: string | null; forkedAtMessageId?: string | null };
+      if (meta.parentSessionId && meta.forkedAtMessageId) {
+        const list = byParent.get(meta.parentSessionId) ?? [];
+        list.push({ child: s.sessionId, at: meta.forkedAtMessageId });
+        byParent.set(meta.parentSessionId, list);
+      }
+    }
+    for (const [parent, forks] of byParent) {
+      let messages: Message[];
+      try {
+        messages = (await this.client.history(parent)).messages;
+      } catch {
+        continue;
+      }
+      for (const { child, at } of forks) {
+        const message = messages.find((m) => m.messageId === at);
+        if (message) out.set(child, snippet(messageText(message), 40));
+      }
+    }
+    return out;
+  }
+}
+
+function emptyNote(query: string): HTMLElement {
+  const p = document.createElement("p");
+  p.className = "node-meta";
+  p.textContent = query ? "No session matches." : "No sessions yet: type in a pane to start one.";
+  return p;
+}
+
+function snippet(text: string, length: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}
+
+function messageText(message: Message): string {
+  return message.content
+    .map((b) => {
+      const block = b as { type: string; text?: string };
+      return block.type === "text" || block.type === "summary" ? (block.text ?? "") : "";
+    })
+    .filter(Boolean)
+    .join("\n");
+}
+
+async function start(): Promise<void> {
+  const status = $("#connection");
+  const token = new URLSearchParams(location.search).get("token") ?? "";
+  let client: WsClient;
+  try {
+    client = await WsClient.connect(`ws://${location.host}/rpc?token=${encodeURIComponent(token)}`);
+    await client.initialize();
+  } catch (err) {
+    status.textContent = `Not connected: ${err instanceof Error ? err.message : String(err)}`;
+    status.classList.add("error");
+    return;
+  }
+  status.textContent = `Connected to threadline ${client.serverInfo?.agentInfo?.version ?? ""}`;
+  client.onClose((why) => {
+    status.textContent = `Disconnected: ${why}. Restart threadline desktop.`;
+    status.classList.add("error");
+    for (const pane of app.panes) pane.chat.receive({ type: "sidecar", down: why });
+  });
+  client.onServerRequest("session/request_permission", async (params) => {
+    const p = params as { toolCall?: { title?: string }; options: { optionId: string; kind: string; name: string }[] };
+    const allow = window.confirm(`Allow ${p.toolCall?.title ?? "this tool call"}?`);
+    const option = p.options.find((o) => o.kind === (allow ? "allow_once" : "reject_once"));
+    return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
+  });
+  const app = new App(client);
+  (window as unknown as { threadline: App }).threadline = app;
+  app.addPane();
+  app.refreshTree();
+}
+
+void start();

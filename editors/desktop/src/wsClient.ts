@@ -1,0 +1,196 @@
+/**
+ * The Threadline client for a browser page: JSON-RPC 2.0 over the WebSocket that
+ * `threadline desktop` bridges to a `threadline serve` (one message per frame). It
+ * offers what the chat controller uses (ChatClient) with the stdio client's
+ * semantics, plus `history` for search and the context picture.
+ */
+import type {
+  CompactParams,
+  CompactResult,
+  ForkParams,
+  ForkResult,
+  HistoryResult,
+  InitializeResult,
+  InterruptResult,
+  ListSessionsParams,
+  ListSessionsResult,
+  LoadSessionParams,
+  NewSessionOptions,
+  NewSessionParams,
+  NewSessionResult,
+  PromptResult,
+  SessionNotification,
+  SetConfigOptionResult,
+} from "@threadline/client";
+import type { ChatClient } from "../../vscode/src/core/chatController";
+
+interface Disposable {
+  dispose(): void;
+}
+
+/** A JSON-RPC error answer, with the server's code. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+type ServerRequestHandler = (params: unknown) => Promise<unknown>;
+
+export class WsClient implements ChatClient {
+  serverInfo: InitializeResult | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly listeners = new Set<(n: SessionNotification) => void>();
+  private readonly closeListeners = new Set<(why: string) => void>();
+  private readonly handlers = new Map<string, ServerRequestHandler>();
+
+  private constructor(private readonly socket: WebSocket) {
+    socket.addEventListener("message", (event) => this.receive(String(event.data)));
+    socket.addEventListener("close", (event) => {
+      const why = event.reason || `connection closed (${event.code})`;
+      for (const p of this.pending.values()) p.reject(new RpcError(-32099, why));
+      this.pending.clear();
+      for (const l of this.closeListeners) l(why);
+    });
+  }
+
+  /** Open the socket; rejects when the server refuses it (wrong token or origin). */
+  static connect(url: string): Promise<WsClient> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(url);
+      socket.addEventListener("open", () => resolve(new WsClient(socket)), { once: true });
+      socket.addEventListener("error", () => reject(new Error(`cannot connect to ${url.split("?")[0]}`)), {
+        once: true,
+      });
+    });
+  }
+
+  onServerRequest(method: string, handler: ServerRequestHandler): void {
+    this.handlers.set(method, handler);
+  }
+
+  onClose(listener: (why: string) => void): Disposable {
+    this.closeListeners.add(listener);
+    return { dispose: () => this.closeListeners.delete(listener) };
+  }
+
+  onUpdate(listener: (notification: SessionNotification) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private send(message: object): void {
+    this.socket.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
+  }
+
+  request<T>(method: string, params: unknown): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.send({ id, method, params });
+    });
+  }
+
+  private receive(text: string): void {
+    let message: {
+      id?: number | string;
+      method?: string;
+      params?: unknown;
+      result?: unknown;
+      error?: { code: number; message: string; data?: unknown };
+    };
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (message.method && message.id !== undefined) {
+      void this.answer(message.id, message.method, message.params);
+      return;
+    }
+    if (message.method === "session/update") {
+      for (const l of this.listeners) l(message.params as SessionNotification);
+      return;
+    }
+    if (typeof message.id === "number") {
+      const pending = this.pending.get(message.id);
+      if (!pending) return;
+      this.pending.delete(message.id);
+      if (message.error) pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
+      else pending.resolve(message.result);
+    }
+  }
+
+  private async answer(id: number | string, method: string, params: unknown): Promise<void> {
+    const handler = this.handlers.get(method);
+    if (!handler) {
+      this.send({ id, error: { code: -32601, message: `the desktop app does not handle ${method}` } });
+      return;
+    }
+    try {
+      this.send({ id, result: await handler(params) });
+    } catch (err) {
+      this.send({ id, error: { code: -32603, message: err instanceof Error ? err.message : String(err) } });
+    }
+  }
+
+  async initialize(): Promise<InitializeResult> {
+    this.serverInfo = await this.request<InitializeResult>("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+      clientInfo: { name: "threadline-desktop", version: "0.1.0" },
+    });
+    return this.serverInfo;
+  }
+
+  newSession(options: NewSessionOptions): Promise<NewSessionResult> {
+    const { threadline, _meta, mcpServers, ...rest } = options;
+    const meta = threadline ? { ...(_meta ?? {}), threadline } : _meta;
+    const params: NewSessionParams = { ...rest, mcpServers: mcpServers ?? [] };
+    if (meta) params._meta = meta;
+    return this.request("session/new", params);
+  }
+
+  prompt(sessionId: string, prompt: string | { type: "text"; text: string }[]): Promise<PromptResult> {
+    const blocks = typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
+    return this.request("session/prompt", { sessionId, prompt: blocks });
+  }
+
+  interrupt(sessionId: string): Promise<InterruptResult> {
+    return this.request("session/interrupt", { sessionId });
+  }
+
+  fork(params: ForkParams): Promise<ForkResult> {
+    return this.request("session/fork", params);
+  }
+
+  compact(params: CompactParams): Promise<CompactResult> {
+    return this.request("session/compact", params);
+  }
+
+  setModel(sessionId: string, model: string): Promise<SetConfigOptionResult> {
+    return this.request("session/set_config_option", { sessionId, configId: "model", value: model });
+  }
+
+  list(params: ListSessionsParams = {}): Promise<ListSessionsResult> {
+    return this.request("session/list", params);
+  }
+
+  async load(params: LoadSessionParams): Promise<void> {
+    await this.request("session/load", { mcpServers: [], ...params });
+  }
+
+  history(sessionId: string): Promise<HistoryResult> {
+    return this.request("session/history", { sessionId });
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * `threadline desktop` for real: the repository's `.venv/bin/threadline desktop` on
+ * loopback (its own THREADLINE_HOME, a scripted model so answers are predictable),
+ * Debian's chromium through playwright-core. A user's steps: prompt and watch it
+ * stream, interrupt, fork and see the branch in the tree, compact and see the context
+ * picture change, two sessions side by side, search; and the refusals that keep other
+ * web pages out. Screenshots go to test-output/.
+ */
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+
+const root = resolve(__dirname, "../..");
+const repo = resolve(root, "../..");
+const outDir = join(root, "test-output");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const THREADLINE = process.env.THREADLINE_COMMAND ?? join(repo, ".venv", "bin", "threadline");
+
+const words = (
+  "Primary colours are red, yellow and blue; mixing two of them gives a secondary colour: " +
+  "red and yellow make orange, yellow and blue make green, blue and red make purple."
+).split(" ");
+const SCRIPT = {
+  rounds: [[...words.flatMap((w) => [{ text: `${w} ` }, { sleep: 0.08 }]), { usage: { input_tokens: 900, output_tokens: 40 } }]],
+  summary: [{ sleep: 0.5 }, { text: "Colours were discussed." }],
+};
+
+let server: ChildProcess;
+let url = "";
+let port = 0;
+let home = "";
+let context: BrowserContext;
+let profile = "";
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install -y chromium`);
+  assert.ok(existsSync(THREADLINE), `no sidecar at ${THREADLINE}`);
+  mkdirSync(outDir, { recursive: true });
+  home = mkdtempSync(join(tmpdir(), "threadline-desktop-"));
+  const script = join(home, "script.json");
+  writeFileSync(script, JSON.stringify(SCRIPT));
+  server = spawn(THREADLINE, ["desktop", "--no-browser"], {
+    cwd: home,
+    env: { ...process.env, THREADLINE_HOME: join(home, "data"), THREADLINE_MODEL: `scripted:${script}` },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  url = await new Promise<string>((resolveUrl, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`no address printed: ${out}`)), 30_000);
+    server.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const found = /Threadline desktop: (http:\/\/\S+)/.exec(out);
+      if (found) {
+        clearTimeout(timer);
+        resolveUrl(found[1]!);
+      }
+    });
+    server.once("exit", (code) => reject(new Error(`threadline desktop exited (${code}): ${out}`)));
+  });
+  port = Number(new URL(url).port);
+  profile = mkdtempSync(join(tmpdir(), "threadline-desktop-chromium-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    viewport: { width: 1500, height: 900 },
+    timeout: 60_000,
+  });
+  context.setDefaultTimeout(30_000);
+});
+
+after(async () => {
+  await context?.close();
+  server?.kill("SIGINT");
+  await new Promise((r) => (server?.exitCode !== null ? r(null) : server.once("exit", r)));
+  rmSync(home, { recursive: true, force: true });
+  rmSync(profile, { recursive: true, force: true });
+});
+
+/** The status code the desktop server answers a raw HTTP/1.1 request with. */
+function status(path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolveStatus, reject) => {
+    const socket = connect(port, "127.0.0.1", () => {
+      const lines = [`GET ${path} HTTP/1.1`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), "", ""];
+      socket.write(lines.join("\r\n"));
+    });
+    let head = "";
+    socket.on("data", (chunk) => {
+      head += chunk.toString("latin1");
+      const line = /^HTTP\/1\.1 (\d{3})/.exec(head);
+      if (line) {
+        socket.destroy();
+        resolveStatus(Number(line[1]));
+      }
+    });
+    socket.on("error", reject);
+    socket.setTimeout(10_000, () => reject(new Error(`no answer to ${path}`)));
+  });
+}
+
+async function until(page: Page, what: string, predicate: () => Promise<boolean>, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+test("another origin, a wrong token or a wrong Host is refused", async () => {
+  const token = new URL(url).searchParams.get("token")!;
+  const upgrade = {
+    Connection: "Upgrade",
+    Upgrade: "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+  };
+  const host = `127.0.0.1:${port}`;
+  assert.equal(await status(`/rpc?token=${token}`, { ...upgrade, Host: host, Origin: "http://evil.example" }), 403);
+  assert.equal(await status(`/rpc?token=wrong`, { ...upgrade, Host: host, Origin: `http://${host}` }), 403);
+  assert.equal(await status(`/rpc?token=${token}`, { ...upgrade, Host: "evil.example", Origin: "http://evil.example" }), 403);
+  assert.equal(await status(`/rpc?token=${token}`, { ...upgrade, Host: host, Origin: `http://${host}` }), 101);
+
+  // The page itself needs the token.
+  const page = await context.newPage();
+  assert.equal((await page.goto(`http://${host}/`))?.status(), 403, "the page needs the token");
+
+  // A web page of another origin that knows the address cannot drive it either.
+  await page.route("http://evil.test/**", (route) => route.fulfill({ contentType: "text/html", body: "<p>evil</p>" }));
+  await page.goto("http://evil.test/");
+  const outcome = await page.evaluate(
+    (target) =>
+      new Promise<string>((done) => {
+        const ws = new WebSocket(target);
+        ws.onopen = () => done("open");
+        ws.onerror = () => done("refused");
+      }),
+    `ws://127.0.0.1:${port}/rpc?token=${token}`,
+  );
+  assert.equal(outcome, "refused");
+  await page.close();
+});
+
+test("prompt, stream, interrupt, fork into the tree, compact, side by side, search", async () => {
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  const pane = page.locator(".pane").first();
+  const status = () => pane.locator("#status").innerText();
+  const ask = async (text: string) => {
+    await pane.locator("#input").fill(text);
+    await pane.locator("#input").press("Enter");
+    await until(page, "the turn to start", async () => (await status()).includes("Generating"));
+  };
+  const idle = () => until(page, "the turn to end", async () => !(await status()).includes("Generating"));
+
+  // Prompt and watch the answer grow.
+  await ask("Name the primary colours.");
+  await until(page, "text", async () => (await pane.locator(".entry.assistant").count()) > 0);
+  const early = await pane.locator(".entry.assistant").last().innerText();
+  await idle();
+  const full = await pane.locator(".entry.assistant").last().innerText();
+  assert.ok(full.length > early.length, "the answer streamed");
+  assert.match(full, /secondary colour/);
+  await until(page, "the session in the tree", async () => (await page.locator("#tree button").count()) === 1);
+
+  // Interrupt.
+  await ask("And the secondary ones?");
+  await until(page, "streaming", async () => (await pane.locator(".entry.assistant").count()) === 2);
+  await pane.locator("#interrupt").click();
+  await idle();
+  assert.equal(await pane.locator(".notice", { hasText: "Interrupted." }).count(), 1);
+  await ask("Why three?");
+  await idle();
+  await ask("And tertiary colours?");
+  await idle();
+  await page.screenshot({ path: join(outDir, "desktop-chat.png") });
+
+  // Compact: the context picture shows before and after.
+  const firstSession = await page.locator("#tree button").first().getAttribute("data-session-id");
+  await until(page, "a context picture", async () => (await pane.locator(".context-picture .row").count()) === 1);
+  await pane.locator("#compact").click();
+  await until(page, "the compaction", async () => (await pane.locator(".notice", { hasText: "Compacted" }).count()) === 1).catch(
+    async (err: Error) => {
+      throw new Error(`${err.message}; notices: ${(await pane.locator(".notice").allInnerTexts()).join(" | ")}`);
+    },
+  );
+  await until(page, "before and after", async () => (await pane.locator(".context-picture .row").count()) === 2);
+  const totals = await pane.locator(".context-picture .row-total").allInnerTexts();
+  const n = (s: string) => Number(s.split("/")[0]!.replace(/\D/g, ""));
+  assert.ok(n(totals[1]!) < n(totals[0]!), `the context did not shrink: ${totals}`);
+  const summary = await pane.locator('.context-picture [data-row="after"] .seg.summary').getAttribute("data-tokens");
+  assert.ok(Number(summary) > 0, "the summary has its part of the picture");
+  await page.screenshot({ path: join(outDir, "desktop-compacted.png") });
+
+  // Fork from the first answer: the branch appears under its parent in the tree.
+  const answer = pane.locator(".entry.assistant").first();
+  await answer.hover();
+  await answer.locator(".fork").click();
+  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button").count()) === 1);
+  const branch = page.locator("#tree li li button");
+  assert.match(await branch.innerText(), /branches at “Primary colours are red/);
+  const parentRow = page.locator(`#tree > ul > li > button[data-session-id="${firstSession}"]`);
+  assert.equal(await parentRow.count(), 1, "the fork hangs under its parent");
+  assert.match(await pane.locator("#status").innerText(), /fork of “Name the primary colours\.”/);
+
+  // Two sessions side by side: the original opens beside the fork.
+  await parentRow.click({ modifiers: ["Shift"] });
+  await until(page, "two panes", async () => (await page.locator(".pane").count()) === 2);
+  const second = page.locator(".pane").nth(1);
+  await until(page, "the original in the second pane", async () => (await second.locator(".entry.user").count()) === 4);
+  assert.equal(await page.locator(".pane").first().locator(".entry.user").count(), 1);
+  await second.locator("#input").fill("One more?");
+  await second.locator("#input").press("Enter");
+  await until(page, "an answer in the second pane", async () => (await second.locator(".entry.assistant").count()) >= 4, 30_000);
+  await page.screenshot({ path: join(outDir, "desktop-side-by-side.png") });
+
+  // Search: titles and text.
+  await page.locator("#search").fill("secondary colour");
+  await until(page, "a text hit", async () => (await page.locator("#tree .hit").count()) > 0);
+  await page.locator("#search").fill("no such words anywhere");
+  await until(page, "no hits", async () => (await page.locator("#tree button").count()) === 0);
+  await page.locator("#search").fill("");
+  await until(page, "the whole tree", async () => (await page.locator("#tree button").count()) === 2);
+  await page.screenshot({ path: join(outDir, "desktop-tree.png") });
+  assert.deepEqual(errors, []);
+  await page.close();
+});

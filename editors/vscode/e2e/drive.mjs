@@ -1,0 +1,418 @@
+// A new user's steps through the Threadline extension inside real VS Code
+// (code-server), driven by playwright-core over Debian's chromium. Each step takes a
+// screenshot into THREADLINE_E2E_SHOTS and asserts what a person would check by eye.
+// Started by e2e/run.sh, which sets up code-server and the environment.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const URL_ = must("THREADLINE_E2E_URL");
+const SHOTS = must("THREADLINE_E2E_SHOTS");
+const WORK = must("THREADLINE_E2E_WORK");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+function must(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run e2e/run.sh)`);
+  return v;
+}
+
+mkdirSync(SHOTS, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), "threadline-e2e-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
+  viewport: { width: 1280, height: 860 },
+  timeout: 60_000,
+});
+context.setDefaultTimeout(30_000);
+const page = context.pages()[0] ?? (await context.newPage());
+const pageErrors = [];
+page.on("pageerror", (err) => pageErrors.push(err.message));
+
+let shot = 0;
+const results = [];
+async function snap(name) {
+  shot += 1;
+  const file = join(SHOTS, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+/** Run one named step: screenshot afterwards (also on failure), record the outcome. */
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    await body();
+    const file = await snap(name);
+    results.push({ name, ok: true, ms: Date.now() - started, file });
+    console.log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    const file = await snap(`${name}-FAILED`).catch(() => "");
+    results.push({ name, ok: false, ms: Date.now() - started, file, error: String(err?.stack ?? err) });
+    console.log(`FAIL ${name}: ${err?.message ?? err}`);
+    throw err;
+  }
+}
+
+// -- VS Code helpers ----------------------------------------------------------------
+
+/** The chat view's page: VS Code nests a webview's document in two iframes. */
+function chat() {
+  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+}
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget .quick-input-box input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible" });
+  await input.press("Enter");
+}
+
+async function quickPickRows() {
+  const rows = page.locator(".quick-input-widget .monaco-list-row");
+  await rows.first().waitFor({ state: "visible" });
+  return rows;
+}
+
+function toasts() {
+  return page.locator(".notifications-toasts .notification-toast");
+}
+
+async function dismissToasts() {
+  for (const close of await page.locator(".notifications-toasts .codicon-notifications-clear").all()) {
+    await close.click().catch(() => undefined);
+  }
+}
+
+// -- chat helpers -------------------------------------------------------------------
+
+async function chatText(selector) {
+  return (await chat().locator(selector).allInnerTexts()).join("\n");
+}
+
+async function statusText() {
+  return chat().locator("#status").innerText();
+}
+
+/** Wait for a condition on the chat page, polling; fails with `what`. */
+async function until(what, predicate, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await predicate()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+async function send(text) {
+  const input = chat().locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+  await until("the turn to start", async () => (await statusText()).includes("Generating"));
+}
+
+async function waitIdle(ms = 60_000) {
+  await until("the turn to end", async () => !(await statusText()).includes("Generating"), ms);
+}
+
+/** Wait until the answer of the running turn has streamed `words` words at least. */
+async function waitStreaming(words = 3) {
+  await until("the answer to stream", async () => {
+    const last = chat().locator(".entry.assistant").last();
+    if ((await chat().locator(".entry.assistant").count()) === 0) return false;
+    const text = await last.locator(".body").innerText();
+    return text.includes("Primary") && text.trim().split(/\s+/).length >= words;
+  });
+}
+
+async function assistantCount() {
+  return chat().locator(".entry.assistant").count();
+}
+
+/** Every badge shows its whole word (nothing clipped by a wrapping title). */
+async function assertBadgesWhole() {
+  const clipped = await chat()
+    .locator(".tool .badge")
+    .evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent));
+  assert.deepEqual(clipped, [], "tool badges clipped");
+}
+
+async function assertNoRawIds() {
+  const shown = await chatText(".notice, #status, #title");
+  assert.ok(!/sess_[0-9a-z]/i.test(shown), `raw session ids on screen: ${shown}`);
+}
+
+/** A button in the view's title bar (VS Code keeps a hidden copy for the pane header). */
+function titleAction(label) {
+  return page.locator(`.part.sidebar .action-label[aria-label^="${label}"]`).filter({ visible: true });
+}
+
+async function interruptButtonShown() {
+  return (await titleAction("Interrupt the Running Turn").count()) > 0;
+}
+
+/** Change a string setting as a user does: in the Settings editor. */
+async function setSetting(id, value) {
+  await runCommand("Preferences: Open User Settings");
+  const search = page.locator(".settings-editor .suggest-input-container .view-lines, .settings-editor .settings-header textarea, .settings-editor .settings-header input").first();
+  await search.waitFor({ state: "visible" });
+  await page.keyboard.type(id);
+  const input = page.locator(`.settings-editor input[aria-label="${id}"]`).first();
+  await input.waitFor({ state: "visible" });
+  await input.fill(value);
+  await input.press("Tab");
+  await until(`${id} saved`, async () => readFileSync(join(WORK, "user", "User", "settings.json"), "utf8").includes(JSON.stringify(value)), 10_000);
+  await page.keyboard.press("Control+W").catch(() => undefined);
+  await runCommand("View: Close All Editors");
+}
+
+// -- the steps ----------------------------------------------------------------------
+
+const liveToolTitles = [];
+let firstTitle = "";
+
+try {
+  await step("open-vscode", async () => {
+    await page.goto(URL_);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
+    await page.locator(".part.activitybar").waitFor({ state: "visible" });
+  });
+
+  await step("open-threadline-view", async () => {
+    await page.locator('.activitybar [aria-label^="Threadline"]').first().click();
+    await chat().locator("#input").waitFor({ state: "visible", timeout: 60_000 });
+    // The picker is filled once the sidecar answered `initialize`.
+    await until("the model picker to fill", async () => (await chat().locator("#model option").count()) > 0, 60_000);
+    const box = await chat().locator("#model").boundingBox();
+    assert.ok(box && box.width >= 90, `model picker squeezed to ${box?.width}px`);
+    assert.equal(await interruptButtonShown(), false, "the Interrupt title button shows while idle");
+  });
+
+  await step("select-text-in-editor", async () => {
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.fill("greet.py");
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: "greet.py" }).first().waitFor();
+    await input.press("Enter");
+    const editor = page.locator(".editor-instance .monaco-editor").first();
+    await editor.waitFor({ state: "visible" });
+    await editor.locator(".view-lines").click();
+    await page.keyboard.press("Control+A");
+  });
+
+  await step("new-session", async () => {
+    await titleAction("New Session").click();
+    await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+    assert.equal(await chat().locator("#title").innerText(), "New session");
+  });
+
+  await step("prompt-streams-answer", async () => {
+    await send("Name the primary colours.");
+    assert.equal(await chat().locator("#send").isDisabled(), true, "Send enabled during a turn");
+    await until("the red Interrupt button while running", interruptButtonShown, 10_000);
+    await waitStreaming(2);
+    const early = await chat().locator(".entry.assistant").last().innerText();
+    await waitIdle();
+    const done = await chat().locator(".entry.assistant").last().innerText();
+    assert.ok(done.length > early.length, "the answer grew while streaming");
+    assert.match(done, /secondary colours orange, green and purple/);
+    await until("the Interrupt title button to go after the turn", async () => !(await interruptButtonShown()), 5_000);
+  });
+
+  await step("editor-selection-tool-and-engine-note", async () => {
+    // The repeated call is answered by the engine itself, and shown so (as on resume).
+    const tools = chat().locator(".entry.tool");
+    assert.equal(await tools.count(), 2);
+    assert.match(await tools.nth(1).locator(".tool-output").innerText(), /Already called/);
+    const output = await tools.first().locator(".tool-output").innerText();
+    assert.match(output, /def greet/, "the selection reached the model");
+    for (const t of await chat().locator(".tool .tool-title").allInnerTexts()) liveToolTitles.push(t);
+    await assertBadgesWhole();
+    // The engine's nudge is a note to the model, not something the user said.
+    const note = chat().locator(".entry.note");
+    assert.equal(await note.count(), 1);
+    assert.match(await note.innerText(), /already called editor_get_selection/);
+    assert.equal(await note.locator(".fork").count(), 0, "the note offers Fork");
+    assert.equal(await chat().locator(".entry.user").count(), 1);
+    // The message just typed can be forked from at once.
+    assert.equal(await chat().locator(".entry.user .fork").count(), 1, "no Fork on the typed message");
+    firstTitle = await chat().locator("#title").innerText();
+    assert.match(firstTitle, /primary colours/i);
+  });
+
+  await step("interrupt-with-chat-button", async () => {
+    const before = await chat().locator(".notice", { hasText: "Interrupted." }).count();
+    await send("And the secondary ones?");
+    await waitStreaming(2);
+    await chat().locator("#interrupt").click();
+    await waitIdle(15_000);
+    assert.equal(await chat().locator(".notice", { hasText: "Interrupted." }).count(), before + 1);
+  });
+
+  await step("interrupt-with-title-button", async () => {
+    await send("Why these three?");
+    await waitStreaming(2);
+    await titleAction("Interrupt the Running Turn").click();
+    await waitIdle(15_000);
+    assert.equal(await chat().locator(".notice", { hasText: "Interrupted." }).count(), 2);
+  });
+
+  await step("interrupt-with-keybinding", async () => {
+    await send("Tell me about mixing paint.");
+    await waitStreaming(2);
+    await page.keyboard.press("Control+Alt+Backspace");
+    await waitIdle(15_000);
+    assert.equal(await chat().locator(".notice", { hasText: "Interrupted." }).count(), 3);
+  });
+
+  let contextBefore = "";
+  await step("compact-with-button", async () => {
+    contextBefore = await statusText();
+    assert.match(contextBefore, /context [\d,]+/);
+    await chat().locator("#compact").click();
+    await until("compacting to show", async () => (await statusText()).includes("Compacting"), 10_000);
+    assert.equal(await chat().locator("#send").isDisabled(), true, "Send enabled while compacting");
+    await snap("compacting");
+    await until("the compaction to end", async () => !(await statusText()).includes("Compacting"), 30_000);
+    const notice = await chat().locator(".notice").last().innerText();
+    assert.match(notice, /^Compacted \d+ → \d+ messages/);
+    assert.equal(await chat().locator(".entry.summary").count(), 1);
+    const after = await statusText();
+    assert.notEqual(after.match(/context [\d,]+/)?.[0], contextBefore.match(/context [\d,]+/)?.[0], "context figure not updated");
+  });
+
+  await step("compact-again-from-palette-changes-nothing", async () => {
+    const notices = await chat().locator(".notice").count();
+    await runCommand("Threadline: Compact the Session");
+    const box = page.locator(".quick-input-widget .quick-input-box input");
+    await box.waitFor({ state: "visible" });
+    await page.waitForTimeout(300);
+    await box.press("Enter");
+    await until("the compaction's answer", async () => (await chat().locator(".notice").count()) > notices);
+    const notice = await chat().locator(".notice").last().innerText();
+    assert.match(notice, /^Nothing to compact/, `a compaction that changed nothing said: ${notice}`);
+  });
+
+  await step("fork-from-typed-message", async () => {
+    const user = chat().locator(".entry.user").first();
+    await user.hover();
+    await user.locator(".fork").click();
+    await until("the fork's notice", async () => (await chatText(".notice")).includes("Forked from"));
+    assert.match(await chatText(".notice"), /Forked from “.*primary colours/i);
+    assert.match(await statusText(), /fork of “/);
+    await assertNoRawIds();
+    assert.equal(await chat().locator(".entry.user").count(), 1);
+  });
+
+  await step("fork-from-palette", async () => {
+    await runCommand("Threadline: Fork the Session");
+    await until("the second fork's notice", async () => (await chat().locator(".notice", { hasText: "Forked from" }).count()) === 1 && (await statusText()).includes("fork of"));
+    await assertNoRawIds();
+  });
+
+  await step("sessions-panel", async () => {
+    await chat().locator("#sessions").click();
+    const rows = chat().locator(".sessions-panel .session");
+    await until("three sessions", async () => (await rows.count()) === 3);
+    const labels = await chat().locator(".sessions-panel .session-title").allInnerTexts();
+    assert.equal(labels.filter((l) => l.startsWith("↳")).length, 2, `forks not marked: ${labels}`);
+    const details = await chat().locator(".sessions-panel .session-meta").allInnerTexts();
+    assert.equal(details.filter((d) => d.includes("fork of “")).length, 2);
+  });
+
+  await step("resume-compacted-session", async () => {
+    const original = chat().locator(".sessions-panel .session", { hasNot: chat().locator("text=↳") });
+    await original.first().click();
+    await until("the replay", async () => (await chat().locator(".entry.user").count()) >= 4);
+    await page.waitForTimeout(300);
+    // Summary as a summary, placed where the compaction happened, not as an answer.
+    assert.equal(await chat().locator(".entry.summary").count(), 1);
+    assert.equal(await chat().locator(".entry.assistant", { hasText: "The user asked about colours" }).count(), 0);
+    assert.ok((await chat().locator(".entry.compacted").count()) > 0, "compacted messages not marked");
+    // What the live chat showed survives the resume.
+    assert.equal(await chat().locator(".notice", { hasText: "Interrupted." }).count(), 3, "Interrupted. notices lost");
+    assert.match(await statusText(), /context [\d,]+/, "context figure lost");
+    const titles = await chat().locator(".tool .tool-title").allInnerTexts();
+    assert.deepEqual(titles.slice(0, liveToolTitles.length), liveToolTitles, "tool titles differ live and resumed");
+    assert.equal(await chat().locator(".entry.note").count(), 0);
+    await assertBadgesWhole();
+  });
+
+  await step("resume-quick-pick", async () => {
+    await titleAction("Resume a Session").click();
+    const rows = await quickPickRows();
+    await until("three rows", async () => (await rows.count()) === 3);
+    const labels = (await rows.allInnerTexts()).map((t) => t.split("\n")[0].trim());
+    assert.equal(new Set(labels).size, 3, `look-alike rows: ${labels}`);
+    assert.equal(labels.filter((l) => l.startsWith("↳")).length, 2, `forks not marked: ${labels}`);
+    await snap("resume-quick-pick-open");
+    await page.keyboard.press("Escape");
+  });
+
+  await step("model-picker", async () => {
+    await runCommand("Threadline: Pick Model");
+    const rows = await quickPickRows();
+    await page.waitForTimeout(300);
+    const texts = await rows.allInnerTexts();
+    assert.ok(texts.length >= 2, `models: ${texts}`);
+    assert.ok(texts.some((t) => t.includes("current")), `no current model in ${texts}`);
+    await snap("model-picker-open");
+    await page.keyboard.press("Escape");
+    const box = await chat().locator("#model").boundingBox();
+    assert.ok(box && box.width >= 90);
+  });
+
+  await step("show-log", async () => {
+    await runCommand("Threadline: Show Log");
+    await until("the log", async () => (await page.locator(".part.panel").innerText()).includes("serving"), 15_000);
+  });
+
+  await step("restart-sidecar-reloads-chat", async () => {
+    const before = await chat().locator(".entry.user").count();
+    const title = await chat().locator("#title").innerText();
+    await runCommand("Threadline: Restart the Sidecar");
+    await page.waitForTimeout(1500);
+    await until("the reloaded transcript", async () => (await chat().locator(".entry.user").count()) === before, 30_000);
+    assert.equal(await chat().locator("#title").innerText(), title);
+  });
+
+  await step("missing-sidecar", async () => {
+    await dismissToasts();
+    await setSetting("threadline.server.command", "/nonexistent/threadline");
+    await runCommand("Threadline: Restart the Sidecar");
+    await until("the banner", async () => chat().locator("#sidecar-banner").isVisible(), 30_000);
+    await page.waitForTimeout(1500);
+    assert.equal(await toasts().count(), 1, "one failure, one toast");
+    assert.match(await chat().locator("#sidecar-banner").innerText(), /not running.*nonexistent/s);
+    assert.equal(await chat().locator("#send").isDisabled(), true);
+  });
+
+  await step("restart-from-banner", async () => {
+    await setSetting("threadline.server.command", must("THREADLINE_E2E_SIDECAR"));
+    await dismissToasts();
+    await chat().locator("#restart-sidecar").click();
+    await until("the banner to go", async () => !(await chat().locator("#sidecar-banner").isVisible()), 30_000);
+    await until("the transcript", async () => (await chat().locator(".entry.user").count()) >= 4, 30_000);
+  });
+} finally {
+  writeFileSync(join(SHOTS, "results.json"), JSON.stringify({ results, pageErrors }, null, 2));
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+const failed = results.filter((r) => !r.ok).length;
+console.log(`${results.length - failed} passed, ${failed} failed`);

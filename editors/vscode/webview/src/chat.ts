@@ -1,0 +1,65 @@
+/**
+ * One chat, mounted on a root element: the state, its rendering and the controls'
+ * events. The VS Code webview mounts one on its page (main.ts); the desktop app mounts
+ * one per pane. Returns the function that feeds it host messages.
+ */
+import type { HostMessage, WebviewMessage } from "./messages";
+import { initialState, reduce, type ChatState } from "./state";
+import { ChatView, findElements } from "./view";
+
+export interface MountedChat {
+  receive(message: HostMessage): void;
+  readonly state: ChatState;
+}
+
+export function mountChat(root: ParentNode, post: (message: WebviewMessage) => void): MountedChat {
+  const els = findElements(root);
+  const state = initialState();
+  const view = new ChatView(els, post);
+  let scheduled = false;
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => {
+      scheduled = false;
+      view.render(state);
+    });
+  };
+
+  const submit = () => {
+    const text = els.input.value.trim();
+    if (!text || state.running || state.compacting || state.sidecarDown !== null) return;
+    post({ type: "prompt", text });
+    els.input.value = "";
+  };
+  els.send.addEventListener("click", submit);
+  els.input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  els.interrupt.addEventListener("click", () => post({ type: "interrupt" }));
+  els.compact.addEventListener("click", () => post({ type: "compact" }));
+  els.newSession.addEventListener("click", () => post({ type: "newSession" }));
+  els.restart.addEventListener("click", () => post({ type: "restartSidecar" }));
+  els.sessionsButton.addEventListener("click", () => {
+    if (!els.sessionsPanel.hidden) {
+      els.sessionsPanel.hidden = true;
+      return;
+    }
+    post({ type: "listSessions" });
+  });
+  els.modelSelect.addEventListener("change", () => {
+    post({ type: "setModel", model: els.modelSelect.value });
+  });
+  view.render(state);
+
+  return {
+    state,
+    receive(message) {
+      reduce(state, message);
+      schedule();
+    },
+  };
+}
