@@ -376,7 +376,7 @@ def _server_model(name: str, raw: dict[str, Any], path: Path | None) -> ModelEnt
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):  # pyright: ignore[reportUnknownVariableType]
         raise ConfigError(f"[{where}] server_args must be a list of strings")
     server = LocalServer(
-        gguf=gguf.resolve(),
+        gguf=Path(os.path.abspath(gguf)),  # not resolve(): a symlink swapped is a change
         kind=kind,
         slots=slots,
         threads=_positive_int(raw, "threads", where, None),

@@ -12,7 +12,9 @@ and each change of state is reported as a status line for the client.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -134,3 +136,19 @@ class Launcher:
                 return None
             self.home.touch_used()
             return record
+
+
+def stop(home: ServerHome, timeout: float = 15.0) -> bool:
+    """Stop the server's keeper (which stops the server); True once none runs.
+
+    Blocking, for tests, benchmarks and shutdown scripts, not for the event loop."""
+    record = home.read()
+    if home.keeper_alive() and record.keeper_pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(record.keeper_pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while home.keeper_alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
