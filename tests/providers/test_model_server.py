@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import signal
+import sys
 import time
+from asyncio.subprocess import PIPE
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.support import SidecarClient, start_sidecar
+from tests.support import SidecarClient, sidecar_env, start_sidecar
 from threadline.providers.local import LocalModelError, find_model_path
 from threadline.providers.modelserver import procfs
 from threadline.providers.modelserver.home import ServerHome, ServerRecord, all_servers
@@ -123,6 +126,15 @@ async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
     return (await client.call("session/history", {"sessionId": sid}))["messages"]
 
 
+async def threadline_models(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "threadline", "models", *args, env=env, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
 def server_processes(h: ServerHome) -> list[int]:
     """Processes running in the server's folder (the keeper starts the server there)."""
     found = []
@@ -161,6 +173,18 @@ async def test_two_sidecars_share_one_server(config: Path, home: Path, cleanup: 
         assert h.read().pid == record.pid
         [status] = servers(home)
         assert (status.state, status.pid, status.restarts) == ("ready", record.pid, 0)
+
+        # `threadline models` shows the server (and starts nothing).
+        env = {**sidecar_env(home), "THREADLINE_CONFIG": str(config)}
+        report = json.loads(await threadline_models(env, "--json"))
+        [listed] = report["servers"]
+        assert (listed["state"], listed["pid"], listed["slots"]) == ("ready", record.pid, 1)
+        assert listed["slots_busy"] == 0 and listed["restarts"] == 0
+        [row] = [r for r in report["models"] if r["model"] == MODEL]
+        assert row["reachable"] is True and f"pid {record.pid}" in row["detail"]
+        table = await threadline_models(env, "--no-check")
+        [line] = [x for x in table.splitlines() if x.startswith("SmolLM2")]
+        assert line.split()[1:6] == ["llama_cpp.server", "ready", str(record.pid), "0/1", "0"]
     finally:
         await first.stop()
         await second.stop()

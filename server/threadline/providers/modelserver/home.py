@@ -153,7 +153,10 @@ class ServerHome:
         return None
 
     def keeper_alive(self) -> bool:
-        fd = os.open(self.keeper_lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.keeper_lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            return False
         try:
             return not try_flock(fd, fcntl.LOCK_SH)
         finally:
@@ -166,7 +169,10 @@ class ServerHome:
         """How many of the ``slots`` are held right now."""
         busy = 0
         for i in range(slots):
-            fd = os.open(self.slot_path(i), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(self.slot_path(i), os.O_RDWR)
+            except FileNotFoundError:
+                continue  # never taken
             try:
                 if not try_flock(fd, fcntl.LOCK_SH):
                     busy += 1
