@@ -26,6 +26,7 @@ from .figures import (
     latency,
     localmodel,
     memory,
+    modelserver,
     throughput,
 )
 from .report import Row, render
@@ -41,6 +42,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "localmodel": localmodel.run,
     "memory": memory.run,
     "backpressure": backpressure.run,
+    "modelserver": modelserver.run,
 }
 
 
