@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 import time
+import urllib.error
+import urllib.request
 from asyncio.subprocess import PIPE
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,6 +169,12 @@ async def test_two_sidecars_share_one_server(config: Path, home: Path, cleanup: 
         record = h.read()
         assert record.state == "ready" and record.generation == 1
         assert server_processes(h) == [record.pid], "one server process for both sidecars"
+        # The server answers only its sidecars (a key from the owner-only record).
+        url = f"http://127.0.0.1:{record.port}/v1/models"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            await asyncio.to_thread(urllib.request.urlopen, url, timeout=10)
+        assert refused.value.code == 401
+        assert h.record_path.stat().st_mode & 0o077 == 0
         # A third prompt after the first sidecar is gone still finds the same server.
         await first.stop()
         await second.prompt(sid2, "And a fruit?", timeout=240)

@@ -90,6 +90,13 @@ def test_commands_and_identity() -> None:
     assert ServerSpec.from_json(many.to_json()) == many
 
 
+def test_server_environment_keeps_its_address_and_key_ours() -> None:
+    base = {"PATH": "/bin", "HOST": "0.0.0.0", "PORT": "80", "API_KEY": "theirs", "X": "1"}
+    env = spec().environment("ours", base)
+    assert env == {"PATH": "/bin", "X": "1", "API_KEY": "ours"}
+    assert spec(kind="llama-server").environment("k", base)["LLAMA_API_KEY"] == "k"
+
+
 def test_llama_server_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(SpecError, match="llama-server is not on PATH"):

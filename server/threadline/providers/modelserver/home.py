@@ -61,6 +61,8 @@ class ServerRecord:
     error: str | None = None
     fingerprint: list[int] | None = None
     """Size and mtime of the model file when the keeper started."""
+    api_key: str | None = None
+    """The server's key, new for each keeper (this file is readable by its owner only)."""
     updated_at: float = 0.0
 
     @classmethod
@@ -104,7 +106,9 @@ class ServerHome:
     def write(self, record: ServerRecord) -> None:
         record.updated_at = time.time()
         tmp = self.record_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(record), indent=1))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(asdict(record), indent=1))
         os.replace(tmp, self.record_path)
 
     @contextlib.contextmanager

@@ -31,6 +31,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -94,6 +95,7 @@ class Keeper:
         self.spec = spec
         self.stop_requested = False
         self.log_offset = 0
+        self.api_key = ""
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_requested = True
@@ -102,8 +104,10 @@ class Keeper:
 
     def run(self) -> int:
         sup = self.spec.supervision
+        self.api_key = secrets.token_urlsafe(24)
         record = self.home.update(
             state="starting",
+            api_key=self.api_key,
             keeper_pid=os.getpid(),
             generation=0,
             restarts=0,
@@ -176,6 +180,7 @@ class Keeper:
             self.log_offset = out.tell()
             proc = subprocess.Popen(
                 argv,
+                env=self.spec.environment(self.api_key, os.environ),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -208,7 +213,7 @@ class Keeper:
                 return "exited"
             now = time.monotonic()
             if not ready:
-                if healthy(url):
+                if healthy(url, self.api_key):
                     ready = True
                     self.home.touch_used()  # the idle clock starts at ready
                     self.home.update(state="ready", error=None)
@@ -248,9 +253,10 @@ class Keeper:
             time.sleep(POLL)
 
 
-def healthy(url: str) -> bool:
+def healthy(url: str, api_key: str) -> bool:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
+        with urllib.request.urlopen(request, timeout=2) as reply:
             return bool(reply.status == 200)
     except (OSError, urllib.error.URLError, ValueError):
         return False

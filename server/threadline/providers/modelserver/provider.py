@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 
 from ...settings import data_dir
-from ...userconfig import ModelEntry
+from ...userconfig import ModelEntry, Secret
 from ..base import ChatRequest, ProviderError, ProviderEvent, StatusNotice
 from ..openai_compat import OpenAICompatProvider, OpenAIOptions
 from ..policies import OUTPUT_EVENTS
@@ -60,7 +60,7 @@ class ModelServerProvider:
         self.options = options
         self.launcher = Launcher(root, spec)
         self._counter = OpenAICompatProvider(options)
-        self._clients: dict[int, OpenAICompatProvider] = {}
+        self._clients: dict[tuple[int, str], OpenAICompatProvider] = {}
 
     @property
     def model_id(self) -> str:
@@ -78,12 +78,20 @@ class ModelServerProvider:
         for c in clients:
             await c.aclose()
 
-    def _client(self, port: int) -> OpenAICompatProvider:
-        client = self._clients.get(port)
+    def _client(self, record: ServerRecord) -> OpenAICompatProvider:
+        """The HTTP client for the server as ``record`` has it (port and key)."""
+        assert record.port is not None
+        key = (record.port, record.api_key or "")
+        client = self._clients.get(key)
         if client is None:
-            base_url = f"http://127.0.0.1:{port}/v1"
-            client = OpenAICompatProvider(replace(self.options, base_url=base_url))
-            self._clients[port] = client
+            client = OpenAICompatProvider(
+                replace(
+                    self.options,
+                    base_url=f"http://127.0.0.1:{record.port}/v1",
+                    api_key=Secret(record.api_key) if record.api_key else None,
+                )
+            )
+            self._clients[key] = client
         return client
 
     # -- the stream -------------------------------------------------------------------
@@ -129,7 +137,7 @@ class ModelServerProvider:
     ) -> AsyncIterator[ProviderEvent]:
         assert record.pid is not None and record.port is not None
         with Watchdog(record.pid, record.pid_start, self.spec.supervision.stall_timeout) as dog:
-            events = self._client(record.port).stream(request)
+            events = self._client(record).stream(request)
             async with aclosing(events):  # type: ignore[type-var]
                 async for event in events:
                     dog.progress()

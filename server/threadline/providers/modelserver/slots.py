@@ -78,7 +78,7 @@ class SlotQueue:
                     self.slot = self.try_take()
                     if self.slot is not None:
                         return
-                if (ahead, busy) != said:
+                if (ahead, busy) != said and ahead + busy:
                     said = (ahead, busy)
                     yield (
                         f"waiting for the model: {ahead + busy} ahead "

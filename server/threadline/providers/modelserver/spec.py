@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ HEALTH_PATHS: dict[ServerKind, str] = {
     # llama-server listens at once and answers 503 on /health until the model is loaded.
     "llama-server": "/health",
 }
+
+
+OVERRIDING_ENV = frozenset({"HOST", "PORT", "CONFIG_FILE", "API_KEY", "LLAMA_API_KEY"})
 
 
 class SpecError(ValueError):
@@ -147,6 +151,15 @@ class ServerSpec:
         if self.threads:
             argv += ["--threads", str(self.threads)]
         return argv + list(self.args)
+
+    def environment(self, api_key: str, base: Mapping[str, str]) -> dict[str, str]:
+        """The server's environment: ``base`` without the variables llama_cpp.server
+        would take over its arguments (``HOST``, ``PORT``, ``CONFIG_FILE``), plus the key
+        that keeps other local users' programs off the server (an argument would show
+        in ``ps``)."""
+        env = {k: v for k, v in base.items() if k.upper() not in OVERRIDING_ENV}
+        env["API_KEY" if self.kind == "llama_cpp.server" else "LLAMA_API_KEY"] = api_key
+        return env
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
