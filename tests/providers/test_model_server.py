@@ -53,7 +53,14 @@ def gguf() -> Path:
 def write_config(
     path: Path, model_file: Path, *, max_tokens: int = 300, **supervision: float
 ) -> None:
-    sup = {"stall_timeout": 30, "slot_wait": 120, "ready_timeout": 120, **supervision}
+    # idle_timeout bounds the life of a server that a failed test could leave behind.
+    sup = {
+        "stall_timeout": 30,
+        "slot_wait": 120,
+        "ready_timeout": 120,
+        "idle_timeout": 120,
+        **supervision,
+    }
     lines = [
         f"[models.{MODEL}]",
         f'gguf = "{model_file}"',
@@ -269,6 +276,7 @@ async def test_stopped_server_is_detected_as_stalled_and_replaced(
         with pytest.raises(JsonRpcException) as err:
             await prompt
         detected = time.monotonic() - stopped_at
+        print(f"FIGURES stall detected {detected:.1f} s after SIGSTOP (stall_timeout {stall} s)")
         assert err.value.data["reason"] == "provider_crashed"
         assert "stalled" in err.value.message
         assert err.value.data["partialText"]

@@ -14,9 +14,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.providers.helpers import collect, errors
+from threadline.providers.base import ChatMessage, ChatRequest
 from threadline.providers.modelserver import procfs
 from threadline.providers.modelserver.home import ServerHome
-from threadline.providers.modelserver.provider import ModelServerProvider
+from threadline.providers.modelserver.provider import ModelServerProvider, shared_server_provider
 from threadline.providers.modelserver.slots import NoSlot, SlotQueue
 from threadline.providers.modelserver.spec import ServerSpec, SpecError
 from threadline.providers.modelserver.watchdog import Watchdog
@@ -233,3 +235,29 @@ def test_proc_identity_guards_against_pid_reuse(
     assert procfs.kill(p.pid, st.start)
     p.wait(10)
     assert not procfs.alive(p.pid, st.start)
+
+
+@pytest.mark.parametrize(
+    ("server", "make_file", "expected"),
+    [
+        ("llama_cpp.server", False, "does not exist"),
+        ("llama-server", True, "llama-server is not on PATH"),
+    ],
+)
+async def test_unstartable_servers_fail_at_once_with_the_reason(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: str,
+    make_file: bool,
+    expected: str,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    model = tmp_path / "m.gguf"
+    if make_file:
+        model.write_bytes(b"GGUF")
+    cfg = parse(config(tmp_path, f'[models.m]\ngguf = "{model}"\nserver = "{server}"\n'), {})
+    provider = shared_server_provider(cfg.models["m"], root=tmp_path / "home")
+    events = await collect(provider, ChatRequest([ChatMessage("user", "hi")]), timeout=10)
+    [error] = errors(events)
+    assert error.reason == "provider_unavailable" and expected in error.message
+    assert not provider.launcher.home.keeper_alive(), "nothing was started"

@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 
 from .home import ServerHome, ServerRecord
-from .spec import ServerSpec
+from .spec import ServerSpec, SpecError
 
 POLL = 0.1
 KEEPER_MODULE = "threadline.providers.modelserver.keeper"
@@ -85,6 +85,10 @@ class Launcher:
                         "provider_unavailable",
                         f"the model file {self.spec.gguf} does not exist",
                     )
+                try:
+                    self.spec.command(0)  # a missing llama-server binary: say so now
+                except SpecError as exc:
+                    raise ServerUnavailable("provider_unavailable", str(exc)) from exc
                 self._spawn_keeper(fd)
             finally:
                 os.close(fd)
