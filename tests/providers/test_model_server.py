@@ -293,6 +293,29 @@ async def test_stopped_server_is_detected_as_stalled_and_replaced(
         await client.stop()
 
 
+async def test_a_server_stalled_before_any_output_is_replaced_and_asked_again(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    write_config(config, gguf(), max_tokens=16, stall_timeout=3)
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        await client.prompt(sid, "Hi.", timeout=240)  # the server is up
+        record = only_home(home).read()
+        os.kill(record.pid, signal.SIGSTOP)
+        client.updates.clear()
+        # Nothing was shown, so nothing can be repeated: the request goes to the new server.
+        result = await client.prompt(sid, "Name a colour.", timeout=240)
+        assert result["stopReason"] in ("end_turn", "max_tokens")
+        assert client.text_of(sid).strip()
+        said = statuses(client, sid)
+        assert any("stalled" in s and "sending the request again" in s for s in said), said
+        assert not procfs.alive(record.pid, record.pid_start)
+        assert only_home(home).read().generation == 2
+    finally:
+        await client.stop()
+
+
 async def test_a_model_file_that_cannot_load_hits_the_crash_loop_limit(
     config: Path, home: Path, tmp_path: Path, cleanup: None
 ) -> None:
