@@ -40,9 +40,9 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "forkload": forkload.run,
     "concurrency": concurrency.run,
     "localmodel": localmodel.run,
+    "modelserver": modelserver.run,
     "memory": memory.run,
     "backpressure": backpressure.run,
-    "modelserver": modelserver.run,
 }
 
 
