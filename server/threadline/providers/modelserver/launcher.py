@@ -86,7 +86,7 @@ class Launcher:
                         f"the model file {self.spec.gguf} does not exist",
                     )
                 try:
-                    self.spec.command(0)  # a missing llama-server binary: say so now
+                    self.spec.preflight()
                 except SpecError as exc:
                     raise ServerUnavailable("provider_unavailable", str(exc)) from exc
                 self._spawn_keeper(fd)

@@ -94,6 +94,12 @@ class ModelServerProvider:
             self._clients[key] = client
         return client
 
+    async def _drop_stale(self, record: ServerRecord) -> None:
+        """Close the clients of servers that are gone (an earlier port or key)."""
+        current = (record.port, record.api_key or "")
+        for key in [k for k in self._clients if k != current]:
+            await self._clients.pop(key).aclose()
+
     # -- the stream -------------------------------------------------------------------
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
@@ -136,6 +142,7 @@ class ModelServerProvider:
         self, record: ServerRecord, request: ChatRequest, attempt: _Attempt
     ) -> AsyncIterator[ProviderEvent]:
         assert record.pid is not None and record.port is not None
+        await self._drop_stale(record)
         with Watchdog(record.pid, record.pid_start, self.spec.supervision.stall_timeout) as dog:
             events = self._client(record).stream(request)
             async with aclosing(events):  # type: ignore[type-var]

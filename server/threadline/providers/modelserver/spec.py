@@ -10,6 +10,7 @@ that crash-looped gets a fresh start once the config changes).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -32,6 +33,17 @@ HEALTH_PATHS: dict[ServerKind, str] = {
 
 
 OVERRIDING_ENV = frozenset({"HOST", "PORT", "CONFIG_FILE", "API_KEY", "LLAMA_API_KEY"})
+
+
+SERVER_MODULES = ("llama_cpp.server", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings")
+"""What ``python -m llama_cpp.server`` imports beyond llama-cpp-python itself."""
+
+
+def _find(module: str) -> object:
+    try:
+        return importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
 
 
 class SpecError(ValueError):
@@ -99,6 +111,18 @@ class ServerSpec:
         except OSError:
             return None
         return [st.st_size, st.st_mtime_ns]
+
+    def preflight(self) -> None:
+        """Refuse, with what to install, a server that cannot start (before any attempt:
+        a missing package would otherwise show up only as a crash loop)."""
+        if self.kind == "llama_cpp.server":
+            missing = [m for m in SERVER_MODULES if _find(m) is None]
+            if missing:
+                raise SpecError(
+                    f"llama_cpp.server needs {', '.join(missing)}: "
+                    "pip install 'llama-cpp-python[server]'"
+                )
+        self.command(0)
 
     def command(self, port: int) -> list[str]:
         """The server's argv, listening on loopback ``port``."""
