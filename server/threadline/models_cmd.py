@@ -5,6 +5,10 @@ providers, the model file for the local model), all run concurrently under one
 timeout. What an OpenAI-compatible server was found to do (tool calls not streamed,
 tool results sent as user messages; see :mod:`.providers.traits`) is shown beside it.
 Keys are never printed: only where a key comes from (``$OPENAI_API_KEY``).
+
+Below the models, each shared local model server of this ``THREADLINE_HOME`` (see
+:mod:`threadline.providers.modelserver`): state, pid, slots in use, restarts. Reading
+them starts nothing.
 """
 
 from __future__ import annotations
@@ -12,13 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TextIO
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
 from .providers.registry import DEFAULT_MODEL, ProviderRegistry, Reachability
-from .settings import Settings
+from .settings import Settings, data_dir
 from .userconfig import ConfigError, UserConfig, load
+
+if TYPE_CHECKING:
+    from .providers.modelserver.status import ServerStatus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,12 +47,50 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"threadline: {exc}", file=sys.stderr)
         return 2
     rows = anyio.run(_rows, config, args.timeout, not args.no_check)
+    servers = local_servers()
     if args.json:
-        json.dump({"config": str(config.path) if config.path else None, "models": rows}, stream)
+        json.dump(
+            {
+                "config": str(config.path) if config.path else None,
+                "models": rows,
+                "servers": [asdict(s) for s in servers],
+            },
+            stream,
+        )
         stream.write("\n")
     else:
         stream.write(render(rows, config))
+        stream.write(render_servers(servers))
     return 0
+
+
+def local_servers() -> list[ServerStatus]:
+    from .providers.modelserver.status import servers
+
+    return servers(data_dir())
+
+
+def render_servers(servers: list[ServerStatus]) -> str:
+    if not servers:
+        return ""
+    header = ["LOCAL SERVER", "KIND", "STATE", "PID", "SLOTS IN USE", "RESTARTS", "RSS"]
+    table = [header]
+    for s in servers:
+        table.append(
+            [
+                s.model,
+                s.kind,
+                s.state,
+                str(s.pid or "-"),
+                f"{s.slots_busy}/{s.slots}",
+                str(s.restarts),
+                f"{s.rss_kb / 1024:.0f} MB" if s.rss_kb else "-",
+            ]
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+    lines += [f"  {s.model}: {s.detail}" for s in servers if s.detail]
+    return "\n" + "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[str, Any]]:
@@ -76,6 +122,8 @@ async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[st
                 endpoint=p.base_url or "(default)",
                 key=p.key_source,
             )
+            if entry.server is not None:
+                row.update(provider="local server", endpoint=entry.server.kind, key="-")
         if check:
             r = results[model]
             row.update(reachable=r.ok, detail=r.detail)

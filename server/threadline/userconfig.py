@@ -25,6 +25,17 @@ usual environment variables. Example::
     model = "claude-sonnet-4-5"
     thinking_budget = 4096
 
+    [models.qwen-local]             # a GGUF file served by a shared local model server
+    gguf = "~/models/qwen2.5-7b-instruct-q4_k_m.gguf"
+    server = "llama-server"         # or "llama_cpp.server" (the default)
+    slots = 4
+    [models.qwen-local.supervision]
+    idle_timeout = 600
+
+A model with ``gguf`` names no provider: the first sidecar that needs it starts the
+server (see :mod:`threadline.providers.modelserver`), every sidecar on the same
+``THREADLINE_HOME`` shares it.
+
 Environment overrides (they win over the file): ``<PROVIDER>_BASE_URL`` for a provider
 named ``<provider>`` (so ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` for the
 built-ins; ``base_url_env`` names another variable), and the key is read from
@@ -77,6 +88,23 @@ PROVIDER_KEYS = frozenset(
     {"type", "base_url", "base_url_env", "api_key_env", "api_key", "headers", "policies"}
 )
 MODEL_KEYS = frozenset({"provider", "model", "name", "description", "policies"})
+SERVER_MODEL_KEYS = frozenset(
+    {
+        "gguf",
+        "server",
+        "slots",
+        "threads",
+        "chat_format",
+        "server_binary",
+        "server_args",
+        "supervision",
+        "name",
+        "description",
+    }
+)
+
+ServerKind = Literal["llama_cpp.server", "llama-server"]
+SERVER_KINDS: tuple[ServerKind, ...] = ("llama_cpp.server", "llama-server")
 
 
 class ConfigError(ValueError):
@@ -132,6 +160,45 @@ class ProviderEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Supervision:
+    """How a shared local model server is watched (``[models.X.supervision]``).
+
+    Seconds, except the restart count. Tests set them small; the defaults suit
+    multi-gigabyte models that take a while to load."""
+
+    idle_timeout: float = 600.0
+    """Stop the server when no sidecar has used it for this long."""
+    ready_timeout: float = 300.0
+    """A server whose health endpoint has not answered by then is killed (a crash)."""
+    stall_timeout: float = 60.0
+    """In flight, neither streamed bytes nor CPU time for this long: killed, restarted."""
+    slot_wait: float = 600.0
+    """Longest wait for a free slot before the request fails with ``no_slot``."""
+    max_restarts: int = 3
+    """Restarts allowed within ``restart_window``; one more crash is a lasting failure."""
+    restart_window: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class LocalServer:
+    """A GGUF file that a supervised local server (shared by every sidecar) runs."""
+
+    gguf: Path
+    kind: ServerKind = "llama_cpp.server"
+    slots: int = 1
+    """Requests in flight at once: 1 for llama_cpp.server (it serialises anyway);
+    ``--parallel`` for llama-server."""
+    threads: int | None = None
+    chat_format: str | None = None
+    """llama_cpp.server's ``--chat_format`` (default: the template in the GGUF)."""
+    binary: str | None = None
+    """The llama-server executable (default: ``llama-server`` on ``PATH``)."""
+    args: tuple[str, ...] = ()
+    """Extra command-line arguments for the server."""
+    supervision: Supervision = field(default_factory=Supervision)
+
+
+@dataclass(frozen=True, slots=True)
 class ModelEntry:
     """A model users can pick: a provider plus the model name that provider expects."""
 
@@ -142,6 +209,8 @@ class ModelEntry:
     description: str | None = None
     policies: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    server: LocalServer | None = None
+    """Set for a GGUF run by a shared local server (then ``provider`` is a stand-in)."""
 
     def option(self, key: str, default: Any = None) -> Any:
         return self.options.get(key, default)
@@ -218,7 +287,11 @@ def parse(
         providers[name] = _provider(name, _table(raw_providers.get(name, {}), name), env)
     models: dict[str, ModelEntry] = {}
     for name, raw in _table(data.get("models", {}), "models").items():
-        models[name] = _model(name, _table(raw, f"models.{name}"), providers)
+        table = _table(raw, f"models.{name}")
+        if "gguf" in table:
+            models[name] = _server_model(name, table, path)
+        else:
+            models[name] = _model(name, table, providers)
     return UserConfig(path, default_model, providers, models)
 
 
@@ -287,6 +360,83 @@ def _model(name: str, raw: dict[str, Any], providers: dict[str, ProviderEntry]) 
         policies=policies,
         options=options,
     )
+
+
+def _server_model(name: str, raw: dict[str, Any], path: Path | None) -> ModelEntry:
+    """A ``gguf`` model: run by a shared local server, spoken to as OpenAI-compatible."""
+    where = f"models.{name}"
+    allowed = SERVER_MODEL_KEYS | _allowed("openai")
+    unknown = set(raw) - allowed
+    if unknown:
+        raise ConfigError(f"[{where}] unknown keys: {', '.join(sorted(unknown))}")
+    gguf = Path(_str(raw, "gguf", where) or "").expanduser()
+    if not gguf.is_absolute() and path is not None:
+        gguf = path.parent / gguf
+    kind = raw.get("server", "llama_cpp.server")
+    if kind not in SERVER_KINDS:
+        raise ConfigError(f'[{where}] server must be "llama_cpp.server" or "llama-server"')
+    slots = _positive_int(raw, "slots", where, 1)
+    if kind == "llama_cpp.server" and slots != 1:
+        raise ConfigError(
+            f"[{where}] llama_cpp.server runs one request at a time: slots must be 1 "
+            '(use server = "llama-server" for parallel slots)'
+        )
+    args = raw.get("server_args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):  # pyright: ignore[reportUnknownVariableType]
+        raise ConfigError(f"[{where}] server_args must be a list of strings")
+    server = LocalServer(
+        gguf=Path(os.path.abspath(gguf)),  # not resolve(): a symlink swapped is a change
+        kind=kind,
+        slots=slots,
+        threads=_positive_int(raw, "threads", where, None),
+        chat_format=_str(raw, "chat_format", where),
+        binary=_str(raw, "server_binary", where),
+        args=tuple(args),  # pyright: ignore[reportUnknownArgumentType]
+        supervision=_supervision(_table(raw.get("supervision", {}), f"{where}.supervision"), where),
+    )
+    llama_cpp_python = kind == "llama_cpp.server"
+    options: dict[str, Any] = {
+        # llama-cpp-python's function-calling template drops role "tool" messages and
+        # cannot stream an automatic tool choice; llama-server has neither limit.
+        "tool_results": "user" if llama_cpp_python else "native",
+        "stream_tools": not llama_cpp_python,
+    }
+    options.update({k: v for k, v in raw.items() if k in _allowed("openai")})
+    return ModelEntry(
+        id=name,
+        provider=ProviderEntry(name=kind, kind="openai"),
+        model=gguf.stem,
+        name=_str(raw, "name", where),
+        description=_str(raw, "description", where)
+        or f"{gguf.name} on a shared local {kind} ({slots} slot{'s' if slots != 1 else ''})",
+        options=options,
+        server=server,
+    )
+
+
+def _supervision(raw: dict[str, Any], where: str) -> Supervision:
+    known = set(Supervision.__dataclass_fields__)
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(
+            f"[{where}.supervision] unknown keys: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"[{where}.supervision] {key} must be a non-negative number")
+        values[key] = int(value) if key == "max_restarts" else float(value)
+    return Supervision(**values)
+
+
+def _positive_int(raw: dict[str, Any], key: str, where: str, default: int | None) -> Any:
+    value = raw.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"[{where}] {key} must be a positive integer")
+    return value
 
 
 def _str(raw: dict[str, Any], key: str, where: str) -> str | None:

