@@ -319,6 +319,8 @@ class SessionInfoMeta(ThreadlineBlock):
     """``_meta`` of a ``session/list`` entry."""
 
     parent_session_id: str | None = None
+    forked_at_message_id: str | None = None
+    """The parent's message a fork branches at (null unless a fork)."""
     message_count: int = 0
     model: str | None = None
 

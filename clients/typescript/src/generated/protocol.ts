@@ -611,6 +611,7 @@ export interface SessionInfo {
 
 /** ``_meta`` of a ``session/list`` entry. */
 export interface SessionInfoMeta {
+  forkedAtMessageId?: string | null;
   /** @default 0 */
   messageCount?: number;
   model?: string | null;
