@@ -46,8 +46,8 @@ class Launcher:
         self.home = ServerHome.of(root, spec.key)
 
     async def wait_ready(self) -> AsyncIterator[str]:
-        """Yield status lines until the server is ready (then ``self.record`` holds it);
-        raise :class:`ServerUnavailable` if it cannot be."""
+        """Yield status lines until the server is ready; raise
+        :class:`ServerUnavailable` if it cannot be."""
         sup = self.spec.supervision
         deadline = time.monotonic() + sup.ready_timeout * (sup.max_restarts + 1) + 30
         said: str | None = None
@@ -72,14 +72,13 @@ class Launcher:
         self.home.create()
         async with self.home.alock():
             record = self.home.read()
+            failed = record.state == "failed" and record.fingerprint == self.spec.fingerprint()
+            if failed:  # and nothing changed since: the same error, no new attempt
+                raise ServerUnavailable("provider_unavailable", record.error or "failed")
             fd = self.home.take_keeper_lock()
             if fd is None:
-                if record.state == "failed":
-                    raise ServerUnavailable("provider_unavailable", record.error or "failed")
-                return record
+                return record  # a keeper runs (a failed one exits: then we start anew)
             try:
-                if record.state == "failed" and record.fingerprint == self.spec.fingerprint():
-                    raise ServerUnavailable("provider_unavailable", record.error or "failed")
                 if self.spec.fingerprint() is None:
                     raise ServerUnavailable(
                         "provider_unavailable",
