@@ -360,12 +360,8 @@ class Engine:
                     updates.message_chunk("agent_thought_chunk", mid, turn, block["text"])
                 )
             elif t == "summary":
-                session.announce(
-                    updates.marked(
-                        updates.message_chunk("agent_message_chunk", mid, turn, block["text"]),
-                        {**marks, "summary": True},
-                    )
-                )
+                # As live: the compaction's completed update, with the summary.
+                session.announce(updates.compaction(mid, "completed", summary=block["text"]))
             elif t == "tool_use":
                 title, kind = session.tools.describe_call(block["name"], block.get("input"))
                 session.announce(

@@ -232,6 +232,13 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       const summary = typeof u.summary === "string" ? u.summary : contentText(u.summary ?? []);
       const problem = typeof u.error === "string" ? u.error : typeof u.message === "string" ? u.message : null;
       state.compaction = { status: u.status, message: summary || problem };
+      // The summary, live or replayed: where the compaction happened in the transcript.
+      if (u.status === "completed" && summary) {
+        const last = state.entries[state.entries.length - 1];
+        if (!(last?.kind === "summary" && last.text === summary)) {
+          state.entries.push({ kind: "summary", key: nextKey("summary"), messageId: null, text: summary, version: 0 });
+        }
+      }
       return;
     }
     case "available_commands_update":
@@ -309,7 +316,6 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       }
       state.compaction = { status: "completed", message: r.summary };
       state.contextUsed = r.tokensAfter;
-      state.entries.push({ kind: "summary", key: nextKey("summary"), messageId: null, text: r.summary, version: 0 });
       notice(
         state,
         "info",
