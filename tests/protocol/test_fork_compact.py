@@ -258,11 +258,11 @@ async def test_a_summary_longer_than_the_history_is_not_committed(sidecar: Sidec
     assert json.dumps(await history(sidecar, sid)) == before
 
 
-async def test_replay_marks_summaries_compacted_and_interrupted_messages(
+async def test_replay_shows_the_summary_as_a_compaction_and_marks_compacted_messages(
     sidecar: SidecarClient,
 ) -> None:
-    """A resumed session shows what the live one showed: the summary as a summary, the
-    messages it replaced as compacted, an interrupted answer as interrupted."""
+    """A resumed session shows what the live one showed: the summary as the
+    compaction's completed update, the messages it replaced as compacted."""
     sid = await session_with_turns(sidecar, 4, model=SUMMARIZING, words=200)
     await sidecar.call("session/compact", {"sessionId": sid})
     messages = await history(sidecar, sid)
@@ -273,9 +273,10 @@ async def test_replay_marks_summaries_compacted_and_interrupted_messages(
     replay = [u["update"] for u in sidecar.updates[before:] if u["sessionId"] == sid]
     texts = [u for u in replay if u["sessionUpdate"].endswith("_message_chunk")]
     marks = {u["messageId"]: u["_meta"]["threadline"] for u in texts}
-    assert marks[summary_id].get("summary") is True
+    assert summary_id not in marks, "the summary is not replayed as an answer"
+    [done] = [u for u in replay if u["sessionUpdate"] == "compaction_update"]
+    assert done["status"] == "completed" and done["summary"]
     assert {m for m, t in marks.items() if t.get("compacted")} == compacted_ids
-    assert all("summary" not in t for m, t in marks.items() if m != summary_id)
 
 
 async def test_prompt_result_names_the_user_message_it_stored(sidecar: SidecarClient) -> None:

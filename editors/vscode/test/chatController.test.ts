@@ -236,3 +236,14 @@ test("compacting is announced around the call; a fork names its parent by title"
   assert.doesNotMatch(notice, /sess_/);
   assert.equal(sink.of("session").at(-1)?.parentTitle, "one");
 });
+
+test("a session resumed in a window that never saw it run still shows its context figure", async (t) => {
+  const { client } = await sidecar(t);
+  const model = scripted({ rounds: [[{ text: "Hello." }, { usage: { input_tokens: 300, output_tokens: 7 } }]] });
+  const { chat } = controller(client, { model });
+  await chat.handle({ type: "prompt", text: "Hi" });
+  const sid = chat.currentSessionId!;
+  const fresh = controller(client, { model });
+  await fresh.chat.handle({ type: "resume", sessionId: sid });
+  assert.deepEqual(fresh.sink.of("context"), [{ type: "context", used: 307, size: null }]);
+});

@@ -361,7 +361,10 @@ test("rough edges: narrow picker, whole badges, notes, summaries, replay marks, 
   assert.equal(await page.locator(".notice").last().innerText(), "Nothing to compact: nothing old enough to summarise.");
   assert.equal(await page.locator("#send").isDisabled(), false);
   const real = { summary: "Short.", tokensBefore: 1404, tokensAfter: 610, messagesBefore: 8, messagesAfter: 5, _meta: { threadline: { compacted: true } } };
-  await feed(page, [{ type: "compacted", result: real }]);
+  await feed(page, [
+    update(sid, { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "completed", summary: "Short." }),
+    { type: "compacted", result: real },
+  ]);
   assert.match(await page.locator("#status").innerText(), /context 610 \/ 8,192 tokens/);
   assert.equal(await page.locator(".entry.summary").count(), 2);
 

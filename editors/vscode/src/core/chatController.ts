@@ -43,7 +43,8 @@ interface ThreadlineInfo {
 export type ChatClient = Pick<
   ThreadlineClient,
   "serverInfo" | "onUpdate" | "newSession" | "prompt" | "interrupt" | "fork" | "compact" | "setModel" | "list" | "load"
->;
+> &
+  Partial<Pick<ThreadlineClient, "history">>;
 
 function errorText(err: unknown): string {
   const rpc = err as { code?: unknown; message?: unknown } | null;
@@ -294,8 +295,22 @@ export class ChatController implements Disposable {
     this.sink.post({ type: "reset" });
     this.postSession(info?.title, parentTitle);
     await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
-    const figure = this.contextFigures.get(sessionId);
+    const figure = this.contextFigures.get(sessionId) ?? (await this.storedFigure(sessionId));
     if (figure) this.sink.post({ type: "context", ...figure });
     return parentTitle ?? sessionTitle(info);
+  }
+
+  /**
+   * The context figure of a session this window has not seen run: the usage of its
+   * last model call, as the server stored it (the window size is not stored).
+   */
+  private async storedFigure(sessionId: string): Promise<{ used: number; size: number | null } | undefined> {
+    if (!this.client.history) return undefined;
+    const { messages } = await this.client.history(sessionId);
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const usage = messages[i]!.usage;
+      if (usage) return { used: (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0), size: null };
+    }
+    return undefined;
   }
 }

@@ -48,7 +48,7 @@ export type HostMessage =
   /** A compaction started (true) or ended either way (false). */
   | { type: "compacting"; active: boolean }
   /** The context figure remembered for a resumed session (replays carry none). */
-  | { type: "context"; used: number; size: number }
+  | { type: "context"; used: number; size: number | null }
   /** The sidecar is down (with why) or up again (null). */
   | { type: "sidecar"; down: string | null }
   | { type: "notice"; level: "info" | "error"; text: string };

@@ -225,9 +225,22 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
     case "session_info_update":
       if (update.title !== undefined) state.title = update.title ?? null;
       return;
-    case "compaction_update":
-      state.compaction = { status: update.status, message: update.summary ?? update.message ?? null };
+    case "compaction_update": {
+      // Read loosely: the summary has been a string and is becoming content blocks,
+      // the failure text `message` and then `error`.
+      const u = update as unknown as { status: string; summary?: unknown; message?: unknown; error?: unknown };
+      const summary = typeof u.summary === "string" ? u.summary : contentText(u.summary ?? []);
+      const problem = typeof u.error === "string" ? u.error : typeof u.message === "string" ? u.message : null;
+      state.compaction = { status: u.status, message: summary || problem };
+      // The summary, live or replayed: where the compaction happened in the transcript.
+      if (u.status === "completed" && summary) {
+        const last = state.entries[state.entries.length - 1];
+        if (!(last?.kind === "summary" && last.text === summary)) {
+          state.entries.push({ kind: "summary", key: nextKey("summary"), messageId: null, text: summary, version: 0 });
+        }
+      }
       return;
+    }
     case "available_commands_update":
       state.commands = update.availableCommands.map((c) => c.name);
       return;
@@ -303,7 +316,6 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       }
       state.compaction = { status: "completed", message: r.summary };
       state.contextUsed = r.tokensAfter;
-      state.entries.push({ kind: "summary", key: nextKey("summary"), messageId: null, text: r.summary, version: 0 });
       notice(
         state,
         "info",
