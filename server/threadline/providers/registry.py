@@ -69,8 +69,8 @@ class ProviderRegistry:
     def learned(self, model: str) -> str:
         """What was learned about ``model``'s server, in words ("" when nothing)."""
         entry = self._entry(model)
-        if entry is None or entry.provider.kind != "openai":
-            return ""
+        if entry is None or entry.server is not None or entry.provider.kind != "openai":
+            return ""  # a shared local model server is configured, not probed
         from .traits import server_key
 
         return self.traits.get(server_key(entry.provider.base_url, entry.model)).describe()
