@@ -22,6 +22,9 @@ from .errors import SessionBusy
 
 log = logging.getLogger(__name__)
 
+REPAIR_WAITS = 30
+"""Tries, 10 ms apart, before a repair lease held elsewhere refuses our work."""
+
 
 def busy_error(session_id: str, lease: Lease) -> SessionBusy:
     owner = lease.owner
@@ -52,6 +55,13 @@ class LeaseKeeper:
     def acquire(self, session_id: str, kind: str, turn_id: str | None = None) -> Acquired:
         """Take the lease or raise `SessionBusy` naming the process that holds it."""
         got = self.store.acquire_lease(session_id, self.owner, kind, turn_id, time.time())
+        for _ in range(REPAIR_WAITS):
+            # Another sidecar reading the session may hold it for a repair, which is a
+            # single write: worth a few milliseconds' wait rather than a refusal.
+            if got.mine or got.lease.kind != "repair":
+                break
+            time.sleep(0.01)
+            got = self.store.acquire_lease(session_id, self.owner, kind, turn_id, time.time())
         if not got.mine:
             raise busy_error(session_id, got.lease)
         self.held.add(session_id)
