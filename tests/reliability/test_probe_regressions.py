@@ -4,11 +4,13 @@ docs/reliability.md has the list and the figures."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import json
 import os
-import threading
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -223,32 +225,32 @@ def test_an_answer_that_cannot_be_encoded_still_answers_its_request() -> None:
 RENAME_EXCHANGE = 2
 
 
+SWAP_LOOP = """
+import ctypes, os, sys
+renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
+while True:
+    renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+"""
+
+
 class Swapper:
     """Swaps ``ws/d`` (a real directory) with ``ws/swap`` (a symlink to outside) with
-    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, on a thread of its own."""
+    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, in a process of its own (a
+    thread would take turns with the tools under the GIL and rarely hit the window)."""
 
     def __init__(self, ws: Path) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._renameat2 = libc.renameat2
-        self._a = os.fsencode(ws / "d")
-        self._b = os.fsencode(ws / "swap")
-        self._stop = threading.Event()
-        self.swaps = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        at_fdcwd = -100
-        while not self._stop.is_set():
-            if self._renameat2(at_fdcwd, self._a, at_fdcwd, self._b, RENAME_EXCHANGE) == 0:
-                self.swaps += 1
+        self._args = [sys.executable, "-c", SWAP_LOOP, str(ws / "d"), str(ws / "swap")]
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Swapper:
-        self._thread.start()
+        self._proc = subprocess.Popen(self._args)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._proc is not None
+        self._proc.kill()
+        self._proc.wait()
 
 
 def race_workspace(tmp: Path) -> Path:
@@ -263,7 +265,8 @@ def race_workspace(tmp: Path) -> Path:
 
 
 async def count_escapes(ws: Path) -> dict[str, list[int]]:
-    """Per tool: [calls that returned outside content, calls, calls that read inside]."""
+    """Per tool: [calls that returned outside content, calls, calls that showed the
+    inside directory, calls that raised instead of answering]."""
     ctx = make_ctx(ws, FakeEditor())
     plan: list[tuple[str, Any, dict[str, Any], int]] = [
         ("read_file", ReadFile(), {"path": "d/f.txt"}, 300),
@@ -271,34 +274,78 @@ async def count_escapes(ws: Path) -> dict[str, list[int]]:
         ("search_text", SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}, 100),
     ]
     counts: dict[str, list[int]] = {}
-    with Swapper(ws) as swapper:
+    with Swapper(ws):
+        await asyncio.sleep(0.2)  # let it start swapping
         for name, tool, args, n in plan:
-            escaped = inside = 0
+            escaped = inside = raised = 0
             for _ in range(n):
-                outcome = await tool.run(args, ctx)
+                try:
+                    outcome = await tool.run(args, ctx)
+                except OSError:  # realpath's readlink on what became a directory
+                    raised += 1
+                    continue
                 text = json.dumps(outcome.content)
                 escaped += "SECRET" in text or "only_outside" in text
-                inside += not outcome.is_error
-            counts[name] = [escaped, n, inside]
-    assert swapper.swaps > 100, "the race never ran"
+                inside += "INSIDE" in text or "f.txt (7 B)" in text
+            counts[name] = [escaped, n, inside, raised]
     return counts
 
 
-@pytest.mark.parametrize("openat2", [True, False], ids=["openat2", "openat-walk"])
-async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openat2: bool
-) -> None:
-    """Paths were checked with realpath and then opened by name: a directory swapped
-    for a symlink to outside in between (renameat2 RENAME_EXCHANGE) let 36-81 of 300
-    read_file, 7-22 of 100 list_directory and 22-44 of 100 search_text calls return
-    outside content."""
-    if not openat2:
+def exchange(a: Path, b: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+@pytest.fixture(params=[True, False], ids=["openat2", "openat-walk"])
+def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if not request.param:
         monkeypatch.setattr(sandbox.OPENAT2, "available", False)
     elif not sandbox.OPENAT2.available:
         pytest.skip("this kernel has no openat2")
+    return "openat2" if request.param else "openat walk"
+
+
+async def test_a_directory_swapped_for_a_symlink_between_check_and_use_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_mode: str
+) -> None:
+    """Paths were checked with realpath and then opened by name, so a directory
+    swapped for a symlink to outside in between (renameat2 RENAME_EXCHANGE) was
+    followed. Here the swap lands exactly in that window, every time."""
+    ws = race_workspace(tmp_path)
+    resolve = sandbox.Sandbox.resolve
+
+    def resolve_then_swap(self: sandbox.Sandbox, raw: object, **kw: Any) -> sandbox.Resolved:
+        resolved = resolve(self, raw, **kw)
+        exchange(ws / "d", ws / "swap")  # d is now the link to outside
+        return resolved
+
+    monkeypatch.setattr(sandbox.Sandbox, "resolve", resolve_then_swap)
+    ctx = make_ctx(ws, FakeEditor())
+    escaped: dict[str, int] = {}
+    for tool, args in [
+        (ReadFile(), {"path": "d/f.txt"}),
+        (ListDirectory(), {"path": "d"}),
+        (SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}),
+    ]:
+        escaped[tool.name] = 0
+        for _ in range(20):
+            outcome = await tool.run(args, ctx)
+            exchange(ws / "d", ws / "swap")  # back to the real directory
+            text = json.dumps(outcome.content)
+            escaped[tool.name] += "SECRET" in text or "only_outside" in text
+            assert outcome.is_error and "symlink appeared" in text, text
+    record("symlink swapped between check and use", mode=open_mode, calls=60, **escaped)
+    assert sum(escaped.values()) == 0, escaped
+
+
+async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
+    tmp_path: Path, open_mode: str
+) -> None:
+    """The same race run free: another process swaps the directory as fast as it can
+    while the tools read (36-81 of 300 read_file, 7-22 of 100 list_directory and 22-44
+    of 100 search_text calls returned outside content on an idle machine)."""
     ws = race_workspace(tmp_path)
     counts = await count_escapes(ws)
-    record("symlink swap race", mode="openat2" if openat2 else "openat walk", **counts)
-    assert all(escaped == 0 for escaped, _, _ in counts.values()), counts
-    # the race is real: some calls still read the directory itself
-    assert sum(inside for _, _, inside in counts.values()) > 0, counts
+    record("symlink swap race", mode=open_mode, **counts)
+    assert all(escaped == 0 and raised == 0 for escaped, _, _, raised in counts.values()), counts
