@@ -6,6 +6,7 @@ import logging
 import logging.handlers
 import os
 
+from .redact import RedactingFilter
 from .settings import Settings
 
 
@@ -15,6 +16,7 @@ def setup_logging(settings: Settings) -> None:
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     err = logging.StreamHandler()
     err.setFormatter(fmt)
+    err.addFilter(RedactingFilter())
     root.addHandler(err)
     settings.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     old = os.umask(0o077)
@@ -29,6 +31,7 @@ def setup_logging(settings: Settings) -> None:
     finally:
         os.umask(old)
     fh.setFormatter(fmt)
+    fh.addFilter(RedactingFilter())
     root.addHandler(fh)
     for noisy in ("pygls", "httpx", "httpx2", "httpcore", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import anyio
 
 from .providers.registry import DEFAULT_MODEL, ProviderRegistry, Reachability
+from .redact import redact_urls
 from .userconfig import ConfigError, UserConfig, load
 
 
@@ -69,12 +70,12 @@ async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[st
             row.update(
                 provider=f"{p.name} ({p.kind})",
                 model_name=entry.model,
-                endpoint=p.base_url or "(default)",
+                endpoint=redact_urls(p.base_url) if p.base_url else "(default)",
                 key=p.key_source,
             )
         if check:
             r = results[model]
-            row.update(reachable=r.ok, detail=r.detail)
+            row.update(reachable=r.ok, detail=redact_urls(r.detail))
         rows.append(row)
     return rows
 

@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from pygls.exceptions import JsonRpcException
 from tests.reliability.figures import record
 from tests.reliability.invariants import structural_problems
 from tests.reliability.test_protocol_regressions import started, until_barrier
-from tests.support import RawSidecar, SidecarClient, scripted
+from tests.support import RawSidecar, SidecarClient, scripted, start_sidecar
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.tools import sandbox
 from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
@@ -349,3 +350,89 @@ async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_co
     counts = await count_escapes(ws)
     record("symlink swap race", mode=open_mode, **counts)
     assert all(escaped == 0 and raised == 0 for escaped, _, _, raised in counts.values()), counts
+
+
+# -- 7. passwords in provider URLs --------------------------------------------------------------
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PASSWORD = "Pa55word-9f3e2d"
+
+
+@pytest.fixture
+def proxied(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider behind ``http://probe:PASSWORD@…`` (a closed port), DEBUG logging."""
+    url = f"http://probe:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
+    config = tmp_path / "threadline.toml"
+    config.write_text(
+        f'[providers.proxy]\ntype = "openai"\nbase_url = "{url}"\n'
+        '[models.behind]\nprovider = "proxy"\nmodel = "m"\n'
+    )
+    monkeypatch.setenv("THREADLINE_CONFIG", str(config))
+    monkeypatch.setenv("THREADLINE_HOME", str(home))
+    monkeypatch.setenv("THREADLINE_LOG_LEVEL", "DEBUG")
+
+
+@pytest.mark.usefixtures("proxied")
+def test_threadline_models_does_not_print_a_password_in_a_provider_url() -> None:
+    """`threadline models` printed ``http://user:PASSWORD@127.0.0.1…`` as the endpoint."""
+    shown = ""
+    for args in (["models"], ["models", "--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "threadline", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        shown += done.stdout + done.stderr
+    assert PASSWORD not in shown
+    assert "http://***@127.0.0.1" in shown
+
+
+@pytest.mark.usefixtures("proxied")
+async def test_a_password_in_a_provider_url_is_not_logged_or_answered(home: Path) -> None:
+    """A guard beside the fix above: errors and log lines (DEBUG included) may quote
+    the URL a request went to (this path did not leak when the probe ran)."""
+    client = await start_sidecar(home)
+    try:
+        sid = await client.new_session(model="behind")
+        with pytest.raises(JsonRpcException) as err:
+            await client.prompt(sid, "hello")
+        shown = json.dumps([err.value.message, err.value.data, client.updates])
+    finally:
+        await client.stop()
+    shown += client.stderr.decode(errors="replace")
+    shown += "".join(p.read_text(errors="replace") for p in (home / "logs").iterdir())
+    assert PASSWORD not in shown
+
+
+def test_log_lines_quoting_a_url_with_a_password_are_redacted() -> None:
+    """Every handler the sidecar logs through redacts URL userinfo, tracebacks too."""
+    import io
+    import logging
+
+    from threadline.redact import RedactingFilter, redact_urls
+
+    assert redact_urls("GET https://u:p@ss@host:1/x?q=a@b") == "GET https://***@host:1/x?q=a@b"
+    assert redact_urls("see http://host/a@b") == "see http://host/a@b"
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger("threadline.test.redact")
+    log.addHandler(handler)
+    try:
+        log.warning("calling %s", f"http://user:{PASSWORD}@127.0.0.1:9/v1")
+        try:
+            raise ConnectionError(f"cannot reach http://user:{PASSWORD}@127.0.0.1:9/v1")
+        except ConnectionError:
+            log.exception("failed")
+    finally:
+        log.removeHandler(handler)
+    assert PASSWORD not in out.getvalue()
+    assert "ConnectionError: cannot reach http://***@127.0.0.1:9/v1" in out.getvalue()
