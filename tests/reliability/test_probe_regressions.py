@@ -25,6 +25,7 @@ from tests.support import RawSidecar, SidecarClient, scripted, start_sidecar
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.tools import sandbox
 from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
+from threadline_protocol.methods import HistoryResult
 
 WINDOW = 8192
 """The scripted model's context window (tokens; it counts 4 characters a token)."""
@@ -436,3 +437,53 @@ def test_log_lines_quoting_a_url_with_a_password_are_redacted() -> None:
         log.removeHandler(handler)
     assert PASSWORD not in out.getvalue()
     assert "ConnectionError: cannot reach http://***@127.0.0.1:9/v1" in out.getvalue()
+
+
+# -- 6. tool/call answers are validated ----------------------------------------------------------
+
+INVALID_TOOL_ANSWERS: list[Any] = [
+    {"content": [{"type": "text", "text": 5}]},
+    {"content": [{"type": "text", "text": "fine"}], "isError": "no"},
+    {"content": [{"type": "image", "data": "x"}]},  # no mimeType
+    {"content": "plain string"},
+    None,
+]
+
+
+@pytest.mark.parametrize("answer", INVALID_TOOL_ANSWERS, ids=lambda a: json.dumps(a)[:40])
+async def test_an_invalid_tool_call_answer_fails_the_call_and_stores_nothing_invalid(
+    sidecar: SidecarClient, answer: Any
+) -> None:
+    """``{"type":"text","text":5}`` was stored in the history as is, and ``isError:
+    "no"`` counted as an error (``bool("no")``)."""
+
+    async def reply(params: dict[str, Any]) -> Any:
+        return answer
+
+    sidecar.on_request("tool/call", reply)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert result["isError"] is True and result["status"] == "failed", result
+    (block,) = result["content"]
+    assert block["type"] == "text" and "not valid" in block["text"], block
+    assert structural_problems(messages) == []
+    HistoryResult.model_validate({"messages": messages})
+
+
+async def test_a_valid_tool_call_answer_is_stored_as_sent(sidecar: SidecarClient) -> None:
+    """The control: a valid answer, ``isError: false`` and an extra key kept."""
+    sent = {"content": [{"type": "text", "text": "fine", "_meta": {"k": 1}}], "isError": False}
+
+    async def reply(params: dict[str, Any]) -> Any:
+        return sent
+
+    sidecar.on_request("tool/call", reply)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert result["isError"] is False and result["content"] == sent["content"]
