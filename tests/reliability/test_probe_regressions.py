@@ -9,9 +9,12 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,15 @@ from pygls.exceptions import JsonRpcException
 
 from tests.reliability.figures import record
 from tests.reliability.invariants import structural_problems
-from tests.reliability.test_protocol_regressions import started, until_barrier
-from tests.support import RawSidecar, SidecarClient, scripted, start_sidecar
+from tests.reliability.test_protocol_regressions import INIT, started, until_barrier
+from tests.support import (
+    SERVER_COMMAND,
+    RawSidecar,
+    SidecarClient,
+    scripted,
+    sidecar_env,
+    start_sidecar,
+)
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.tools import sandbox
 from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
@@ -487,3 +497,108 @@ async def test_a_valid_tool_call_answer_is_stored_as_sent(sidecar: SidecarClient
     messages = await history(sidecar, sid)
     (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
     assert result["isError"] is False and result["content"] == sent["content"]
+
+
+# -- 9. a client that closes the server's stdout ------------------------------------------------
+
+
+class LineClient:
+    """A newline-delimited JSON-RPC client on raw pipes, so the test can close the
+    server's stdout while keeping its stdin open."""
+
+    def __init__(self, home: Path, stderr: Path) -> None:
+        self._err = stderr.open("wb")
+        self.proc = subprocess.Popen(
+            SERVER_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=sidecar_env(home),
+        )
+        self._buf = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float = 30) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError("no message from the sidecar")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise EOFError("the sidecar closed its stdout")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def until(self, pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while True:
+            msg = self.read()
+            if pred(msg):
+                return msg
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._err.close()
+
+
+def test_a_client_that_closes_the_servers_stdout_ends_it_after_committing(
+    tmp_path: Path, home: Path
+) -> None:
+    """The server noticed a closed stdout only when a write failed, and then only
+    dropped output: with stdin still open it stayed alive for ever, and a pending
+    permission request stayed open."""
+    client = LineClient(home, tmp_path / "stderr")
+    try:
+        client.send({**INIT, "id": 1})
+        client.until(lambda m: m.get("id") == 1)
+        tool = {**TOOL, "needsApproval": True}
+        model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "ok"}])
+        params = {
+            "cwd": str(tmp_path),
+            "mcpServers": [],
+            "_meta": {"threadline": {"model": model, "tools": [tool], "builtinTools": False}},
+        }
+        client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params})
+        sid = client.until(lambda m: m.get("id") == 2)["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+        client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
+        client.until(lambda m: m.get("method") == "session/request_permission")
+        assert client.proc.stdout is not None
+        client.proc.stdout.close()  # stdin stays open
+        started = time.monotonic()
+        try:
+            code = client.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the sidecar kept running with its stdout closed")
+        record("stdout closed", seconds=round(time.monotonic() - started, 2), exit_code=code)
+    finally:
+        client.close()
+    assert "Traceback" not in (tmp_path / "stderr").read_text(errors="replace")
+    asyncio.run(check_after_restart(home, sid))
+
+
+async def check_after_restart(home: Path, sid: str) -> None:
+    """The open call has its cancelled result, and the session takes a prompt."""
+    client = await start_sidecar(home)
+    try:
+        messages = await history(client, sid)
+        (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+        assert result["status"] == "cancelled", result
+        assert structural_problems(messages) == []
+
+        async def refuse(params: dict[str, Any]) -> dict[str, Any]:
+            return {"outcome": {"outcome": "cancelled"}}
+
+        client.on_request("session/request_permission", refuse)
+        assert (await client.prompt(sid, "again"))["stopReason"] == "end_turn"
+    finally:
+        await client.stop()
