@@ -133,7 +133,10 @@ class ThreadlineServer(JsonRPCServer):
         return True
 
     def _read_stdin(self) -> None:
-        """Blocking reads on a thread of its own; frames are handed to the event loop."""
+        """Blocking reads on a thread of its own; frames are handed to the event loop,
+        and the next read waits until the loop has handled them. So a client that
+        writes faster than the server works is held back by the pipe, not buffered
+        without bound, and a stop (``exit``) is never queued behind a backlog."""
         decoder = FrameDecoder()
         fd = self._stdin.fileno()
         while True:
@@ -147,8 +150,14 @@ class ThreadlineServer(JsonRPCServer):
             frames = decoder.feed(data)
             if decoder.framing is not None and self.outbox.framing is None:
                 self.outbox.framing = decoder.framing
-            if frames and not self._to_loop(self._on_frames, frames):
+            if not frames:
+                continue
+            handled = threading.Event()
+            if not self._to_loop(self._on_frames, frames, handled):
                 return
+            while not handled.wait(1.0):
+                if self._loop is None or self._loop.is_closed():
+                    return
 
     def _on_eof(self) -> None:
         log.info("stdin closed; stopping")
@@ -164,7 +173,16 @@ class ThreadlineServer(JsonRPCServer):
         log.info("stdout closed; stopping")
         self.stopped.set()
 
-    def _on_frames(self, frames: list[bytes | FrameError]) -> None:
+    def _on_frames(
+        self, frames: list[bytes | FrameError], handled: threading.Event | None = None
+    ) -> None:
+        try:
+            self._handle_frames(frames)
+        finally:
+            if handled is not None:
+                handled.set()
+
+    def _handle_frames(self, frames: list[bytes | FrameError]) -> None:
         for frame in frames:
             if isinstance(frame, FrameError):
                 self._send_error(None, ErrorCode.INVALID_REQUEST, frame.message)
