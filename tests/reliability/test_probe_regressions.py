@@ -10,6 +10,8 @@ import ctypes
 import json
 import os
 import select
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -673,3 +675,59 @@ def test_a_stop_while_the_client_writes_logs_no_event_loop_is_closed(tmp_path: P
         assert took < 10, f"{how}: the sidecar did not stop"
         times.append(round(took, 2))
     record("stop while the client writes", stops=len(times), seconds=times)
+
+
+# -- 5. an unwritable data folder ---------------------------------------------------------------
+
+
+def serve_command(home: Path, case: str) -> list[str]:
+    """``threadline serve`` with ``home`` unwritable in the way ``case`` says."""
+    serve = [sys.executable, "-m", "threadline", "serve"]
+    root = os.geteuid() == 0
+    if case == "read_only":
+        home.mkdir()
+        if not root:
+            home.chmod(0o500)
+            return serve
+        if shutil.which("unshare") is None:
+            pytest.skip("needs unshare for a read-only mount")
+        mount = f"mount --bind -o ro {shlex.quote(str(home))} {shlex.quote(str(home))}"
+        return ["unshare", "-m", "sh", "-c", f"{mount} && exec {shlex.join(serve)}"]
+    if case == "not_permitted":
+        home.parent.chmod(0o755)
+        home.mkdir(mode=0o755)
+        if not root:
+            home.chmod(0o500)
+            return serve
+        if shutil.which("setpriv") is None:
+            pytest.skip("needs setpriv to run as another user")
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *serve]
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["under_a_file", "read_only", "not_permitted"])
+def test_an_unwritable_home_is_one_line_and_exit_code_2(tmp_path: Path, case: str) -> None:
+    """A read-only or foreign THREADLINE_HOME exited 1 after a raw PermissionError
+    traceback from the log set-up."""
+    if case == "under_a_file":
+        (tmp_path / "file").write_text("")
+        home = tmp_path / "file" / "home"
+        command = [sys.executable, "-m", "threadline", "serve"]
+    else:
+        home = tmp_path / "home"
+        command = serve_command(home, case)
+    done = subprocess.run(
+        command,
+        env=sidecar_env(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "mount" in done.stderr and "permission denied" in done.stderr.lower():
+        pytest.skip("this machine does not allow a read-only bind mount")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("threadline: cannot write to the data folder "), lines
+    assert str(home) in lines[0] and "THREADLINE_HOME" in lines[0], lines
