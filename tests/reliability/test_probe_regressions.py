@@ -37,7 +37,7 @@ from tests.support import (
     start_sidecar,
 )
 from tests.tools.fakes import FakeEditor, make_ctx
-from threadline.tools import sandbox
+from threadline.tools import sandbox, workspace
 from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
 from threadline_protocol.methods import HistoryResult
 
@@ -731,3 +731,35 @@ def test_an_unwritable_home_is_one_line_and_exit_code_2(tmp_path: Path, case: st
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("threadline: cannot write to the data folder "), lines
     assert str(home) in lines[0] and "THREADLINE_HOME" in lines[0], lines
+
+
+# -- 10. search_text limits and late NUL bytes ----------------------------------------------------
+
+
+async def test_search_text_says_it_stopped_at_the_file_limit_not_the_result_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hitting the file-count limit was reported as "stopped at the result limit"."""
+    monkeypatch.setattr(workspace, "SEARCH_MAX_FILES", 5)
+    for i in range(12):
+        (tmp_path / f"f{i:02d}.txt").write_text("needle\n" if i == 0 else "hay\n")
+    outcome = await SearchText().run({"pattern": "needle"}, make_ctx(tmp_path, FakeEditor()))
+    text = outcome.content[0]["text"]
+    assert "result limit" not in text, text
+    assert "after searching 5 files (the file limit)" in text, text
+    assert outcome.raw_output["truncated"] is True
+
+
+async def test_a_file_with_a_nul_after_the_first_8_kib_is_treated_as_binary(
+    tmp_path: Path,
+) -> None:
+    """Only the first 8 KiB were sniffed, so such a file came back with raw control
+    characters from search_text and read_file."""
+    (tmp_path / "late.bin").write_bytes(b"needle\n" + b"a" * 9000 + b"\n\x00\x1b[31mneedle\x07\n")
+    ctx = make_ctx(tmp_path, FakeEditor())
+    found = await SearchText().run({"pattern": "needle"}, ctx)
+    text = found.content[0]["text"]
+    assert "No matches" in text and "1 binary" in text, text
+    read = await ReadFile().run({"path": "late.bin"}, ctx)
+    assert read.is_error and "binary" in read.content[0]["text"], read
+    assert not any(ch in json.dumps(read.content) for ch in ("\\u0000", "\\u001b", "\\u0007"))
