@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator
 
 from .base import StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
@@ -423,7 +423,8 @@ class ToolCallCall(WireModel):
 
 class ToolCallCallResult(WireModel):
     content: list[ContentBlock] = Field(default_factory=list)
-    is_error: bool = False
+    is_error: StrictBool = False
+    """A JSON boolean: ``"no"`` is refused, not read as an error (nor as success)."""
 
 
 class CancelRequestParams(WireModel):

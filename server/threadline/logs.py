@@ -7,6 +7,7 @@ import logging.handlers
 import os
 import sys
 
+from .redact import RedactingFilter
 from .settings import Settings
 
 
@@ -41,6 +42,7 @@ def setup_logging(settings: Settings) -> None:
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     err = logging.StreamHandler()
     err.setFormatter(fmt)
+    err.addFilter(RedactingFilter())
     root.addHandler(err)
     settings.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     old = os.umask(0o077)
@@ -55,6 +57,7 @@ def setup_logging(settings: Settings) -> None:
     finally:
         os.umask(old)
     fh.setFormatter(fmt)
+    fh.addFilter(RedactingFilter())
     root.addHandler(fh)
     for noisy in ("pygls", "httpx", "httpx2", "httpcore", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

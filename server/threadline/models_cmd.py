@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from .providers.registry import DEFAULT_MODEL, ProviderRegistry, Reachability
+from .redact import redact_urls
 from .settings import Settings, data_dir
 from .userconfig import ConfigError, UserConfig, load
 
@@ -119,14 +120,14 @@ async def _rows(config: UserConfig, timeout: float, check: bool) -> list[dict[st
             row.update(
                 provider=f"{p.name} ({p.kind})",
                 model_name=entry.model,
-                endpoint=p.base_url or "(default)",
+                endpoint=redact_urls(p.base_url) if p.base_url else "(default)",
                 key=p.key_source,
             )
             if entry.server is not None:
                 row.update(provider="local server", endpoint=entry.server.kind, key="-")
         if check:
             r = results[model]
-            row.update(reachable=r.ok, detail=r.detail)
+            row.update(reachable=r.ok, detail=redact_urls(r.detail))
         row["learned"] = registry.learned(model)
         rows.append(row)
     return rows

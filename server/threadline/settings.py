@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+
+class HomeUnusable(Exception):
+    """The data folder cannot be created or written; ``str(exc)`` says which and what to do."""
 
 
 def data_dir() -> Path:
@@ -38,3 +43,20 @@ class Settings:
             default_model=os.environ.get("THREADLINE_MODEL") or None,
             log_level=os.environ.get("THREADLINE_LOG_LEVEL", "INFO").upper(),
         )
+
+    def prepare_home(self) -> None:
+        """Create the data folder and its log folder and prove them writable, so a
+        read-only, foreign or impossible folder is one clear line at start, not a
+        traceback from whichever part happens to write first."""
+        folder = self.home
+        try:
+            for folder in (self.home, self.log_path.parent):
+                folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                with tempfile.TemporaryFile(dir=folder):
+                    pass
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise HomeUnusable(
+                f"cannot write to the data folder {folder} ({reason}); make it writable "
+                "or set THREADLINE_HOME to a folder you can write to"
+            ) from None

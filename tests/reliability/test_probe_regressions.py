@@ -4,11 +4,21 @@ docs/reliability.md has the list and the figures."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import json
 import os
+import select
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +27,19 @@ from pygls.exceptions import JsonRpcException
 
 from tests.reliability.figures import record
 from tests.reliability.invariants import structural_problems
-from tests.reliability.test_protocol_regressions import started, until_barrier
-from tests.support import RawSidecar, SidecarClient, scripted
+from tests.reliability.test_protocol_regressions import INIT, started, until_barrier
+from tests.support import (
+    SERVER_COMMAND,
+    RawSidecar,
+    SidecarClient,
+    scripted,
+    sidecar_env,
+    start_sidecar,
+)
 from tests.tools.fakes import FakeEditor, make_ctx
-from threadline.tools import sandbox
+from threadline.tools import sandbox, workspace
 from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
+from threadline_protocol.methods import HistoryResult
 
 WINDOW = 8192
 """The scripted model's context window (tokens; it counts 4 characters a token)."""
@@ -223,32 +241,32 @@ def test_an_answer_that_cannot_be_encoded_still_answers_its_request() -> None:
 RENAME_EXCHANGE = 2
 
 
+SWAP_LOOP = """
+import ctypes, os, sys
+renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
+while True:
+    renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+"""
+
+
 class Swapper:
     """Swaps ``ws/d`` (a real directory) with ``ws/swap`` (a symlink to outside) with
-    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, on a thread of its own."""
+    ``renameat2(RENAME_EXCHANGE)`` as fast as it can, in a process of its own (a
+    thread would take turns with the tools under the GIL and rarely hit the window)."""
 
     def __init__(self, ws: Path) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._renameat2 = libc.renameat2
-        self._a = os.fsencode(ws / "d")
-        self._b = os.fsencode(ws / "swap")
-        self._stop = threading.Event()
-        self.swaps = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        at_fdcwd = -100
-        while not self._stop.is_set():
-            if self._renameat2(at_fdcwd, self._a, at_fdcwd, self._b, RENAME_EXCHANGE) == 0:
-                self.swaps += 1
+        self._args = [sys.executable, "-c", SWAP_LOOP, str(ws / "d"), str(ws / "swap")]
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Swapper:
-        self._thread.start()
+        self._proc = subprocess.Popen(self._args)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._proc is not None
+        self._proc.kill()
+        self._proc.wait()
 
 
 def race_workspace(tmp: Path) -> Path:
@@ -263,7 +281,8 @@ def race_workspace(tmp: Path) -> Path:
 
 
 async def count_escapes(ws: Path) -> dict[str, list[int]]:
-    """Per tool: [calls that returned outside content, calls, calls that read inside]."""
+    """Per tool: [calls that returned outside content, calls, calls that showed the
+    inside directory, calls that raised instead of answering]."""
     ctx = make_ctx(ws, FakeEditor())
     plan: list[tuple[str, Any, dict[str, Any], int]] = [
         ("read_file", ReadFile(), {"path": "d/f.txt"}, 300),
@@ -271,34 +290,476 @@ async def count_escapes(ws: Path) -> dict[str, list[int]]:
         ("search_text", SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}, 100),
     ]
     counts: dict[str, list[int]] = {}
-    with Swapper(ws) as swapper:
+    with Swapper(ws):
+        await asyncio.sleep(0.2)  # let it start swapping
         for name, tool, args, n in plan:
-            escaped = inside = 0
+            escaped = inside = raised = 0
             for _ in range(n):
-                outcome = await tool.run(args, ctx)
+                try:
+                    outcome = await tool.run(args, ctx)
+                except OSError:  # realpath's readlink on what became a directory
+                    raised += 1
+                    continue
                 text = json.dumps(outcome.content)
                 escaped += "SECRET" in text or "only_outside" in text
-                inside += not outcome.is_error
-            counts[name] = [escaped, n, inside]
-    assert swapper.swaps > 100, "the race never ran"
+                inside += "INSIDE" in text or "f.txt (7 B)" in text
+            counts[name] = [escaped, n, inside, raised]
     return counts
 
 
-@pytest.mark.parametrize("openat2", [True, False], ids=["openat2", "openat-walk"])
-async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openat2: bool
-) -> None:
-    """Paths were checked with realpath and then opened by name: a directory swapped
-    for a symlink to outside in between (renameat2 RENAME_EXCHANGE) let 36-81 of 300
-    read_file, 7-22 of 100 list_directory and 22-44 of 100 search_text calls return
-    outside content."""
-    if not openat2:
+def exchange(a: Path, b: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+@pytest.fixture(params=[True, False], ids=["openat2", "openat-walk"])
+def open_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if not request.param:
         monkeypatch.setattr(sandbox.OPENAT2, "available", False)
     elif not sandbox.OPENAT2.available:
         pytest.skip("this kernel has no openat2")
+    return "openat2" if request.param else "openat walk"
+
+
+async def test_a_directory_swapped_for_a_symlink_between_check_and_use_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_mode: str
+) -> None:
+    """Paths were checked with realpath and then opened by name, so a directory
+    swapped for a symlink to outside in between (renameat2 RENAME_EXCHANGE) was
+    followed. Here the swap lands exactly in that window, every time."""
+    ws = race_workspace(tmp_path)
+    resolve = sandbox.Sandbox.resolve
+
+    def resolve_then_swap(self: sandbox.Sandbox, raw: object, **kw: Any) -> sandbox.Resolved:
+        resolved = resolve(self, raw, **kw)
+        exchange(ws / "d", ws / "swap")  # d is now the link to outside
+        return resolved
+
+    monkeypatch.setattr(sandbox.Sandbox, "resolve", resolve_then_swap)
+    ctx = make_ctx(ws, FakeEditor())
+    escaped: dict[str, int] = {}
+    for tool, args in [
+        (ReadFile(), {"path": "d/f.txt"}),
+        (ListDirectory(), {"path": "d"}),
+        (SearchText(), {"pattern": "SECRET|INSIDE", "path": "d"}),
+    ]:
+        escaped[tool.name] = 0
+        for _ in range(20):
+            outcome = await tool.run(args, ctx)
+            exchange(ws / "d", ws / "swap")  # back to the real directory
+            text = json.dumps(outcome.content)
+            escaped[tool.name] += "SECRET" in text or "only_outside" in text
+            assert outcome.is_error and "symlink appeared" in text, text
+    record("symlink swapped between check and use", mode=open_mode, calls=60, **escaped)
+    assert sum(escaped.values()) == 0, escaped
+
+
+async def test_a_directory_swapped_for_a_symlink_mid_call_never_leaks_outside_content(
+    tmp_path: Path, open_mode: str
+) -> None:
+    """The same race run free: another process swaps the directory as fast as it can
+    while the tools read (36-81 of 300 read_file, 7-22 of 100 list_directory and 22-44
+    of 100 search_text calls returned outside content on an idle machine)."""
     ws = race_workspace(tmp_path)
     counts = await count_escapes(ws)
-    record("symlink swap race", mode="openat2" if openat2 else "openat walk", **counts)
-    assert all(escaped == 0 for escaped, _, _ in counts.values()), counts
-    # the race is real: some calls still read the directory itself
-    assert sum(inside for _, _, inside in counts.values()) > 0, counts
+    record("symlink swap race", mode=open_mode, **counts)
+    assert all(escaped == 0 and raised == 0 for escaped, _, _, raised in counts.values()), counts
+
+
+# -- 7. passwords in provider URLs --------------------------------------------------------------
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PASSWORD = "Pa55word-9f3e2d"
+
+
+@pytest.fixture
+def proxied(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider behind ``http://probe:PASSWORD@…`` (a closed port), DEBUG logging."""
+    url = f"http://probe:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
+    config = tmp_path / "threadline.toml"
+    config.write_text(
+        f'[providers.proxy]\ntype = "openai"\nbase_url = "{url}"\n'
+        '[models.behind]\nprovider = "proxy"\nmodel = "m"\n'
+    )
+    monkeypatch.setenv("THREADLINE_CONFIG", str(config))
+    monkeypatch.setenv("THREADLINE_HOME", str(home))
+    monkeypatch.setenv("THREADLINE_LOG_LEVEL", "DEBUG")
+
+
+@pytest.mark.usefixtures("proxied")
+def test_threadline_models_does_not_print_a_password_in_a_provider_url() -> None:
+    """`threadline models` printed ``http://user:PASSWORD@127.0.0.1…`` as the endpoint."""
+    shown = ""
+    for args in (["models"], ["models", "--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "threadline", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        shown += done.stdout + done.stderr
+    assert PASSWORD not in shown
+    assert "http://***@127.0.0.1" in shown
+
+
+@pytest.mark.usefixtures("proxied")
+async def test_a_password_in_a_provider_url_is_not_logged_or_answered(home: Path) -> None:
+    """A guard beside the fix above: errors and log lines (DEBUG included) may quote
+    the URL a request went to (this path did not leak when the probe ran)."""
+    client = await start_sidecar(home)
+    try:
+        sid = await client.new_session(model="behind")
+        with pytest.raises(JsonRpcException) as err:
+            await client.prompt(sid, "hello")
+        shown = json.dumps([err.value.message, err.value.data, client.updates])
+    finally:
+        await client.stop()
+    shown += client.stderr.decode(errors="replace")
+    shown += "".join(p.read_text(errors="replace") for p in (home / "logs").iterdir())
+    assert PASSWORD not in shown
+
+
+def test_log_lines_quoting_a_url_with_a_password_are_redacted() -> None:
+    """Every handler the sidecar logs through redacts URL userinfo, tracebacks too."""
+    import io
+    import logging
+
+    from threadline.redact import RedactingFilter, redact_urls
+
+    assert redact_urls("GET https://u:p@ss@host:1/x?q=a@b") == "GET https://***@host:1/x?q=a@b"
+    assert redact_urls("see http://host/a@b") == "see http://host/a@b"
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger("threadline.test.redact")
+    log.addHandler(handler)
+    try:
+        log.warning("calling %s", f"http://user:{PASSWORD}@127.0.0.1:9/v1")
+        try:
+            raise ConnectionError(f"cannot reach http://user:{PASSWORD}@127.0.0.1:9/v1")
+        except ConnectionError:
+            log.exception("failed")
+    finally:
+        log.removeHandler(handler)
+    assert PASSWORD not in out.getvalue()
+    assert "ConnectionError: cannot reach http://***@127.0.0.1:9/v1" in out.getvalue()
+
+
+# -- 6. tool/call answers are validated ----------------------------------------------------------
+
+INVALID_TOOL_ANSWERS: list[Any] = [
+    {"content": [{"type": "text", "text": 5}]},
+    {"content": [{"type": "text", "text": "fine"}], "isError": "no"},
+    {"content": [{"type": "image", "data": "x"}]},  # no mimeType
+    {"content": "plain string"},
+    None,
+]
+
+
+@pytest.mark.parametrize("answer", INVALID_TOOL_ANSWERS, ids=lambda a: json.dumps(a)[:40])
+async def test_an_invalid_tool_call_answer_fails_the_call_and_stores_nothing_invalid(
+    sidecar: SidecarClient, answer: Any
+) -> None:
+    """``{"type":"text","text":5}`` was stored in the history as is, and ``isError:
+    "no"`` counted as an error (``bool("no")``)."""
+
+    async def reply(params: dict[str, Any]) -> Any:
+        return answer
+
+    sidecar.on_request("tool/call", reply)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert result["isError"] is True and result["status"] == "failed", result
+    (block,) = result["content"]
+    assert block["type"] == "text" and "not valid" in block["text"], block
+    assert structural_problems(messages) == []
+    HistoryResult.model_validate({"messages": messages})
+
+
+async def test_a_valid_tool_call_answer_is_stored_as_sent(sidecar: SidecarClient) -> None:
+    """The control: a valid answer, ``isError: false`` and an extra key kept."""
+    sent = {"content": [{"type": "text", "text": "fine", "_meta": {"k": 1}}], "isError": False}
+
+    async def reply(params: dict[str, Any]) -> Any:
+        return sent
+
+    sidecar.on_request("tool/call", reply)
+    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
+    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
+    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
+    messages = await history(sidecar, sid)
+    (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    assert result["isError"] is False and result["content"] == sent["content"]
+
+
+# -- 9. a client that closes the server's stdout ------------------------------------------------
+
+
+class LineClient:
+    """A newline-delimited JSON-RPC client on raw pipes, so the test can close the
+    server's stdout while keeping its stdin open."""
+
+    def __init__(self, home: Path, stderr: Path) -> None:
+        self._err = stderr.open("wb")
+        self.proc = subprocess.Popen(
+            SERVER_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=sidecar_env(home),
+        )
+        self._buf = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float = 30) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError("no message from the sidecar")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise EOFError("the sidecar closed its stdout")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def until(self, pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while True:
+            msg = self.read()
+            if pred(msg):
+                return msg
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._err.close()
+
+
+def test_a_client_that_closes_the_servers_stdout_ends_it_after_committing(
+    tmp_path: Path, home: Path
+) -> None:
+    """The server noticed a closed stdout only when a write failed, and then only
+    dropped output: with stdin still open it stayed alive for ever, and a pending
+    permission request stayed open."""
+    client = LineClient(home, tmp_path / "stderr")
+    try:
+        client.send({**INIT, "id": 1})
+        client.until(lambda m: m.get("id") == 1)
+        tool = {**TOOL, "needsApproval": True}
+        model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "ok"}])
+        params = {
+            "cwd": str(tmp_path),
+            "mcpServers": [],
+            "_meta": {"threadline": {"model": model, "tools": [tool], "builtinTools": False}},
+        }
+        client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params})
+        sid = client.until(lambda m: m.get("id") == 2)["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+        client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
+        client.until(lambda m: m.get("method") == "session/request_permission")
+        assert client.proc.stdout is not None
+        client.proc.stdout.close()  # stdin stays open
+        started = time.monotonic()
+        try:
+            code = client.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the sidecar kept running with its stdout closed")
+        record("stdout closed", seconds=round(time.monotonic() - started, 2), exit_code=code)
+    finally:
+        client.close()
+    assert "Traceback" not in (tmp_path / "stderr").read_text(errors="replace")
+    asyncio.run(check_after_restart(home, sid))
+
+
+async def check_after_restart(home: Path, sid: str) -> None:
+    """The open call has its cancelled result, and the session takes a prompt."""
+    client = await start_sidecar(home)
+    try:
+        messages = await history(client, sid)
+        (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+        assert result["status"] == "cancelled", result
+        assert structural_problems(messages) == []
+
+        async def refuse(params: dict[str, Any]) -> dict[str, Any]:
+            return {"outcome": {"outcome": "cancelled"}}
+
+        client.on_request("session/request_permission", refuse)
+        assert (await client.prompt(sid, "again"))["stopReason"] == "end_turn"
+    finally:
+        await client.stop()
+
+
+# -- 11. a clean stop logs nothing alarming -----------------------------------------------------
+
+FLOOD = b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":99}}\n' * 50
+
+
+def stop_while_flooded(home: Path, how: str) -> tuple[float, str]:
+    """Stop a sidecar (``exit`` or SIGTERM) while the client keeps writing; returns the
+    seconds the stop took (inf: it did not exit) and the sidecar's stderr."""
+    stderr = home.parent / f"stderr-{how}"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(
+            SERVER_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=sidecar_env(home),
+        )
+        assert proc.stdin is not None
+        stdin = proc.stdin
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def write(data: bytes) -> bool:
+            with lock:
+                try:
+                    stdin.write(data)
+                    stdin.flush()
+                except (OSError, ValueError):
+                    return False
+            return True
+
+        def flood() -> None:
+            while not stop.is_set() and write(FLOOD):
+                pass
+
+        write(json.dumps({**INIT, "id": 1}).encode() + b"\n")
+        writer = threading.Thread(target=flood, daemon=True)
+        writer.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        if how == "exit":
+            write(b'{"jsonrpc":"2.0","method":"exit"}\n')
+        else:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+            took = time.monotonic() - started
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            took = float("inf")
+        stop.set()
+        writer.join(5)
+    return took, stderr.read_text(errors="replace")
+
+
+def test_a_stop_while_the_client_writes_logs_no_event_loop_is_closed(tmp_path: Path) -> None:
+    """The stdin reader thread handed frames to an event loop that had just closed:
+    "RuntimeError: Event loop is closed" (2 of 8 stops from VS Code). And with no
+    backpressure, an ``exit`` queued behind a backlog of frames took seconds to act."""
+    times: list[float] = []
+    for i, how in enumerate(["exit", "sigterm"] * 3):
+        took, stderr = stop_while_flooded(tmp_path / f"home{i}", how)
+        assert "Traceback" not in stderr and "Event loop is closed" not in stderr, stderr
+        assert took < 10, f"{how}: the sidecar did not stop"
+        times.append(round(took, 2))
+    record("stop while the client writes", stops=len(times), seconds=times)
+
+
+# -- 5. an unwritable data folder ---------------------------------------------------------------
+
+
+def serve_command(home: Path, case: str) -> list[str]:
+    """``threadline serve`` with ``home`` unwritable in the way ``case`` says."""
+    serve = [sys.executable, "-m", "threadline", "serve"]
+    root = os.geteuid() == 0
+    if case == "read_only":
+        home.mkdir()
+        if not root:
+            home.chmod(0o500)
+            return serve
+        if shutil.which("unshare") is None:
+            pytest.skip("needs unshare for a read-only mount")
+        mount = f"mount --bind -o ro {shlex.quote(str(home))} {shlex.quote(str(home))}"
+        return ["unshare", "-m", "sh", "-c", f"{mount} && exec {shlex.join(serve)}"]
+    if case == "not_permitted":
+        home.parent.chmod(0o755)
+        home.mkdir(mode=0o755)
+        if not root:
+            home.chmod(0o500)
+            return serve
+        if shutil.which("setpriv") is None:
+            pytest.skip("needs setpriv to run as another user")
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *serve]
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["under_a_file", "read_only", "not_permitted"])
+def test_an_unwritable_home_is_one_line_and_exit_code_2(tmp_path: Path, case: str) -> None:
+    """A read-only or foreign THREADLINE_HOME exited 1 after a raw PermissionError
+    traceback from the log set-up."""
+    if case == "under_a_file":
+        (tmp_path / "file").write_text("")
+        home = tmp_path / "file" / "home"
+        command = [sys.executable, "-m", "threadline", "serve"]
+    else:
+        home = tmp_path / "home"
+        command = serve_command(home, case)
+    done = subprocess.run(
+        command,
+        env=sidecar_env(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.stderr.startswith(("unshare:", "mount:")):
+        pytest.skip(f"no read-only bind mount here: {done.stderr.strip()}")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("threadline: cannot write to the data folder "), lines
+    assert str(home) in lines[0] and "THREADLINE_HOME" in lines[0], lines
+
+
+# -- 10. search_text limits and late NUL bytes ----------------------------------------------------
+
+
+async def test_search_text_says_it_stopped_at_the_file_limit_not_the_result_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hitting the file-count limit was reported as "stopped at the result limit"."""
+    monkeypatch.setattr(workspace, "SEARCH_MAX_FILES", 5)
+    for i in range(12):
+        (tmp_path / f"f{i:02d}.txt").write_text("needle\n" if i == 0 else "hay\n")
+    outcome = await SearchText().run({"pattern": "needle"}, make_ctx(tmp_path, FakeEditor()))
+    text = outcome.content[0]["text"]
+    assert "result limit" not in text, text
+    assert "after searching 5 files (the file limit)" in text, text
+    assert outcome.raw_output["truncated"] is True
+
+
+async def test_a_file_with_a_nul_after_the_first_8_kib_is_treated_as_binary(
+    tmp_path: Path,
+) -> None:
+    """Only the first 8 KiB were sniffed, so such a file came back with raw control
+    characters from search_text and read_file."""
+    (tmp_path / "late.bin").write_bytes(b"needle\n" + b"a" * 9000 + b"\n\x00\x1b[31mneedle\x07\n")
+    ctx = make_ctx(tmp_path, FakeEditor())
+    found = await SearchText().run({"pattern": "needle"}, ctx)
+    text = found.content[0]["text"]
+    assert "No matches" in text and "1 binary" in text, text
+    read = await ReadFile().run({"path": "late.bin"}, ctx)
+    assert read.is_error and "binary" in read.content[0]["text"], read
+    assert not any(ch in json.dumps(read.content) for ch in ("\\u0000", "\\u001b", "\\u0007"))

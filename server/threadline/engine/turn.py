@@ -280,7 +280,8 @@ class Turn:
                 raise ContextTooLarge(
                     f"with the session's history the prompt needs {used} tokens but the "
                     f"model's context holds {window}, and auto-compaction is off; nothing "
-                    "was stored: compact the session (session/compact) first",
+                    "was stored: compact the session first (session/compact; keepTurns 0 "
+                    "summarises every turn)",
                     {"used": used, "size": window, "stored": False},
                 )
 

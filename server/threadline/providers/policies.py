@@ -38,6 +38,7 @@ from typing import Any
 
 import anyio
 
+from ..redact import redact_urls
 from .base import (
     ChatRequest,
     Provider,
@@ -132,11 +133,12 @@ _KEY_PATTERN = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}"
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Mask credentials in a message before it can reach a log, the store or a client."""
+    """Mask credentials in a message before it can reach a log, the store or a client:
+    the given secrets, key-shaped strings, and passwords in URLs."""
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
-    return _KEY_PATTERN.sub(r"\1***", text)
+    return redact_urls(_KEY_PATTERN.sub(r"\1***", text))
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, BinaryIO, cast
 
 import orjson
@@ -32,6 +34,23 @@ def dumps(message: Any) -> bytes:
     except TypeError:
         # ASCII escapes also carry lone surrogates a client put in an id or a method.
         return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+WATCH_SECONDS = 0.5
+"""How often an idle writer checks whether the client closed its end of the output."""
+
+
+def _peer_closed(stream: BinaryIO) -> bool:
+    """Whether the reading end of our output is gone (``POLLERR``/``POLLHUP`` on a
+    pipe or socket), without writing anything."""
+    try:
+        fd = stream.fileno()
+        poller = select.poll()
+        poller.register(fd, 0)  # error and hang-up conditions are always reported
+        events = poller.poll(0)
+    except (OSError, ValueError, AttributeError):
+        return False  # not a real file (tests), or already closed: a write will tell
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events)
 
 
 def _substitute(message: dict[str, Any]) -> bytes | None:
@@ -80,12 +99,15 @@ class _Chunk:
 
 
 class Outbox:
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, on_broken: Callable[[], None] | None = None) -> None:
+        """``on_broken`` is called (once, on the writer thread) when the client's end
+        of the output is found closed: by a failed write, or while idle by polling."""
         self._stream = stream
         self._queue: deque[dict[str, Any] | _Chunk] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._broken = False
+        self._on_broken = on_broken
         self.framing: Framing | None = None
         self.coalesced = 0
         self.sent = 0
@@ -138,7 +160,11 @@ class Outbox:
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
-                    self._cond.wait()
+                    # Idle: a client that closed our stdout but not our stdin must
+                    # still end the session (a pending request would wait for ever).
+                    idle = not self._cond.wait(WATCH_SECONDS)
+                    if idle and not self._broken and _peer_closed(self._stream):
+                        self._set_broken()
                 if not self._queue:
                     return
                 batch: list[dict[str, Any] | _Chunk] = []
@@ -161,8 +187,16 @@ class Outbox:
                 write_all(self._stream, out)
                 self.sent += len(batch)
             except (BrokenPipeError, OSError, ValueError):
-                log.warning("client output closed; dropping further messages")
-                self._broken = True
+                self._set_broken()
+
+    def _set_broken(self) -> None:
+        log.warning("client output closed; dropping further messages")
+        self._broken = True
+        if self._on_broken is not None:
+            try:
+                self._on_broken()
+            except Exception:
+                log.exception("could not report the closed output")
 
     def close(self, timeout: float = 5.0) -> None:
         """Flush what is queued (bounded by ``timeout``), then stop the writer."""

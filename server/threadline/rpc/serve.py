@@ -16,7 +16,7 @@ from .. import __version__
 from ..engine.engine import Engine
 from ..logs import setup_logging
 from ..providers.registry import ProviderRegistry
-from ..settings import Settings
+from ..settings import HomeUnusable, Settings
 from ..store.sqlite import EventStore
 from .handlers import HANDLERS, NOTIFICATIONS
 from .server import ThreadlineServer
@@ -53,7 +53,20 @@ async def _run(server: ThreadlineServer) -> None:
 
 def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
     settings = Settings.from_env()
-    setup_logging(settings)
+    try:
+        settings.prepare_home()
+        setup_logging(settings)
+    except HomeUnusable as exc:
+        print(f"threadline: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the log file itself (the folder was writable)
+        print(
+            f"threadline: cannot write the log file {settings.log_path} "
+            f"({exc.strerror or exc}); make it writable or set THREADLINE_HOME to "
+            "another folder",
+            file=sys.stderr,
+        )
+        return 2
     out = stdout or protect_stdout()
     store = EventStore(settings.db_path)
     providers = ProviderRegistry(settings.default_model)

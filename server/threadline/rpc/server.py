@@ -90,7 +90,7 @@ class ThreadlineServer(JsonRPCServer):
         stdout: BinaryIO,
     ) -> None:
         super().__init__(ThreadlineProtocol, default_converter)
-        self.outbox = Outbox(stdout)
+        self.outbox = Outbox(stdout, on_broken=self._output_closed)
         self.protocol.outbox = self.outbox
         self._stdin = stdin
         self.handlers = handlers
@@ -145,9 +145,23 @@ class ThreadlineServer(JsonRPCServer):
         self._loop = loop
         threading.Thread(target=self._read_stdin, name="threadline-stdin", daemon=True).start()
 
+    def _to_loop(self, callback: Callable[..., None], *args: Any) -> bool:
+        """Hand work from another thread to the event loop; False once the loop is
+        closed (the server stopped while a read or write was under way)."""
+        loop = self._loop
+        if loop is None:
+            return False
+        try:
+            loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:
+            return False
+        return True
+
     def _read_stdin(self) -> None:
-        """Blocking reads on a thread of its own; frames are handed to the event loop."""
-        assert self._loop is not None
+        """Blocking reads on a thread of its own; frames are handed to the event loop,
+        and the next read waits until the loop has handled them. So a client that
+        writes faster than the server works is held back by the pipe, not buffered
+        without bound, and a stop (``exit``) is never queued behind a backlog."""
         decoder = FrameDecoder()
         fd = self._stdin.fileno()
         while True:
@@ -156,19 +170,44 @@ class ThreadlineServer(JsonRPCServer):
             except OSError:
                 data = b""
             if not data:
-                self._loop.call_soon_threadsafe(self._on_eof)
+                self._to_loop(self._on_eof)
                 return
             frames = decoder.feed(data)
             if decoder.framing is not None and self.outbox.framing is None:
                 self.outbox.framing = decoder.framing
-            if frames:
-                self._loop.call_soon_threadsafe(self._on_frames, frames)
+            if not frames:
+                continue
+            handled = threading.Event()
+            if not self._to_loop(self._on_frames, frames, handled):
+                return
+            while not handled.wait(1.0):
+                if self._loop is None or self._loop.is_closed():
+                    return
 
     def _on_eof(self) -> None:
         log.info("stdin closed; stopping")
         self.stopped.set()
 
-    def _on_frames(self, frames: list[bytes | FrameError]) -> None:
+    def _output_closed(self) -> None:
+        """Called on the outbox's thread: a client that closed our stdout is gone,
+        just as one that closed our stdin, so the server stops the same way (turns
+        record what they had, then it exits)."""
+        self._to_loop(self._on_output_closed)
+
+    def _on_output_closed(self) -> None:
+        log.info("stdout closed; stopping")
+        self.stopped.set()
+
+    def _on_frames(
+        self, frames: list[bytes | FrameError], handled: threading.Event | None = None
+    ) -> None:
+        try:
+            self._handle_frames(frames)
+        finally:
+            if handled is not None:
+                handled.set()
+
+    def _handle_frames(self, frames: list[bytes | FrameError]) -> None:
         for frame in frames:
             if isinstance(frame, FrameError):
                 self._send_error(None, ErrorCode.INVALID_REQUEST, frame.message)

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from threadline_protocol import methods as pm
+
 from .base import ToolContext, ToolKind, ToolOutcome
 
 
@@ -34,13 +39,22 @@ class ClientTool:
                 "arguments": arguments,
             },
         )
-        if not isinstance(result, dict):
-            return ToolOutcome.text(f"client returned no result for {self.name}", is_error=True)
-        content = result.get("content") or []
-        if not isinstance(content, list):
-            content = [{"type": "text", "text": str(content)}]
+        try:
+            answer = pm.ToolCallCallResult.model_validate(result)
+        except ValidationError as exc:
+            # Nothing the client sent reaches the transcript unless it is valid.
+            problems = "; ".join(_describe(e) for e in exc.errors(include_url=False)[:5])
+            return ToolOutcome.text(
+                f"{self.name} failed: the client's answer to tool/call is not valid ({problems})",
+                is_error=True,
+            )
         return ToolOutcome(
-            content=[c for c in content if isinstance(c, dict)],
-            is_error=bool(result.get("isError", False)),
+            content=[block.wire() for block in answer.content],
+            is_error=answer.is_error,
             raw_output=result,
         )
+
+
+def _describe(err: ErrorDetails) -> str:
+    where = ".".join(str(p) for p in err["loc"]) or "result"
+    return f"{where}: {err['msg']}"

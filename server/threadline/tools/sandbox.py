@@ -107,9 +107,9 @@ class _Openat2:
 OPENAT2 = _Openat2()
 
 
-def _open_dir_nofollow(name: str, dir_fd: int) -> int:
+def _open_nofollow(name: str, dir_fd: int, flags: int) -> int:
     try:
-        return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except NotADirectoryError:
         # O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR; say what it was.
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -133,12 +133,11 @@ def open_beneath(root: str, rel: str, flags: int) -> int:
         current = root_fd
         try:
             for part in parts[:-1]:
-                nxt = _open_dir_nofollow(part, current)
+                nxt = _open_nofollow(part, current, _DIR_FLAGS)
                 if current != root_fd:
                     os.close(current)
                 current = nxt
-            last = parts[-1] if parts else "."
-            return os.open(last, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+            return _open_nofollow(parts[-1] if parts else ".", current, flags)
         finally:
             if current != root_fd:
                 os.close(current)
