@@ -49,17 +49,14 @@ def _validator(which: str, ref: str) -> Draft202012Validator:
 
 @functools.cache
 def acp_methods() -> dict[tuple[str, str], str]:
-    """``(method, "params" | "result")`` → the ACP definition that describes it, for
-    what an agent sends: its requests and notifications to the client, its results."""
+    """``(method, "params" | "result")`` → the ACP definition that describes it."""
     out: dict[tuple[str, str], str] = {}
     for name, d in _acp()["$defs"].items():
-        method, side = d.get("x-method"), d.get("x-side")
+        method = d.get("x-method")
         if method is None:
             continue
-        if name.endswith("Response") and side == "agent":
-            out[(method, "result")] = name
-        elif name.endswith(("Request", "Notification")) and side in ("client", "protocol"):
-            out[(method, "params")] = name
+        part = "result" if name.endswith("Response") else "params"
+        out[(method, part)] = name
     return out
 
 
