@@ -135,3 +135,34 @@ async def test_load_after_a_restart_replays_what_the_live_client_saw(
     typed = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert typed == prompts
     assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen
+
+
+async def test_a_call_written_as_text_replays_as_it_streamed(home: Path, tmp_path: Path) -> None:
+    """A text-only model (the embedded one) writes its call as JSON in the answer: the
+    client saw that text stream, so the replay shows it too, though the model's
+    history keeps the answer without it."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    written = 'Let me look. {"tool": "read_file", "arguments": {"path": "notes.txt"}}'
+    script = {"rounds": [[{"text": written}], [{"text": "It says hello."}]]}
+    live = await start_sidecar(home)
+    try:
+        sid = await live.new_session(str(tmp_path), model="scripted:" + json.dumps(script))
+        assert (await live.prompt(sid, "What do the notes say?"))["stopReason"] == "end_turn"
+        seen = shown(live.updates, sid)
+        history = (await live.call("session/history", {"sessionId": sid}))["messages"]
+    finally:
+        await live.stop()
+    assert history[1]["content"][0]["text"] == "Let me look."
+    assert [u["content"]["text"] for u in seen if u["sessionUpdate"] == "agent_message_chunk"] == [
+        written,
+        "It says hello.",
+    ]
+    assert [u["title"] for u in seen if u["sessionUpdate"] == "tool_call"] == ["Read notes.txt"]
+
+    again = await start_sidecar(home)
+    try:
+        await again.call("session/load", {"sessionId": sid, "cwd": str(tmp_path)})
+        replayed = shown(again.updates, sid)
+    finally:
+        await again.stop()
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen

@@ -48,6 +48,22 @@ def content_chunk(kind: str, message_id: str, turn_id: str, block: Block) -> Upd
     }
 
 
+def text_block(text: str, *, streamed: str) -> Block:
+    """An answer's text without the tool call the model wrote in it, remembering the
+    text as it streamed (what clients were shown) in ``_meta.threadline.streamed``."""
+    return {"type": "text", "text": text, "_meta": {"threadline": {"streamed": streamed}}}
+
+
+def shown_text(block: Block) -> str:
+    """The text clients were shown for a stored text block."""
+    meta = block.get("_meta")
+    if isinstance(meta, dict):
+        tl = meta.get("threadline")
+        if isinstance(tl, dict) and isinstance(tl.get("streamed"), str):
+            return tl["streamed"]
+    return str(block.get("text", ""))
+
+
 def call_block(
     call_id: str,
     name: str,
@@ -173,7 +189,9 @@ def replay(message: dict[str, Any]) -> list[Update]:
         elif role == "user":
             out.append(content_chunk("user_message_chunk", mid, turn, block))
         elif t == "text":
-            out.append(message_chunk("agent_message_chunk", mid, turn, block["text"]))
+            text = shown_text(block)
+            if text:
+                out.append(message_chunk("agent_message_chunk", mid, turn, text))
         elif t == "thought":
             if block.get("text"):
                 out.append(message_chunk("agent_thought_chunk", mid, turn, block["text"]))
