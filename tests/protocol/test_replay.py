@@ -166,3 +166,39 @@ async def test_a_call_written_as_text_replays_as_it_streamed(home: Path, tmp_pat
     finally:
         await again.stop()
     assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen
+
+
+async def test_a_client_without_compaction_support_sees_the_summary_as_a_message(
+    home: Path,
+) -> None:
+    """ACP sends ``compaction_update`` only to clients that advertise
+    ``session.compaction``; others are shown the summary as an agent message, live and
+    on replay alike."""
+    script = {"rounds": [[{"text": "An answer."}]], "summary": [{"text": "Short summary."}]}
+    live = await start_sidecar(home, initialize=False)
+    try:
+        await live.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        sid = await live.new_session(model="scripted:" + json.dumps(script))
+        for n in range(3):
+            await live.prompt(sid, f"Question {n}.{PAD}")
+        result = await live.call("session/compact", {"sessionId": sid, "keepTurns": 1})
+        assert result["summary"] == "Short summary."
+        seen = shown(live.updates, sid)
+        summary_id = (await live.call("session/history", {"sessionId": sid}))["messages"][-1][
+            "messageId"
+        ]
+    finally:
+        await live.stop()
+    assert not [u for u in seen if u["sessionUpdate"] == "compaction_update"]
+    assert seen[-1]["sessionUpdate"] == "agent_message_chunk"
+    assert seen[-1]["messageId"] == summary_id
+    assert seen[-1]["content"]["text"] == "Short summary."
+
+    again = await start_sidecar(home, initialize=False)
+    try:
+        await again.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        await again.call("session/load", {"sessionId": sid, "cwd": "/tmp"})
+        replayed = shown(again.updates, sid)
+    finally:
+        await again.stop()
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen

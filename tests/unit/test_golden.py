@@ -78,7 +78,16 @@ BUILT: dict[str, dict[str, Any]] = {
         [("compact", "Summarise older history", "optional instructions"), ("fork", "Fork", None)]
     ),
     "compaction_update": updates.compacted(
-        MID, updates.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44")
+        MID,
+        "a1",
+        updates.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        shown=True,
+    ),
+    "agent_message_chunk.summary": updates.compacted(
+        MID,
+        "a1",
+        updates.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        shown=False,
     ),
     "compaction_update.failed": updates.compaction(
         "cmp_01a20b0c5e84aa11bb22cc33dd44", "failed", error="the model wrote an empty summary"

@@ -332,8 +332,9 @@ class Engine:
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
+        compaction = updates.shows_compaction(self.link.client_capabilities())
         for message in session.transcript.history():
-            for update in updates.replay(message):
+            for update in updates.replay(message, compaction=compaction):
                 session.announce(update)
         session.announce(updates.available_commands(SLASH_COMMANDS))
         return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}

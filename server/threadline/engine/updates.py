@@ -150,8 +150,18 @@ def summary_block(text: str, compaction_id: str) -> Block:
     return {"type": "summary", "text": text, "compactionId": compaction_id}
 
 
-def compacted(message_id: str, block: Block) -> Update:
-    """A committed ``summary`` block: the compaction's final, completed update."""
+def shows_compaction(client_capabilities: dict[str, Any]) -> bool:
+    """ACP lets an agent send ``compaction_update`` only to a client that advertised
+    ``session.compaction``."""
+    session = client_capabilities.get("session")
+    return isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+
+
+def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Update:
+    """A committed ``summary`` block: the compaction's completed update for a client that
+    shows compactions, else the summary as an agent message."""
+    if not shown:
+        return message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
@@ -178,8 +188,9 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
     }
 
 
-def replay(message: dict[str, Any]) -> list[Update]:
-    """One stored message as the updates a live client was shown for it."""
+def replay(message: dict[str, Any], *, compaction: bool) -> list[Update]:
+    """One stored message as the updates a live client was shown for it;
+    ``compaction``: the client shows ``compaction_update``."""
     mid, turn, role = message["messageId"], message["turnId"], message["role"]
     out: list[Update] = []
     for block in message["content"]:
@@ -196,7 +207,7 @@ def replay(message: dict[str, Any]) -> list[Update]:
             if block.get("text"):
                 out.append(message_chunk("agent_thought_chunk", mid, turn, block["text"]))
         elif t == "summary":
-            out.append(compacted(mid, block))
+            out.append(compacted(mid, turn, block, shown=compaction))
         elif t in ("tool_use", "exit_signal"):
             out.append(tool_call(block, turn))
     return out

@@ -82,7 +82,8 @@ end
 
 local function capabilities()
   local fs = config.options.fs
-  return { fs = { readTextFile = fs, writeTextFile = fs } }
+  -- `session.compaction`: show compactions as ACP's `compaction_update`.
+  return { fs = { readTextFile = fs, writeTextFile = fs }, session = { compaction = vim.empty_dict() } }
 end
 
 ---@return threadline.Rpc
