@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
 
 ROOT = Path(__file__).resolve().parent.parent
 ACP_SCHEMA = ROOT / "protocol" / "acp" / "v1" / "schema.json"
@@ -60,13 +61,26 @@ def acp_methods() -> dict[tuple[str, str], str]:
     return out
 
 
+def _closest(error: ValidationError) -> ValidationError:
+    """For "not valid under any of the given schemas", the reason of the branch the
+    value meant to match: the one whose discriminator (a ``const``) it did not miss."""
+    if not error.context:
+        return error
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    meant = [errs for errs in branches.values() if all(x.validator != "const" for x in errs)]
+    return _closest(best_match(meant[0] if len(meant) == 1 else error.context))
+
+
 def _problems(which: str, ref: str, value: Any, where: str) -> list[str]:
     errors = sorted(_validator(which, ref).iter_errors(value), key=lambda e: list(e.path))
-    return [
-        f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {'/'.join(map(str, e.path)) or '.'}: "
-        f"{e.message[:300]}"
-        for e in errors[:5]
-    ]
+    out: list[str] = []
+    for e in errors[:5]:
+        closest = _closest(e)
+        path = "/".join(map(str, closest.absolute_path)) or "."
+        out.append(f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {path}: {closest.message[:300]}")
+    return out
 
 
 def check_acp(method: str, part: str, value: Any) -> list[str]:
