@@ -43,9 +43,33 @@ def _threadline() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(which: str, ref: str) -> Draft202012Validator:
+def _validator(which: str, ref: str, kind: str | None = None) -> Draft202012Validator:
     doc = _acp() if which == "acp" else _threadline()
-    return Draft202012Validator({"$ref": ref, "$defs": doc["$defs"]})
+    defs = doc["$defs"] if kind is None else _narrowed(doc["$defs"], kind)
+    return Draft202012Validator({"$ref": ref, "$defs": defs})
+
+
+def _narrowed(node: Any, kind: str) -> Any:
+    """The definitions with the ``sessionUpdate`` union cut down to its ``kind`` branch.
+    Both schemas mark that union with a discriminator, so the result is the same as
+    trying every branch, only some twenty times faster (it runs on every chunk)."""
+    if isinstance(node, list):
+        return [_narrowed(x, kind) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _narrowed(v, kind) for k, v in node.items()}
+    disc = node.get("discriminator")
+    if isinstance(disc, dict) and disc.get("propertyName") == "sessionUpdate" and "oneOf" in node:
+        target = disc.get("mapping", {}).get(kind)
+        branches = [
+            b
+            for b in out["oneOf"]
+            if b.get("$ref") == target
+            or b.get("properties", {}).get("sessionUpdate", {}).get("const") == kind
+        ]
+        if branches:
+            out["oneOf"] = branches
+    return out
 
 
 @functools.cache
@@ -74,13 +98,23 @@ def _closest(error: ValidationError) -> ValidationError:
 
 
 def _problems(which: str, ref: str, value: Any, where: str) -> list[str]:
-    errors = sorted(_validator(which, ref).iter_errors(value), key=lambda e: list(e.path))
+    kind = _update_kind(value)
+    errors = sorted(_validator(which, ref, kind).iter_errors(value), key=lambda e: list(e.path))
     out: list[str] = []
     for e in errors[:5]:
         closest = _closest(e)
         path = "/".join(map(str, closest.absolute_path)) or "."
         out.append(f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {path}: {closest.message[:300]}")
     return out
+
+
+def _update_kind(value: Any) -> str | None:
+    """The ``sessionUpdate`` of a ``session/update``'s params, if it names one."""
+    if isinstance(value, dict):
+        update = value.get("update")
+        if isinstance(update, dict) and isinstance(update.get("sessionUpdate"), str):
+            return update["sessionUpdate"]
+    return None
 
 
 def check_acp(method: str, part: str, value: Any) -> list[str]:
