@@ -21,9 +21,11 @@ import contextlib
 import functools
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -191,3 +193,18 @@ class Conformance:
             return self.pending.pop(msg_id, None)
         except TypeError:
             return None
+
+
+@pytest.fixture(autouse=True)
+def acp_conformance() -> Iterator[None]:
+    """Check every message a suite's sidecars send; a suite opts in by importing this
+    fixture into its ``conftest.py``."""
+    from tests import support
+
+    checks = support.CHECKS = []
+    try:
+        yield
+    finally:
+        support.CHECKS = None
+    problems = [p for c in checks for p in c.problems]
+    assert not problems, "messages that break the protocol:\n" + "\n".join(problems[:20])

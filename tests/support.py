@@ -13,11 +13,10 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pygls.client import JsonRPCClient
 from pygls.protocol import (
     JsonRPCNotification,
@@ -48,21 +47,6 @@ def sidecar_env(home: Path) -> dict[str, str]:
 CHECKS: list[Conformance] | None = None
 """When a suite turns conformance on (a list), every client started afterwards checks
 each message it receives and files its :class:`Conformance` here."""
-
-
-@pytest.fixture(autouse=True)
-def acp_conformance() -> Iterator[None]:
-    """Autouse in the suites whose conftest imports it: every message the sidecar sends
-    to the test's clients is checked (``tests/conformance.py``); a problem fails the test."""
-    global CHECKS
-    checks: list[Conformance] = []
-    CHECKS = checks
-    try:
-        yield
-    finally:
-        CHECKS = None
-    problems = [p for c in checks for p in c.problems]
-    assert not problems, "messages that break the protocol:\n" + "\n".join(problems[:20])
 
 
 def conformance() -> Conformance | None:
