@@ -185,10 +185,7 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       if (update.title !== undefined) state.title = update.title ?? null;
       return;
     case "compaction_update":
-      state.compaction = {
-        status: update.status,
-        message: update.summary?.map((b) => (b.type === "text" ? b.text : "")).join("") ?? update.error ?? null,
-      };
+      state.compaction = { status: update.status, message: update.summary ?? update.message ?? null };
       return;
     case "available_commands_update":
       state.commands = update.availableCommands.map((c) => c.name);
