@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
 
 ROOT = Path(__file__).resolve().parent.parent
 ACP_SCHEMA = ROOT / "protocol" / "acp" / "v1" / "schema.json"
@@ -44,34 +45,78 @@ def _threadline() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(which: str, ref: str) -> Draft202012Validator:
+def _validator(which: str, ref: str, kind: str | None = None) -> Draft202012Validator:
     doc = _acp() if which == "acp" else _threadline()
-    return Draft202012Validator({"$ref": ref, "$defs": doc["$defs"]})
+    defs = doc["$defs"] if kind is None else _narrowed(doc["$defs"], kind)
+    return Draft202012Validator({"$ref": ref, "$defs": defs})
+
+
+def _narrowed(node: Any, kind: str) -> Any:
+    """The definitions with the ``sessionUpdate`` union cut down to its ``kind`` branch.
+    Both schemas mark that union with a discriminator, so the result is the same as
+    trying every branch, only some twenty times faster (it runs on every chunk)."""
+    if isinstance(node, list):
+        return [_narrowed(x, kind) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _narrowed(v, kind) for k, v in node.items()}
+    disc = node.get("discriminator")
+    if isinstance(disc, dict) and disc.get("propertyName") == "sessionUpdate" and "oneOf" in node:
+        target = disc.get("mapping", {}).get(kind)
+        branches = [
+            b
+            for b in out["oneOf"]
+            if b.get("$ref") == target
+            or b.get("properties", {}).get("sessionUpdate", {}).get("const") == kind
+        ]
+        if branches:
+            out["oneOf"] = branches
+    return out
 
 
 @functools.cache
 def acp_methods() -> dict[tuple[str, str], str]:
-    """``(method, "params" | "result")`` → the ACP definition that describes it, for
-    what an agent sends: its requests and notifications to the client, its results."""
+    """``(method, "params" | "result")`` → the ACP definition that describes it."""
     out: dict[tuple[str, str], str] = {}
     for name, d in _acp()["$defs"].items():
-        method, side = d.get("x-method"), d.get("x-side")
+        method = d.get("x-method")
         if method is None:
             continue
-        if name.endswith("Response") and side == "agent":
-            out[(method, "result")] = name
-        elif name.endswith(("Request", "Notification")) and side in ("client", "protocol"):
-            out[(method, "params")] = name
+        part = "result" if name.endswith("Response") else "params"
+        out[(method, part)] = name
     return out
 
 
+def _closest(error: ValidationError) -> ValidationError:
+    """For "not valid under any of the given schemas", the reason of the branch the
+    value meant to match: the one whose discriminator (a ``const``) it did not miss."""
+    if not error.context:
+        return error
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    meant = [errs for errs in branches.values() if all(x.validator != "const" for x in errs)]
+    return _closest(best_match(meant[0] if len(meant) == 1 else error.context))
+
+
 def _problems(which: str, ref: str, value: Any, where: str) -> list[str]:
-    errors = sorted(_validator(which, ref).iter_errors(value), key=lambda e: list(e.path))
-    return [
-        f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {'/'.join(map(str, e.path)) or '.'}: "
-        f"{e.message[:300]}"
-        for e in errors[:5]
-    ]
+    kind = _update_kind(value)
+    errors = sorted(_validator(which, ref, kind).iter_errors(value), key=lambda e: list(e.path))
+    out: list[str] = []
+    for e in errors[:5]:
+        closest = _closest(e)
+        path = "/".join(map(str, closest.absolute_path)) or "."
+        out.append(f"{where}: {which} {ref.rsplit('/', 1)[-1]}: {path}: {closest.message[:300]}")
+    return out
+
+
+def _update_kind(value: Any) -> str | None:
+    """The ``sessionUpdate`` of a ``session/update``'s params, if it names one."""
+    if isinstance(value, dict):
+        update = value.get("update")
+        if isinstance(update, dict) and isinstance(update.get("sessionUpdate"), str):
+            return update["sessionUpdate"]
+    return None
 
 
 def check_acp(method: str, part: str, value: Any) -> list[str]:

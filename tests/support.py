@@ -160,7 +160,8 @@ class SidecarClient(JsonRPCClient):
         )
 
     async def initialize(self) -> dict[str, Any]:
-        return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        caps = {"session": {"compaction": {}}}
+        return await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
 
     async def new_session(self, cwd: str = "/tmp", **threadline: Any) -> str:
         params: dict[str, Any] = {"cwd": cwd, "mcpServers": []}

@@ -36,9 +36,16 @@ class ThreadlineClientCapabilities(StrictWireModel):
     ``$/cancelRequest``)."""
 
 
+class ClientSessionCapabilities(WireModel):
+    compaction: dict[str, Any] | None = None
+    """ACP's ``session.compaction``: ``{}`` when the client shows ``compaction_update``.
+    Without it a compaction shows only its summary, as an agent message."""
+
+
 class ClientCapabilities(WireModel):
     fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
     terminal: bool = False
+    session: ClientSessionCapabilities | None = None
     meta: dict[str, Any] | None = meta_field()
 
     def threadline(self) -> ThreadlineClientCapabilities:

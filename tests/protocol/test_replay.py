@@ -148,3 +148,70 @@ async def test_load_after_a_restart_replays_what_the_live_client_saw(
     typed = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert typed == prompts
     assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen
+
+
+async def test_a_call_written_as_text_replays_as_it_streamed(home: Path, tmp_path: Path) -> None:
+    """A text-only model (the embedded one) writes its call as JSON in the answer: the
+    client saw that text stream, so the replay shows it too, though the model's
+    history keeps the answer without it."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    written = 'Let me look. {"tool": "read_file", "arguments": {"path": "notes.txt"}}'
+    script = {"rounds": [[{"text": written}], [{"text": "It says hello."}]]}
+    live = await start_sidecar(home)
+    try:
+        sid = await live.new_session(str(tmp_path), model="scripted:" + json.dumps(script))
+        assert (await live.prompt(sid, "What do the notes say?"))["stopReason"] == "end_turn"
+        seen = shown(live.updates, sid)
+        history = (await live.call("session/history", {"sessionId": sid}))["messages"]
+    finally:
+        await live.stop()
+    assert history[1]["content"][0]["text"] == "Let me look."
+    assert [u["content"]["text"] for u in seen if u["sessionUpdate"] == "agent_message_chunk"] == [
+        written,
+        "It says hello.",
+    ]
+    assert [u["title"] for u in seen if u["sessionUpdate"] == "tool_call"] == ["Read notes.txt"]
+
+    again = await start_sidecar(home)
+    try:
+        await again.call("session/load", {"sessionId": sid, "cwd": str(tmp_path)})
+        replayed = shown(again.updates, sid)
+    finally:
+        await again.stop()
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen
+
+
+async def test_a_client_without_compaction_support_sees_the_summary_as_a_message(
+    home: Path,
+) -> None:
+    """ACP sends ``compaction_update`` only to clients that advertise
+    ``session.compaction``; others are shown the summary as an agent message, live and
+    on replay alike."""
+    script = {"rounds": [[{"text": "An answer."}]], "summary": [{"text": "Short summary."}]}
+    live = await start_sidecar(home, initialize=False)
+    try:
+        await live.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        sid = await live.new_session(model="scripted:" + json.dumps(script))
+        for n in range(3):
+            await live.prompt(sid, f"Question {n}.{PAD}")
+        result = await live.call("session/compact", {"sessionId": sid, "keepTurns": 1})
+        assert result["summary"] == "Short summary."
+        seen = shown(live.updates, sid)
+        summary_id = (await live.call("session/history", {"sessionId": sid}))["messages"][-1][
+            "messageId"
+        ]
+    finally:
+        await live.stop()
+    assert not [u for u in seen if u["sessionUpdate"] == "compaction_update"]
+    assert seen[-1]["sessionUpdate"] == "agent_message_chunk"
+    assert seen[-1]["messageId"] == summary_id
+    assert seen[-1]["content"]["text"] == "Short summary."
+
+    again = await start_sidecar(home, initialize=False)
+    try:
+        await again.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        await again.call("session/load", {"sessionId": sid, "cwd": "/tmp"})
+        replayed = shown(again.updates, sid)
+    finally:
+        await again.stop()
+    assert [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"] == seen

@@ -105,7 +105,7 @@ class Ledger:
             elif kind == "tool_call":
                 entry.tool_calls.add(u["toolCallId"])
             elif kind == "compaction_update" and u.get("status") == "completed":
-                entry.summaries.append(u.get("summary") or "")
+                entry.summaries.append("".join(b.get("text", "") for b in u.get("summary") or []))
             elif kind == "session_info_update" and u.get("title"):
                 entry.title = u["title"]
 

@@ -116,7 +116,8 @@ class CrashRun:
         self.peer = peer
         peer.handlers["tool/call"] = self._tool_call
         peer.handlers["session/request_permission"] = self._permission
-        await peer.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        caps = {"session": {"compaction": {}}}
+        await peer.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
         return peer
 
     async def kill(self) -> None:

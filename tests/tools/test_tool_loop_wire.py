@@ -124,7 +124,8 @@ async def test_fallback_json_call_is_parsed_and_stripped(sidecar: SidecarClient)
     assert (await sidecar.prompt(sid, "Oslo?"))["stopReason"] == "end_turn"
     msgs = await history(sidecar, sid)
     first = msgs[1]["content"]
-    assert first[0] == {"type": "text", "text": "Checking."}
+    assert first[0]["type"] == "text" and first[0]["text"] == "Checking."
+    assert first[0]["_meta"]["threadline"]["streamed"] == written, "what the client saw"
     assert first[1]["type"] == "tool_use" and first[1]["input"] == {"city": "Oslo"}
     assert sidecar.server_requests[0][1]["arguments"] == {"city": "Oslo"}
 

@@ -77,7 +77,10 @@ class ThreadlineClient:
             {
                 "protocolVersion": 1,
                 "clientCapabilities": capabilities
-                or {"fs": {"readTextFile": False, "writeTextFile": False}},
+                or {
+                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "session": {"compaction": {}},
+                },
                 "clientInfo": {"name": "threadline-python-client", "version": "0.1.0"},
             },
         )

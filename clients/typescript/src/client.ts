@@ -268,6 +268,8 @@ export class ThreadlineClient implements Disposable {
           readTextFile: this.handlers.has("fs/read_text_file"),
           writeTextFile: this.handlers.has("fs/write_text_file"),
         },
+        // Progress of compactions arrives as ACP's `compaction_update`.
+        session: { compaction: {} },
       },
       clientInfo: this.clientInfo,
       ...params,

@@ -199,7 +199,13 @@ async def compact(
 
     if cut is None:
         return noop("nothing old enough to summarise")
-    session.announce(updates.compaction(compaction_id, "in_progress"))
+    shown = updates.shows_compaction(session.link.client_capabilities())
+
+    def progress(update: updates.Update) -> None:
+        if shown:
+            session.announce(update)
+
+    progress(updates.compaction(compaction_id, "in_progress"))
     try:
         # A session that caps answers short gets a short summary too (never tiny).
         request = summary_request(render_for_summary(cut.summarize), instructions, budget)
@@ -218,7 +224,7 @@ async def compact(
             raise CompactionFailed("compaction failed: the model wrote an empty summary")
     except BaseException as exc:
         status = "failed" if isinstance(exc, Exception) else "cancelled"
-        session.announce(updates.compaction(compaction_id, status, error=str(exc) or None))
+        progress(updates.compaction(compaction_id, status, error=str(exc) or None))
         raise
     message: Msg = {
         "messageId": new_id("msg"),
@@ -233,7 +239,7 @@ async def compact(
     )
     if provider.count_tokens(ChatRequest(to_chat_messages([message]))) >= replaced:
         # A summary longer than what it replaces would only grow the prompt.
-        session.announce(
+        progress(
             updates.compaction(
                 compaction_id,
                 "failed",
@@ -243,7 +249,9 @@ async def compact(
         return noop("the summary is not shorter than the history it would replace")
     session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
     tokens_after = tokens()
-    session.announce(updates.compacted(message["messageId"], message["content"][0]))
+    session.announce(
+        updates.compacted(message["messageId"], turn_id, message["content"][0], shown=shown)
+    )
     return {
         "summary": text,
         "tokensBefore": tokens_before,

@@ -450,8 +450,9 @@ class Engine:
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
+        compaction = updates.shows_compaction(self.link.client_capabilities())
         for message in session.transcript.history():
-            self._replay(session, message)
+            self._replay(session, message, compaction)
         lease = self.leases.live_holder(session.id)
         if lease is not None and lease.kind == "turn" and session.turn is None:
             self._watch(session, lease.owner.id)
@@ -478,8 +479,12 @@ class Engine:
         self._sync(session)
         return session.transcript.messages[before:]
 
-    def _replay(self, session: Session, message: dict[str, Any]) -> None:
-        for update in updates.replay(message):
+    def _replay(
+        self, session: Session, message: dict[str, Any], compaction: bool | None = None
+    ) -> None:
+        if compaction is None:
+            compaction = updates.shows_compaction(self.link.client_capabilities())
+        for update in updates.replay(message, compaction=compaction):
             session.announce(update)
 
     def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:

@@ -80,6 +80,8 @@ class _Stream:
     error: ProviderError | None = None
     pending: list[tuple[str, str]] = field(default_factory=list)
     loop_detected: bool = False
+    streamed: str | None = None
+    """The text as it streamed, when a call written in it was taken out afterwards."""
 
     def full_text(self) -> str:
         return "".join(self.text)
@@ -96,7 +98,9 @@ class _Stream:
         gives the ``tool_use`` block of a call, with what the client is shown of it."""
         blocks: list[dict[str, Any]] = list(self.thoughts)
         text = self.full_text()
-        if text:
+        if self.streamed is not None:
+            blocks.append(updates.text_block(text, streamed=self.streamed))
+        elif text:
             blocks.append({"type": "text", "text": text})
         if with_calls:
             for c in self.calls:
@@ -459,6 +463,7 @@ class Turn:
             return
         call, remaining = parsed
         stream.calls.append(call)
+        stream.streamed = text
         stream.text = [remaining] if remaining else []
 
     def _commit_stream(self, stream: _Stream, *, truncated: bool) -> None:

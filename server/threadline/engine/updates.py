@@ -66,6 +66,22 @@ def marked(update: Update, marks: dict[str, Any]) -> Update:
     return update
 
 
+def text_block(text: str, *, streamed: str) -> Block:
+    """An answer's text without the tool call the model wrote in it, remembering the
+    text as it streamed (what clients were shown) in ``_meta.threadline.streamed``."""
+    return {"type": "text", "text": text, "_meta": {"threadline": {"streamed": streamed}}}
+
+
+def shown_text(block: Block) -> str:
+    """The text clients were shown for a stored text block."""
+    meta = block.get("_meta")
+    if isinstance(meta, dict):
+        tl = meta.get("threadline")
+        if isinstance(tl, dict) and isinstance(tl.get("streamed"), str):
+            return tl["streamed"]
+    return str(block.get("text", ""))
+
+
 def call_block(
     call_id: str,
     name: str,
@@ -152,8 +168,18 @@ def summary_block(text: str, compaction_id: str) -> Block:
     return {"type": "summary", "text": text, "compactionId": compaction_id}
 
 
-def compacted(message_id: str, block: Block) -> Update:
-    """A committed ``summary`` block: the compaction's final, completed update."""
+def shows_compaction(client_capabilities: dict[str, Any]) -> bool:
+    """ACP lets an agent send ``compaction_update`` only to a client that advertised
+    ``session.compaction``."""
+    session = client_capabilities.get("session")
+    return isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+
+
+def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Update:
+    """A committed ``summary`` block: the compaction's completed update for a client that
+    shows compactions, else the summary as an agent message."""
+    if not shown:
+        return message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
@@ -180,10 +206,11 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
     }
 
 
-def replay(message: dict[str, Any]) -> list[Update]:
-    """One stored message as the updates a live client was shown for it. Text chunks
-    also carry what is known only in hindsight (`replay_marks`) in
-    ``_meta.threadline``, which clients that do not know Threadline ignore."""
+def replay(message: dict[str, Any], *, compaction: bool) -> list[Update]:
+    """One stored message as the updates a live client was shown for it;
+    ``compaction``: the client shows ``compaction_update``. Text chunks also carry
+    what is known only in hindsight (`replay_marks`) in ``_meta.threadline``, which
+    clients that do not know Threadline ignore."""
     mid, turn, role = message["messageId"], message["turnId"], message["role"]
     marks = replay_marks(message)
     out: list[Update] = []
@@ -194,14 +221,14 @@ def replay(message: dict[str, Any]) -> list[Update]:
         elif role == "user":
             out.append(marked(content_chunk("user_message_chunk", mid, turn, block), marks))
         elif t == "text":
-            out.append(
-                marked(message_chunk("agent_message_chunk", mid, turn, block["text"]), marks)
-            )
+            text = shown_text(block)
+            if text:
+                out.append(marked(message_chunk("agent_message_chunk", mid, turn, text), marks))
         elif t == "thought":
             if block.get("text"):
                 out.append(message_chunk("agent_thought_chunk", mid, turn, block["text"]))
         elif t == "summary":
-            out.append(compacted(mid, block))
+            out.append(compacted(mid, turn, block, shown=compaction))
         elif t in ("tool_use", "exit_signal"):
             out.append(tool_call(block, turn))
     return out

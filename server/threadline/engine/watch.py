@@ -105,11 +105,11 @@ class RemoteTurnWatcher:
         for block in message["content"]:
             kind = block.get("type")
             if kind in ("text", "thought"):
-                text = str(block.get("text", ""))
+                text = updates.shown_text(block)
                 skip = min(left[kind], len(text))
                 left[kind] -= skip
                 if skip < len(text):
-                    content.append({**block, "text": text[skip:]})
+                    content.append({"type": kind, "text": text[skip:]})
             else:
                 content.append(block)
         with contextlib.suppress(KeyError):

@@ -118,8 +118,15 @@ export interface ChunkMeta {
 export interface ClientCapabilities {
   _meta?: { [key: string]: unknown } | null;
   fs?: FileSystemCapability;
+  session?: ClientSessionCapabilities | null;
   /** @default false */
   terminal?: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface ClientSessionCapabilities {
+  compaction?: { [key: string]: unknown } | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }

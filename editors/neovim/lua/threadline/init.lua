@@ -40,7 +40,8 @@ M.state = state
 
 local function capabilities()
   local fs = config.options.fs
-  return { fs = { readTextFile = fs, writeTextFile = fs } }
+  -- `session.compaction`: show compactions as ACP's `compaction_update`.
+  return { fs = { readTextFile = fs, writeTextFile = fs }, session = { compaction = vim.empty_dict() } }
 end
 
 --- Every tool this Neovim answers: the user's, then the built-in editor tools.
