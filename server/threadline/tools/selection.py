@@ -25,6 +25,7 @@ So each model call is offered only the tools that match the request:
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -35,6 +36,8 @@ from typing import Any
 from ..providers.base import ChatMessage, ToolOfferLimits, ToolSpec
 from .base import ToolContext, ToolKind, ToolOutcome
 from .registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 FIND_TOOLS = "find_tools"
 
@@ -258,6 +261,7 @@ class ToolSelector:
         searchable = left_out and self.registry.get(FIND_TOOLS) is self.find_tool
         if searchable and (offered or not limits.plain_when_irrelevant):
             offered.append(self.find_tool.spec)
+        log.debug("offered %s of %d tools; relevance %s", chosen, len(specs), scores)
         return Offer(offered, left_out, scores)
 
 
