@@ -62,6 +62,7 @@ def offered(sel: ToolSelector, *messages: ChatMessage, limits: ToolOfferLimits) 
         "Write a haiku about the sea.",
         "List three colours.",
         "Tell me a joke.",
+        "Write a Python function that adds two numbers.",
     ],
 )
 def test_a_plain_question_is_offered_no_tools(question: str) -> None:

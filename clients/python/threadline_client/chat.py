@@ -96,6 +96,8 @@ class ChatTool:
     handler: ToolHandler
     input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     needs_approval: bool = False
+    always_offer: bool = False
+    """Offer it on every model call, not only when the request is about it."""
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -103,6 +105,7 @@ class ChatTool:
             "description": self.description,
             "inputSchema": self.input_schema,
             "needsApproval": self.needs_approval,
+            "alwaysOffer": self.always_offer,
         }
 
 
