@@ -68,13 +68,17 @@ M.subcommands = {
     require('threadline').restart()
   end,
   send = send,
+  prompt = function()
+    require('threadline').compose()
+    vim.cmd('startinsert')
+  end,
   health = function()
     vim.cmd('checkhealth threadline')
   end,
 }
 
 local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
-  .. 'sessions | resume {id} | delete [id] | model [id] | [range]send [question] | restart | health'
+  .. 'sessions | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | health'
 
 ---@param line string
 ---@param range? {first: integer, last: integer}

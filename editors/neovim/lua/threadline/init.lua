@@ -346,6 +346,43 @@ function M.ask(text, session_id)
   end)
 end
 
+local compose_count = 0
+
+--- A buffer to write a multi-line prompt in, under the current window; `:w` (or
+--- `<C-s>`) sends it to the session and closes the buffer, `:q!` drops it.
+---@param session_id? string
+---@return integer buf
+function M.compose(session_id)
+  local sid = M.target(session_id)
+  compose_count = compose_count + 1
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, ('threadline://prompt/%s/%d'):format(sid or 'new', compose_count))
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.cmd('belowright 8split')
+  local win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  local function send()
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    vim.bo[buf].modified = false
+    if vim.api.nvim_win_is_valid(win) and #vim.api.nvim_tabpage_list_wins(0) > 1 then
+      vim.api.nvim_win_close(win, true)
+    end
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.api.nvim_buf_delete(buf, { force = true })
+    end
+    vim.cmd('stopinsert')
+    if vim.trim(text) ~= '' then
+      M.ask(text, sid)
+    end
+  end
+  vim.api.nvim_create_autocmd('BufWriteCmd', { buffer = buf, callback = send })
+  vim.keymap.set({ 'n', 'i' }, '<C-s>', send, { buffer = buf, desc = 'Threadline: send the prompt' })
+  return buf
+end
+
 --- Stop a session's running turn; its prompt answers `cancelled`.
 ---@param session_id? string
 function M.interrupt(session_id)
@@ -654,6 +691,12 @@ function M._keys(buf)
         end
       end)
     end, { buffer = buf, desc = 'Threadline: ask' })
+  end
+  if keys.compose then
+    vim.keymap.set('n', keys.compose, function()
+      M.compose(sid)
+      vim.cmd('startinsert')
+    end, { buffer = buf, desc = 'Threadline: write a multi-line prompt' })
   end
   if keys.details then
     vim.keymap.set('n', keys.details, function()
