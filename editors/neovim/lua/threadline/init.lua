@@ -257,7 +257,12 @@ function M.new(model, callback)
       return
     end
     state.model = result.models and result.models.currentModelId or meta.model
-    switch_to(result.sessionId)
+    local c = switch_to(result.sessionId)
+    local warning = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline.warning
+    if type(warning) == 'string' then
+      notify(warning, vim.log.levels.WARN)
+      c:note('[' .. warning .. ']', 'ThreadlineError')
+    end
     if callback then
       callback(result.sessionId)
     end
