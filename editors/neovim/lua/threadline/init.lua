@@ -269,12 +269,18 @@ function M.new(model, callback)
   end)
 end
 
---- Attach context (a selection, a buffer) to a session's next prompt.
+--- Attach context (a selection, a buffer) to a session's next prompt; with a
+--- `question`, ask it at once.
 ---@param blocks table[] ACP `resource` blocks
 ---@param session_id? string
-function M.attach(blocks, session_id)
+---@param question? string
+function M.attach(blocks, session_id, question)
   local function add(sid)
     state.pending[sid] = vim.list_extend(state.pending[sid] or {}, blocks)
+    if question and vim.trim(question) ~= '' then
+      M.ask(question, sid)
+      return
+    end
     local c = switch_to(sid)
     local labels = vim.tbl_map(require('threadline.context').label, blocks)
     c:note('[attached ' .. table.concat(labels, ', ') .. ': it goes with your next prompt]', 'ThreadlineContext')
