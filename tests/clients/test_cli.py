@@ -45,7 +45,8 @@ def test_version_and_help(home: Path) -> None:
 def test_a_failed_prompt_prints_the_session_and_stores_no_empty_reply(home: Path) -> None:
     result = run(home, "ask", "--model", "openai:gpt-4o-mini", "hello there")
     assert result.returncode == 1
-    assert "no API key" in result.stderr
+    assert "threadline: model call failed: no API key for openai:gpt-4o-mini" in result.stderr
+    assert "-32011" not in result.stderr  # in words
     sid = re.search(r"session: (sess_\w+)", result.stderr)
     assert sid, result.stderr
     history = run(home, "history", sid.group(1))
