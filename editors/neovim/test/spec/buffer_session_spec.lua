@@ -115,10 +115,17 @@ describe('threadline buffer-bound sessions', function()
       on_choice(items[1])
     end
     local deleted = H.record('ThreadlineDeleted')
+    local notified = {}
+    local original_notify = vim.notify
+    vim.notify = function(msg)
+      table.insert(notified, msg)
+    end
     vim.cmd('Threadline delete')
     H.wait(function()
       return #deleted == 1
     end, 'delete')
+    vim.notify = original_notify
+    assert.same({ 'threadline: deleted ' .. sid }, notified)
     assert.matches('delete session ' .. sid, asked, 1, true)
     assert.is_false(vim.api.nvim_buf_is_valid(buf))
     local list = tl.call('session/list', vim.empty_dict())
