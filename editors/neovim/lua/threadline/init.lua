@@ -80,7 +80,7 @@ local function on_death(code, signal)
   local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
   for sid in pairs(state.running) do
     state.running[sid] = nil
-    state.phase[sid] = nil
+    updates.set_phase(state, sid, nil)
     local c = chat.all()[sid]
     if c then
       c:set_status(nil)
@@ -324,7 +324,7 @@ function M.ask(text, session_id)
   c:user(text, vim.tbl_map(context.label, blocks))
   c:set_status('thinking…')
   state.running[sid] = true
-  state.phase[sid] = 'thinking'
+  updates.set_phase(state, sid, 'thinking')
   local prompt = { { type = 'text', text = text } }
   vim.list_extend(prompt, blocks)
   M.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
@@ -332,7 +332,7 @@ function M.ask(text, session_id)
       return -- the sidecar died meanwhile: already reported
     end
     state.running[sid] = nil
-    state.phase[sid] = nil
+    updates.set_phase(state, sid, nil)
     c:set_status(nil)
     c:close_segment()
     local outcome = { sessionId = sid }
