@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(ask.history(args.session))
     except KeyboardInterrupt:
         return 130
-    except (RpcError, ConnectionError) as exc:
+    except RpcError as exc:
+        print(f"threadline: {exc.message}", file=sys.stderr)  # in words; the code is logged
+        return 1
+    except ConnectionError as exc:
         print(f"threadline: {exc}", file=sys.stderr)
         return 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.support import scripted
+from threadline_client import ThreadlineClient
 
 THREADLINE = [sys.executable, "-m", "threadline"]
 
@@ -43,7 +45,8 @@ def test_version_and_help(home: Path) -> None:
 def test_a_failed_prompt_prints_the_session_and_stores_no_empty_reply(home: Path) -> None:
     result = run(home, "ask", "--model", "openai:gpt-4o-mini", "hello there")
     assert result.returncode == 1
-    assert "no API key" in result.stderr
+    assert "threadline: model call failed: no API key for openai:gpt-4o-mini" in result.stderr
+    assert "-32011" not in result.stderr  # in words
     sid = re.search(r"session: (sess_\w+)", result.stderr)
     assert sid, result.stderr
     history = run(home, "history", sid.group(1))
@@ -84,3 +87,34 @@ def test_models_marks_the_default_that_threadline_model_names(home: Path) -> Non
     assert [r["model"] for r in rows if r["default"]] == ["openai:gpt-4o-mini"]
     plain = run(home, "models", "--no-check")
     assert re.search(r"local:smollm2-135m \*", plain.stdout), plain.stdout
+
+
+def test_history_marks_a_compaction_summary(home: Path, tmp_path: Path) -> None:
+    model = "scripted:" + json.dumps(
+        {
+            "rounds": [[{"repeat": {"text": "lorem ", "count": 40}}]],
+            "summary": [{"text": "Goal: test the summary."}],
+        }
+    )
+
+    async def make() -> str:
+        client = await ThreadlineClient.spawn(
+            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path), model=model)
+            for i in range(3):
+                await client.prompt(sid, f"question {i}")
+            await client.request("session/compact", {"sessionId": sid, "keepTurns": 1})
+            return sid
+        finally:
+            await client.close()
+
+    sid = asyncio.run(make())
+    lines = run(home, "history", sid).stdout.splitlines()
+    summaries = [line for line in lines if "compaction summary" in line]
+    assert len(summaries) == 1, lines
+    assert re.fullmatch(r"\[a\d+ compaction summary\] Goal: test the summary\.", summaries[0])
+    assert not any("assistant] Goal" in line for line in lines), lines

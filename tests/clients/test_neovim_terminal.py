@@ -3,7 +3,7 @@ types them (``:Threadline new``, ``<CR>`` and a prompt, ``:Threadline fork``, ``
 ``<C-c>``); the screen is read with ``capture-pane``, and at the end each chat buffer's
 text is compared with its own session's stored history.
 
-The scripted model echoes the prompt, waits 4 s and ends with `(end)`: the first turn
+The scripted model echoes the prompt, waits 6 s and ends with `(end)`: the first turn
 finishes, the second is interrupted while it waits.
 """
 
@@ -27,7 +27,7 @@ from threadline_client import ThreadlineClient
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
-MODEL = scripted([{"echo": True}, {"sleep": 4}, {"text": " (end)"}])
+MODEL = scripted([{"echo": True}, {"sleep": 6}, {"text": " (end)"}])
 
 
 def nvim_binary() -> str | None:

@@ -15,6 +15,7 @@ from threadline.providers.openai_compat import OpenAICompatProvider
 from threadline.providers.policies import PolicyProvider
 from threadline.providers.registry import DEFAULT_MODEL, ProviderRegistry, UnknownModel
 from threadline.userconfig import ConfigError, Secret, load, parse
+from threadline_client import ThreadlineClient
 
 CONFIG = """
 default_model = "qwen"
@@ -198,3 +199,53 @@ async def test_reachable(isolated_config: Path, fault: FaultServer) -> None:
     local = await registry.reachable("local")
     assert local.ok and local.detail.endswith(".gguf")
     assert [r.path for r in fault.requests] == ["/v1/models"]
+
+
+def test_a_missing_api_key_is_known_when_the_model_is_chosen() -> None:
+    config = parse(
+        {"providers": {"local": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}}}, {}
+    )
+    registry = ProviderRegistry(config=config)
+    assert registry.key_problem("openai:gpt-4o-mini") == (
+        "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+    )
+    assert registry.key_problem("anthropic:claude-x") == (
+        "no API key for anthropic:claude-x: set $ANTHROPIC_API_KEY"
+    )
+    assert registry.key_problem("local:some-model") is None  # a local server needs none
+    assert registry.key_problem("local:smollm2-135m") is None
+    assert registry.key_problem("scripted:echo") is None
+    keyed = ProviderRegistry(config=parse({}, {"OPENAI_API_KEY": "sk-test-abcdefghijkl"}))
+    assert keyed.key_problem("openai:gpt-4o-mini") is None
+
+
+async def test_session_new_warns_about_a_missing_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    env = {"THREADLINE_HOME": str(tmp_path / "home"), "THREADLINE_CONFIG": ""}
+    client = await ThreadlineClient.spawn(env=env, stderr=subprocess.DEVNULL)
+    try:
+        await client.initialize()
+        result = await client.request(
+            "session/new",
+            {
+                "cwd": str(tmp_path),
+                "mcpServers": [],
+                "_meta": {"threadline": {"model": "openai:gpt-4o-mini"}},
+            },
+        )
+        assert result["_meta"]["threadline"]["warning"] == (
+            "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+        )
+        plain = await client.request(
+            "session/new",
+            {
+                "cwd": str(tmp_path),
+                "mcpServers": [],
+                "_meta": {"threadline": {"model": "scripted:echo"}},
+            },
+        )
+        assert "_meta" not in plain
+    finally:
+        await client.close()

@@ -372,3 +372,47 @@ async def test_tool_calls_look_the_same_live_and_resumed(
     assert live == resumed
     assert all(kind == "read" for _, kind, _ in live.values())
     assert next(iter(live.values()))[2] == "completed"
+
+
+async def test_builtin_tools_turn_off_and_on_client_tools_stay(
+    sidecar: SidecarClient, tmp_path: Path
+) -> None:
+    async def weather(params: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "Sunny"}]}
+
+    sidecar.on_request("tool/call", weather)
+    (tmp_path / "a.txt").write_text("alpha\n")
+    reads = scripted([call("read_file", path="a.txt")], [{"text": "read"}])
+    sid = await sidecar.new_session(model=reads, cwd=str(tmp_path), tools=[WEATHER])
+
+    async def set_builtin(value: bool) -> None:
+        await sidecar.call(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "builtinTools", "value": value},
+        )
+
+    await sidecar.prompt(sid, "read it")
+    assert blocks(await history(sidecar, sid), "tool_result")[-1]["status"] == "completed"
+    await set_builtin(False)
+    with pytest.raises(JsonRpcException) as refused:
+        await sidecar.prompt(sid, "read it again")
+    assert "does not exist: read_file" in str(refused.value)
+    # The client's own tool is still there.
+    await sidecar.call(
+        "session/set_config_option",
+        {
+            "sessionId": sid,
+            "configId": "model",
+            "value": scripted([call("get_weather", city="X")], [{"text": "ok"}]),
+        },
+    )
+    await sidecar.prompt(sid, "weather?")
+    assert blocks(await history(sidecar, sid), "tool_result")[-1]["content"][0]["text"] == "Sunny"
+    await set_builtin(True)
+    await sidecar.call(
+        "session/set_config_option", {"sessionId": sid, "configId": "model", "value": reads}
+    )
+    await sidecar.prompt(sid, "read it once more")
+    assert blocks(await history(sidecar, sid), "tool_result")[-1]["status"] == "completed"
+    with pytest.raises(JsonRpcException):
+        await set_builtin("yes")  # type: ignore[arg-type]  # not a bool: refused

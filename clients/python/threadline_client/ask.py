@@ -70,11 +70,12 @@ async def ask(
             loop.add_signal_handler(signal.SIGINT, on_sigint)
         try:
             result = await client.prompt(sid, prompt)
-        except RpcError:
-            # The session and the prompt are stored: say which, so it can be resumed.
+        except RpcError as exc:
+            # The session and the prompt are stored: say which, so it can be retried.
             out.write("\n")
-            err.write(f"session: {sid}\n")
-            raise
+            err.write(f"threadline: {exc.message}\n")
+            err.write(f"session: {sid} (continue it with --session {sid})\n")
+            return 1
         out.write("\n")
         out.flush()
         stop = result.get("stopReason")

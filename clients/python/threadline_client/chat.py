@@ -624,6 +624,9 @@ class Chat:
         result = await self.client.request("session/new", params)
         self.session_id = str(result["sessionId"])
         self._take_config(result.get("configOptions"))
+        warning = ((result.get("_meta") or {}).get("threadline") or {}).get("warning")
+        if warning:
+            self.console.print(Text(f"warning: {warning}", style="yellow"), highlight=False)
         self.console.print(
             Text(f"session {self.session_id}", style="dim"),
             highlight=False,

@@ -302,7 +302,10 @@ class Engine:
         asyncio.get_running_loop().call_soon(
             session.announce, updates.available_commands(SLASH_COMMANDS)
         )
-        result = {"sessionId": session_id, **self._model_options(config.model)}
+        result: dict[str, Any] = {"sessionId": session_id, **self._model_options(config.model)}
+        # A model that cannot answer for want of a key is said now, not at the first prompt.
+        if warning := self.providers.key_problem(config.model):
+            result["_meta"] = {"threadline": {"warning": warning}}
         if not params.mcp_servers:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
@@ -314,7 +317,7 @@ class Engine:
         await session.toolset.add_mcp_servers([s.wire() for s in servers])
         failures = session.toolset.failures
         if failures:
-            result.setdefault("_meta", {})["threadline"] = {"mcpFailures": failures}
+            result.setdefault("_meta", {}).setdefault("threadline", {})["mcpFailures"] = failures
         return result
 
     async def prompt(self, params: pm.PromptParams) -> dict[str, Any]:

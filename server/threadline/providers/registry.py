@@ -136,6 +136,20 @@ class ProviderRegistry:
                 log.warning("the configured default model %r is unknown", default)
         return models
 
+    def key_problem(self, model: str) -> str | None:
+        """Why ``model`` cannot be called for want of an API key, or None. OpenAI's own
+        endpoint and Anthropic need one; a local OpenAI-compatible server does not."""
+        entry = self._entry(model)
+        if entry is None or entry.provider.api_key is not None:
+            return None
+        from .openai_compat import OPENAI_BASE_URL
+
+        p = entry.provider
+        base = (p.base_url or "").rstrip("/")
+        if p.kind == "anthropic" or base in ("", OPENAI_BASE_URL):
+            return f"no API key for {model}: set ${p.api_key_env or p.name.upper() + '_API_KEY'}"
+        return None
+
     def default_max_tokens(self, model: str) -> int | None:
         if model == DEFAULT_MODEL:
             return 512

@@ -19,20 +19,7 @@ local function send(question, range)
     return
   end
   local block = range and context.from_buffer(buf, range.first, range.last) or context.from_buffer(buf)
-  if question ~= '' then
-    local sid = tl.target()
-    local function go(id)
-      tl.state.pending[id] = vim.list_extend(tl.state.pending[id] or {}, { block })
-      tl.ask(question, id)
-    end
-    if sid then
-      go(sid)
-    else
-      tl.new(nil, go)
-    end
-    return
-  end
-  tl.attach({ block })
+  tl.attach({ block }, nil, question)
 end
 
 ---@type table<string, fun(arg: string, range?: {first: integer, last: integer})>
@@ -68,13 +55,17 @@ M.subcommands = {
     require('threadline').restart()
   end,
   send = send,
+  prompt = function()
+    require('threadline').compose()
+    vim.cmd('startinsert')
+  end,
   health = function()
     vim.cmd('checkhealth threadline')
   end,
 }
 
 local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
-  .. 'sessions | resume {id} | delete [id] | model [id] | [range]send [question] | restart | health'
+  .. 'sessions | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | health'
 
 ---@param line string
 ---@param range? {first: integer, last: integer}

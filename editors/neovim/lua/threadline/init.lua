@@ -81,7 +81,7 @@ local function on_death(code, signal)
   local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
   for sid in pairs(state.running) do
     state.running[sid] = nil
-    state.phase[sid] = nil
+    updates.set_phase(state, sid, nil)
     local c = chat.all()[sid]
     if c then
       c:set_status(nil)
@@ -258,19 +258,30 @@ function M.new(model, callback)
       return
     end
     state.model = result.models and result.models.currentModelId or meta.model
-    switch_to(result.sessionId)
+    local c = switch_to(result.sessionId)
+    local warning = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline.warning
+    if type(warning) == 'string' then
+      notify(warning, vim.log.levels.WARN)
+      c:note('[' .. warning .. ']', 'ThreadlineError')
+    end
     if callback then
       callback(result.sessionId)
     end
   end)
 end
 
---- Attach context (a selection, a buffer) to a session's next prompt.
+--- Attach context (a selection, a buffer) to a session's next prompt; with a
+--- `question`, ask it at once.
 ---@param blocks table[] ACP `resource` blocks
 ---@param session_id? string
-function M.attach(blocks, session_id)
+---@param question? string
+function M.attach(blocks, session_id, question)
   local function add(sid)
     state.pending[sid] = vim.list_extend(state.pending[sid] or {}, blocks)
+    if question and vim.trim(question) ~= '' then
+      M.ask(question, sid)
+      return
+    end
     local c = switch_to(sid)
     local labels = vim.tbl_map(require('threadline.context').label, blocks)
     c:note('[attached ' .. table.concat(labels, ', ') .. ': it goes with your next prompt]', 'ThreadlineContext')
@@ -314,7 +325,7 @@ function M.ask(text, session_id)
   c:user(text, vim.tbl_map(context.label, blocks))
   c:set_status('thinking…')
   state.running[sid] = true
-  state.phase[sid] = 'thinking'
+  updates.set_phase(state, sid, 'thinking')
   local prompt = { { type = 'text', text = text } }
   vim.list_extend(prompt, blocks)
   M.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
@@ -322,7 +333,7 @@ function M.ask(text, session_id)
       return -- the sidecar died meanwhile: already reported
     end
     state.running[sid] = nil
-    state.phase[sid] = nil
+    updates.set_phase(state, sid, nil)
     c:set_status(nil)
     c:close_segment()
     local outcome = { sessionId = sid }
@@ -345,6 +356,43 @@ function M.ask(text, session_id)
     state.last[sid] = outcome
     fire('ThreadlineTurnDone', outcome)
   end)
+end
+
+local compose_count = 0
+
+--- A buffer to write a multi-line prompt in, under the current window; `:w` (or
+--- `<C-s>`) sends it to the session and closes the buffer, `:q!` drops it.
+---@param session_id? string
+---@return integer buf
+function M.compose(session_id)
+  local sid = M.target(session_id)
+  compose_count = compose_count + 1
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, ('threadline://prompt/%s/%d'):format(sid or 'new', compose_count))
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.cmd('belowright 8split')
+  local win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  local function send()
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    vim.bo[buf].modified = false
+    if vim.api.nvim_win_is_valid(win) and #vim.api.nvim_tabpage_list_wins(0) > 1 then
+      vim.api.nvim_win_close(win, true)
+    end
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.api.nvim_buf_delete(buf, { force = true })
+    end
+    vim.cmd('stopinsert')
+    if vim.trim(text) ~= '' then
+      M.ask(text, sid)
+    end
+  end
+  vim.api.nvim_create_autocmd('BufWriteCmd', { buffer = buf, callback = send })
+  vim.keymap.set({ 'n', 'i' }, '<C-s>', send, { buffer = buf, desc = 'Threadline: send the prompt' })
+  return buf
 end
 
 --- Stop a session's running turn; its prompt answers `cancelled`.
@@ -655,6 +703,12 @@ function M._keys(buf)
         end
       end)
     end, { buffer = buf, desc = 'Threadline: ask' })
+  end
+  if keys.compose then
+    vim.keymap.set('n', keys.compose, function()
+      M.compose(sid)
+      vim.cmd('startinsert')
+    end, { buffer = buf, desc = 'Threadline: write a multi-line prompt' })
   end
   if keys.details then
     vim.keymap.set('n', keys.details, function()

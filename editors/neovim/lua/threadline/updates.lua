@@ -15,6 +15,17 @@ local function cancelled(u)
   return type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline.cancelled == true
 end
 
+--- Record what a session is doing; statuslines show it (`require('threadline').status()`).
+---@param state threadline.State
+---@param sid string
+---@param phase string?
+function M.set_phase(state, sid, phase)
+  if state.phase[sid] ~= phase then
+    state.phase[sid] = phase
+    vim.cmd('redrawstatus!')
+  end
+end
+
 ---@param state threadline.State
 ---@param params {sessionId: string, update: table}
 function M.handle(state, params)
@@ -31,10 +42,10 @@ function M.handle(state, params)
     end
     if u.status == 'in_progress' then
       c:set_status('compacting…')
-      state.phase[sid] = 'compacting'
+      M.set_phase(state, sid, 'compacting')
     else
       c:set_status(state.running[sid] and 'thinking…' or nil)
-      state.phase[sid] = state.running[sid] and 'thinking' or nil
+      M.set_phase(state, sid, state.running[sid] and 'thinking' or nil)
       c:note(('[compaction %s]'):format(u.status))
     end
     return
@@ -44,21 +55,21 @@ function M.handle(state, params)
   end
   local c = chat.get(sid)
   if kind == 'agent_message_chunk' then
-    state.phase[sid] = 'answering'
+    M.set_phase(state, sid, 'answering')
     c:chunk(u.messageId or 'answer', util.block_text(u.content))
   elseif kind == 'agent_thought_chunk' then
-    state.phase[sid] = 'thinking'
+    M.set_phase(state, sid, 'thinking')
     if not c.status then
       c:set_status('thinking…')
     end
   elseif kind == 'tool_call' then
-    state.phase[sid] = 'tool'
+    M.set_phase(state, sid, 'tool')
     c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
   elseif kind == 'tool_call_update' then
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
     c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, util.block_text(u.content))
     if status == 'completed' or status == 'failed' then
-      state.phase[sid] = 'thinking'
+      M.set_phase(state, sid, 'thinking')
     end
   end
 end

@@ -115,10 +115,17 @@ describe('threadline buffer-bound sessions', function()
       on_choice(items[1])
     end
     local deleted = H.record('ThreadlineDeleted')
+    local notified = {}
+    local original_notify = vim.notify
+    vim.notify = function(msg)
+      table.insert(notified, msg)
+    end
     vim.cmd('Threadline delete')
     H.wait(function()
       return #deleted == 1
     end, 'delete')
+    vim.notify = original_notify
+    assert.same({ 'threadline: deleted ' .. sid }, notified)
     assert.matches('delete session ' .. sid, asked, 1, true)
     assert.is_false(vim.api.nvim_buf_is_valid(buf))
     local list = tl.call('session/list', vim.empty_dict())
@@ -151,5 +158,34 @@ describe('threadline buffer-bound sessions', function()
     local subs = tl.complete('de', 'Threadline de')
     assert.same({ 'delete' }, subs)
     assert.same({ sid }, tl.complete('sess_', 'Threadline resume sess_'))
+  end)
+end)
+
+describe('threadline multi-line prompts', function()
+  local tl
+  before_each(function()
+    tl = H.start()
+  end)
+  after_each(H.stop)
+
+  it('`i` in a chat buffer opens a prompt buffer; :w sends its lines to that session', function()
+    local sid = H.new_session(tl, 'scripted:echo')
+    local chat_buf = tl.buffer(sid)
+    local map = vim.fn.maparg('i', 'n', false, true)
+    assert.equals(1, map.buffer)
+    map.callback()
+    vim.cmd('stopinsert')
+    local prompt_buf = vim.api.nvim_get_current_buf()
+    assert.are_not.equal(chat_buf, prompt_buf)
+    vim.api.nvim_buf_set_lines(prompt_buf, 0, -1, true, { 'line one', '', 'line three' })
+    local done = H.record('ThreadlineTurnDone')
+    vim.cmd('write')
+    H.wait(function()
+      return #done == 1
+    end, 'the turn')
+    assert.is_false(vim.api.nvim_buf_is_valid(prompt_buf))
+    assert.equals(sid, done[1].sessionId)
+    assert.equals('line one\n\nline three', H.text_of(H.history(tl, sid)[1]))
+    assert.matches('## You\n\nline one\n\nline three', H.text(chat_buf), 1, true)
   end)
 end)
