@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -69,8 +69,8 @@ class ProviderRegistry:
     def learned(self, model: str) -> str:
         """What was learned about ``model``'s server, in words ("" when nothing)."""
         entry = self._entry(model)
-        if entry is None or entry.server is not None or entry.provider.kind != "openai":
-            return ""  # a shared local model server is configured, not probed
+        if entry is None or entry.provider.kind != "openai":
+            return ""
         from .traits import server_key
 
         return self.traits.get(server_key(entry.provider.base_url, entry.model)).describe()
@@ -214,6 +214,8 @@ class ProviderRegistry:
         return self._wrap(entry, self.backend(entry))
 
     def backend(self, entry: ModelEntry) -> Provider:
+        from .traits import optional_bool, tool_results_option
+
         """The bare HTTP provider of a configured model (no policies)."""
         if entry.server is not None:
             from .modelserver.provider import shared_server_provider
@@ -255,8 +257,8 @@ class ProviderRegistry:
                     window or (OPENAI_CONTEXT if is_openai else OPENAI_COMPAT_CONTEXT)
                 ),
                 headers=headers,
-                tool_results=_tool_results(entry.option("tool_results")),
-                stream_tools=_bool_or_none(entry.option("stream_tools")),
+                tool_results=tool_results_option(entry.option("tool_results")),
+                stream_tools=optional_bool(entry.option("stream_tools")),
                 traits=self.traits,
                 max_tokens_param=entry.option("max_tokens_param"),
                 extra_body=dict(entry.option("extra_body") or {}),
@@ -309,14 +311,6 @@ class ProviderRegistry:
         for p in self._providers.values():
             await p.aclose()
         self._providers.clear()
-
-
-def _tool_results(value: Any) -> Literal["native", "user", "auto"]:
-    return value if value in ("native", "user") else "auto"
-
-
-def _bool_or_none(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
 
@@ -126,3 +126,13 @@ class TraitStore:
                 except OSError as exc:
                     log.warning("could not record server traits in %s: %s", self.path, exc)
             return new
+
+
+def tool_results_option(value: Any) -> Literal["native", "user", "auto"]:
+    """A model's ``tool_results`` setting; anything but a hand setting is learned."""
+    return value if value in ("native", "user") else "auto"
+
+
+def optional_bool(value: Any) -> bool | None:
+    """A hand setting such as ``stream_tools``; ``None`` (learn it) when not a bool."""
+    return value if isinstance(value, bool) else None

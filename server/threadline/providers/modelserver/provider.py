@@ -30,6 +30,7 @@ from ...userconfig import ModelEntry, Secret
 from ..base import ChatRequest, ProviderError, ProviderEvent, StatusNotice
 from ..openai_compat import OpenAICompatProvider, OpenAIOptions
 from ..policies import OUTPUT_EVENTS
+from ..traits import TraitStore, optional_bool, tool_results_option
 from . import procfs
 from .home import ServerRecord
 from .launcher import Launcher, ServerUnavailable
@@ -217,8 +218,10 @@ def shared_server_provider(entry: ModelEntry, root: Path | None = None) -> Model
         api_key=None,
         api_key_env=None,
         context_window=spec.context_window,
-        tool_results="user" if entry.option("tool_results") == "user" else "native",
-        stream_tools=bool(entry.option("stream_tools", True)),
+        # What the server does with tools is learned as for any OpenAI-compatible one.
+        tool_results=tool_results_option(entry.option("tool_results")),
+        stream_tools=optional_bool(entry.option("stream_tools")),
+        traits=TraitStore.in_home(),
         max_tokens_param=entry.option("max_tokens_param"),
         extra_body=dict(entry.option("extra_body") or {}),
         tokenizer=entry.option("tokenizer"),
