@@ -28,8 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     Acquired,
     InflightStream,
@@ -42,6 +40,9 @@ from .base import (
     StoreError,
     StreamTail,
 )
+from .codec import dumps as _dumps
+from .codec import loads as _loads
+from .codec import safe_text as _text
 from .owners import owner_is_dead
 
 __all__ = [
@@ -148,24 +149,6 @@ def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
-def _text(value: str | None) -> str | None:
-    """A str SQLite can bind: lone surrogates (valid in JSON, not in UTF-8) replaced."""
-    if value is None:
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return value
-
-
-def _loads(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:  # written by the stdlib fallback (big integers)
-        return json.loads(text)
-
-
 def _row(r: tuple[Any, ...]) -> SessionRow:
     return SessionRow(
         id=r[0],
@@ -183,13 +166,6 @@ def _row(r: tuple[Any, ...]) -> SessionRow:
         last_seq=r[12],
         deleted=bool(r[13]),
     )
-
-
-def _dumps(obj: Any) -> str:
-    try:
-        return orjson.dumps(obj).decode()
-    except TypeError:  # beyond orjson: integers over 64 bits, lone surrogates
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
 class EventStore:
