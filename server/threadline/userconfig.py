@@ -144,6 +144,9 @@ class UserConfig:
     default_model: str | None = None
     providers: dict[str, ProviderEntry] = field(default_factory=dict)
     models: dict[str, ModelEntry] = field(default_factory=dict)
+    store: Secret | None = None
+    """Where sessions are stored (``store = "postgresql://..."``); a URL may carry a
+    password, so it is kept masked like a key."""
 
     def resolve(self, model: str) -> ModelEntry | None:
         """A configured name, or ``<provider>:<model>`` for any known provider."""
@@ -173,6 +176,28 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(user_config_dir("threadline", appauthor=False)) / FILE_NAME
 
 
+STORE_ENV = "THREADLINE_STORE"
+
+
+def store_url(env: Mapping[str, str] | None = None) -> Secret | None:
+    """The session store chosen by ``$THREADLINE_STORE``, else by ``store = ...`` in the
+    config file; None means SQLite in ``THREADLINE_HOME``. Only the ``store`` key is
+    read here: a mistake elsewhere in the file must not move a team's sessions."""
+    env = os.environ if env is None else env
+    explicit = env.get(STORE_ENV)
+    if explicit:
+        return Secret(explicit)
+    path = config_path(env)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("store")
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f'{path}: store must be a string such as "postgresql://host/db"')
+    return Secret(value) if value else None
+
+
 def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> UserConfig:
     """Read the config file (if any) and apply environment overrides."""
     env = os.environ if env is None else env
@@ -197,12 +222,15 @@ def parse(
     data: Mapping[str, Any], env: Mapping[str, str] | None = None, *, path: Path | None = None
 ) -> UserConfig:
     env = os.environ if env is None else env
-    unknown = set(data) - {"default_model", "providers", "models"}
+    unknown = set(data) - {"default_model", "providers", "models", "store"}
     if unknown:
         raise ConfigError(f"unknown top-level keys: {', '.join(sorted(unknown))}")
     default_model = data.get("default_model")
     if default_model is not None and not isinstance(default_model, str):
         raise ConfigError("default_model must be a string")
+    store = data.get("store")
+    if store is not None and not isinstance(store, str):
+        raise ConfigError('store must be a string such as "postgresql://host/db"')
     raw_providers = _table(data.get("providers", {}), "providers")
     providers: dict[str, ProviderEntry] = {}
     for name in sorted({*BUILTIN_PROVIDERS, *raw_providers}):
@@ -210,7 +238,7 @@ def parse(
     models: dict[str, ModelEntry] = {}
     for name, raw in _table(data.get("models", {}), "models").items():
         models[name] = _model(name, _table(raw, f"models.{name}"), providers)
-    return UserConfig(path, default_model, providers, models)
+    return UserConfig(path, default_model, providers, models, Secret(store) if store else None)
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:

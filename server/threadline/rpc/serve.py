@@ -17,7 +17,9 @@ from ..engine.engine import Engine
 from ..logs import setup_logging
 from ..providers.registry import ProviderRegistry
 from ..settings import Settings
-from ..store.sqlite import EventStore
+from ..store.base import StoreError
+from ..store.factory import describe_store, open_store
+from ..userconfig import ConfigError
 from .handlers import HANDLERS, NOTIFICATIONS
 from .server import ThreadlineServer
 
@@ -52,10 +54,20 @@ async def _run(server: ThreadlineServer) -> None:
 
 
 def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        print(f"threadline: {exc}", file=sys.stderr)
+        return 2
     setup_logging(settings)
+    url = settings.store_url.reveal() if settings.store_url else None
+    try:
+        store = open_store(settings.db_path, url)
+    except StoreError as exc:
+        # One line an editor can show as is; it never carries the URL's password.
+        print(f"threadline: {exc}", file=sys.stderr)
+        return 2
     out = stdout or protect_stdout()
-    store = EventStore(settings.db_path)
     providers = ProviderRegistry(settings.default_model)
     server = ThreadlineServer(
         lambda link: Engine(store, providers, link),
@@ -66,9 +78,10 @@ def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
     )
     recovered = server.engine.recover()
     log.info(
-        "threadline %s serving (data: %s, recovered %d interrupted turns)",
+        "threadline %s serving (data: %s, sessions: %s, recovered %d interrupted turns)",
         __version__,
         settings.home,
+        describe_store(settings.db_path, url),
         recovered,
     )
     try:
