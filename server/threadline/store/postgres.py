@@ -43,6 +43,7 @@ from .base import (
     Lease,
     NewEvent,
     Owner,
+    SessionDump,
     SessionRow,
     StoreConflict,
     StoredEvent,
@@ -875,3 +876,81 @@ class PostgresStore:
             ).fetchone()
         )
         return None if r is None else _lease(r)
+
+    # -- import (threadline store migrate) -----------------------------------------------
+
+    def import_session(self, dump: SessionDump) -> str:
+        """Copy a session in one transaction; idempotent. Returns ``copied`` (new),
+        ``extended`` (events the copy here lacked were added) or ``kept`` (this store
+        already has all of them, or went on further)."""
+        row = dump.row
+
+        def work(conn: Connection[tuple[Any, ...]]) -> str:
+            self._lock(conn, row.id)
+            have = conn.execute(
+                "SELECT last_seq FROM tl_sessions WHERE id=%s FOR UPDATE", (row.id,)
+            ).fetchone()
+            after = -1 if have is None else int(have[0])
+            if have is not None and after >= row.last_seq:
+                return "kept"
+            if have is None:
+                conn.execute(
+                    f"INSERT INTO tl_sessions({_COLS}) "
+                    "VALUES(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    (
+                        row.id,
+                        row.parent_id,
+                        row.base_id,
+                        row.base_seq,
+                        row.base_count,
+                        row.forked_at_message_id,
+                        _pgtext(row.cwd),
+                        _pgtext(row.title),
+                        dumps(row.config),
+                        row.created_at,
+                        row.updated_at,
+                        row.own_count,
+                        row.last_seq,
+                        row.deleted,
+                    ),
+                )
+            else:
+                conn.execute(
+                    "UPDATE tl_sessions SET last_seq=%s, own_count=%s, updated_at=%s, "
+                    "title=%s WHERE id=%s",
+                    (row.last_seq, row.own_count, row.updated_at, _pgtext(row.title), row.id),
+                )
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO tl_events(session_id, seq, kind, payload) VALUES(%s,%s,%s,%s)",
+                    [
+                        (row.id, e.seq, e.kind, dumps(e.payload))
+                        for e in dump.events
+                        if e.seq > after
+                    ],
+                )
+                cur.executemany(
+                    "INSERT INTO tl_messages(message_id, session_id, seq, ordinal) "
+                    "VALUES(%s,%s,%s,%s)",
+                    [(m, row.id, q, o) for m, q, o in dump.messages if q > after],
+                )
+            return "copied" if have is None else "extended"
+
+        return self._write(work)
+
+    def stored_counts(self, session_id: str, upto_seq: int) -> tuple[int, int]:
+        """(events, messages) of a session's own up to ``upto_seq``: what a migration
+        verifies against its source."""
+
+        def work(conn: Connection[tuple[Any, ...]]) -> tuple[int, int]:
+            ev = conn.execute(
+                "SELECT count(*) FROM tl_events WHERE session_id=%s AND seq<=%s",
+                (session_id, upto_seq),
+            ).fetchone()
+            ms = conn.execute(
+                "SELECT count(*) FROM tl_messages WHERE session_id=%s AND seq<=%s",
+                (session_id, upto_seq),
+            ).fetchone()
+            return (int(ev[0]) if ev else 0, int(ms[0]) if ms else 0)
+
+        return self._read(work)
