@@ -27,6 +27,7 @@ from .figures import (
     localmodel,
     memory,
     sharing,
+    stores,
     throughput,
 )
 from .report import Row, render
@@ -43,6 +44,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "memory": memory.run,
     "backpressure": backpressure.run,
     "sharing": sharing.run,
+    "stores": stores.run,
 }
 
 

@@ -289,8 +289,11 @@ class PostgresStore:
         if n.payload != self._instance:
             self._seen += 1
 
-    def _run(self, work: Callable[[Connection[tuple[Any, ...]]], T], *, write: bool) -> T:
-        """Run ``work`` in one transaction, retrying on a fresh connection while the
+    def _run(
+        self, work: Callable[[Connection[tuple[Any, ...]]], T], *, write: bool, tx: bool = True
+    ) -> T:
+        """Run ``work`` in one transaction (``tx=False``: a single read statement, which
+        needs none and saves two round trips), retrying on a fresh connection while the
         server is unreachable (bounded by `retry_seconds`). Writes first flush journal
         chunks that waited, then notify the other instances."""
         deadline = time.monotonic() + retry_seconds()
@@ -298,12 +301,15 @@ class PostgresStore:
         while True:
             try:
                 flushed = 0
-                with self._pool.connection() as conn, conn.transaction():
-                    if write:
-                        flushed = self._write_waiting(conn)
-                    result = work(conn)
-                    if write:
-                        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._instance))
+                with self._pool.connection() as conn:
+                    if not tx:
+                        return work(conn)
+                    with conn.transaction():
+                        if write:
+                            flushed = self._write_waiting(conn)
+                        result = work(conn)
+                        if write:
+                            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._instance))
                 self._written(flushed)
                 return result
             except (psycopg.OperationalError, PoolTimeout) as exc:
@@ -318,7 +324,17 @@ class PostgresStore:
                 raise self._error("the session store failed at", exc) from exc
 
     def _read(self, work: Callable[[Connection[tuple[Any, ...]]], T]) -> T:
-        return self._run(work, write=False)
+        """One statement (autocommit: its own snapshot)."""
+        return self._run(work, write=False, tx=False)
+
+    def _read_snapshot(self, work: Callable[[Connection[tuple[Any, ...]]], T]) -> T:
+        """Several statements that must see one snapshot (REPEATABLE READ)."""
+
+        def snap(conn: Connection[tuple[Any, ...]]) -> T:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return work(conn)
+
+        return self._run(snap, write=False)
 
     def _write(self, work: Callable[[Connection[tuple[Any, ...]]], T]) -> T:
         return self._run(work, write=True)
@@ -755,15 +771,8 @@ class PostgresStore:
             ).fetchall()
             return StreamTail(r[0], json.loads(r[1]), [(c[0], c[1], c[2]) for c in chunks])
 
-        # REPEATABLE READ: the header and the chunks belong to one snapshot.
-        return self._read(lambda conn: self._snapshot(conn, work))
-
-    @staticmethod
-    def _snapshot(
-        conn: Connection[tuple[Any, ...]], work: Callable[[Connection[tuple[Any, ...]]], T]
-    ) -> T:
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        return work(conn)
+        # The header and the chunks belong to one snapshot.
+        return self._read_snapshot(work)
 
     def clear_stream(self, session_id: str) -> None:
         def work(conn: Connection[tuple[Any, ...]]) -> None:
@@ -862,6 +871,7 @@ class PostgresStore:
                 (now, owner.id),
             ).fetchall(),
             write=False,
+            tx=True,
         )
         if self._chunks:
             with contextlib.suppress(StoreError):
@@ -953,4 +963,4 @@ class PostgresStore:
             ).fetchone()
             return (int(ev[0]) if ev else 0, int(ms[0]) if ms else 0)
 
-        return self._read(work)
+        return self._read_snapshot(work)
