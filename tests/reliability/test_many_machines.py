@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.pgserver import PASSWORD
+from tests.pgserver import PASSWORD, PgServer
 from tests.reliability.test_many_sidecars import FULL_TEXT, history, new, slow_answer, texts
 from tests.reliability.test_many_sidecars import wait_text as wait_streamed
 from tests.support import (
@@ -152,3 +152,38 @@ async def test_store_in_the_config_file_selects_postgresql(tmp_path: Path, pg_ur
     assert PASSWORD not in listed.stdout.decode() + listed.stderr.decode()
     log = (tmp_path / "home" / "logs" / "threadline.log").read_text()
     assert PASSWORD not in log and "sessions: postgresql://threadline@127.0.0.1" in log
+
+
+async def test_a_turn_streams_on_through_a_short_outage_and_is_stored_whole(
+    tmp_path: Path,
+) -> None:
+    """The database goes away mid-answer and comes back: the client keeps getting the
+    answer, the journal text waits in memory, and the whole answer is stored."""
+    server = PgServer()
+    try:
+        url = server.new_database()
+        client = await start_sidecar(
+            tmp_path / "home", env={"THREADLINE_STORE": url, "THREADLINE_STORE_RETRY": "20"}
+        )
+        try:
+            sid = await new(client, scripted(slow_answer(80, 0.04)))
+            running = asyncio.create_task(client.prompt(sid, "stream"))
+            await wait_streamed(client, sid, 30)
+            await asyncio.to_thread(server.stop)
+            during = len(client.text_of(sid))
+            await asyncio.sleep(1.0)
+            assert len(client.text_of(sid)) > during, "the answer kept streaming"
+            await asyncio.to_thread(server.start)
+            result = await asyncio.wait_for(running, 60)
+            assert result["stopReason"] == "end_turn"
+            full = "".join(f"w{i} " for i in range(80))
+            assert client.text_of(sid) == full
+            assert texts(await history(client, sid)) == [full]
+            assert count_rows(tmp_path, url, "inflight") == 0
+            log = client.stderr.decode("utf-8", "replace")
+            assert "journal chunks wait in memory" in log, "the outage was not met"
+            assert PASSWORD not in log
+        finally:
+            await client.stop()
+    finally:
+        server.close()

@@ -275,3 +275,36 @@ def test_postgres_journal_waits_in_memory_through_an_outage() -> None:
         store.close()
     finally:
         server.close()
+
+
+def test_postgres_works_with_the_grants_docs_teams_md_names(pg_url: str) -> None:
+    """A team role with table privileges only (no CREATE) runs sessions on tables an
+    owner created."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from threadline.store.postgres import PostgresStore
+
+    PostgresStore(pg_url).close()
+    dbname = str(conninfo_to_dict(pg_url)["dbname"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS threadline_team")
+        conn.execute("CREATE ROLE threadline_team LOGIN PASSWORD 'team-pw'")
+        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team")  # pyright: ignore[reportArgumentType]
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO threadline_team"
+        )
+    params = conninfo_to_dict(pg_url)
+    params.update(user="threadline_team", password="team-pw")
+    store = PostgresStore(make_conninfo("", **params))
+    try:
+        store.create_session("s", "/tmp", {}, "t0")
+        store.begin_stream("s", "a1", {})
+        store.append_chunks("s", [("text", "hi")])
+        got = store.acquire_lease("s", current_owner(), "turn", None, time.time())
+        assert got.mine
+        store.append("s", [msg_event("m1")], "t1", end_stream=True, expected_seq=0)
+        assert ids(store, "s") == ["m1"] and store.inflight_stream("s") is None
+    finally:
+        store.close()

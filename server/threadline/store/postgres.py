@@ -136,6 +136,10 @@ _COLS = (
 _LEASE_COLS = "session_id, owner_id, pid, host, started, kind, turn_id, since, heartbeat, interrupt"
 
 
+class StoreUnavailable(StoreError):
+    """The server could not be reached (as opposed to a statement it refused)."""
+
+
 def describe(url: str) -> str:
     """The server a URL names, for people: ``user@host:port/db``, never the password."""
     try:
@@ -220,6 +224,10 @@ class PostgresStore:
         """Journal chunks (session, block, text) waiting for the server to come back."""
         self._chunk_bytes = 0
         self._down_since: float | None = None
+        self._next_try = 0.0
+        """While the server is down, journal writes are not tried again before this."""
+        self._backoff = 0.1
+        self._next_listen = 0.0
         self._listen = self._connect()
         try:
             self._setup(self._listen)
@@ -256,6 +264,11 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._error("cannot reach the session store at", exc) from exc
 
+    def _lost(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"lost the session store at {self.where}: {_redact(str(exc), self.url)}"
+        )
+
     def _error(self, what: str, exc: BaseException) -> StoreError:
         return StoreError(f"{what} {self.where}: {_redact(str(exc), self.url)}")
 
@@ -290,18 +303,25 @@ class PostgresStore:
             self._seen += 1
 
     def _run(
-        self, work: Callable[[Connection[tuple[Any, ...]]], T], *, write: bool, tx: bool = True
+        self,
+        work: Callable[[Connection[tuple[Any, ...]]], T],
+        *,
+        write: bool,
+        tx: bool = True,
+        patience: float | None = None,
     ) -> T:
         """Run ``work`` in one transaction (``tx=False``: a single read statement, which
-        needs none and saves two round trips), retrying on a fresh connection while the
-        server is unreachable (bounded by `retry_seconds`). Writes first flush journal
-        chunks that waited, then notify the other instances."""
-        deadline = time.monotonic() + retry_seconds()
+        needs none and saves two round trips), retrying on a fresh connection with
+        backoff while the server is unreachable, for ``patience`` seconds (default
+        `retry_seconds`; 0: one attempt). Writes first flush journal chunks that
+        waited, then notify the other instances."""
+        deadline = time.monotonic() + (retry_seconds() if patience is None else patience)
         delay = 0.05
         while True:
             try:
                 flushed = 0
-                with self._pool.connection() as conn:
+                wait = max(0.2, min(CONNECT_TIMEOUT, deadline - time.monotonic()))
+                with self._pool.connection(timeout=wait) as conn:
                     if not tx:
                         return work(conn)
                     with conn.transaction():
@@ -316,7 +336,7 @@ class PostgresStore:
                 if self._down_since is None:
                     self._down_since = time.monotonic()
                 if time.monotonic() + delay > deadline:
-                    raise self._error("lost the session store at", exc) from exc
+                    raise self._lost(exc) from exc
                 log.warning("session store unreachable, retrying: %s", _redact(str(exc), self.url))
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -367,7 +387,9 @@ class PostgresStore:
             # Notifications may have been missed while the connection was down: report
             # a change so readers look, and listen again when the server is back.
             self._seen += 1
-            self._relisten()
+            if time.monotonic() >= self._next_listen:
+                self._next_listen = time.monotonic() + 1.0
+                self._relisten()
         return self._seen
 
     def _relisten(self) -> None:
@@ -714,25 +736,26 @@ class PostgresStore:
                 f"{CHUNK_BUFFER_BYTES // 1024} KiB kept in memory meanwhile; what was shown "
                 "is written when the store is back"
             )
-        try:
-            self._write_now(lambda conn: None)
-        except StoreError as exc:
-            log.warning("journal chunks wait in memory: %s", exc)
+        self._flush_waiting()
 
-    def _write_now(self, work: Callable[[Connection[tuple[Any, ...]]], None]) -> None:
-        """One attempt, no retry: a streaming turn must not stall on an outage."""
+    def _flush_waiting(self) -> None:
+        """Write the chunks that wait, in one attempt; while the server is down, at most
+        once per backoff interval, so a streaming turn does not stall on every burst."""
+        if not self._chunks or time.monotonic() < self._next_try:
+            return
         try:
-            with self._pool.connection(timeout=0.5) as conn, conn.transaction():
-                flushed = self._write_waiting(conn)
-                work(conn)
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._instance))
-            self._written(flushed)
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-            raise self._error("lost the session store at", exc) from exc
-        except psycopg.Error as exc:
-            raise self._error("the session store failed at", exc) from exc
+            self._run(lambda conn: None, write=True, patience=0)
+            self._backoff = 0.1
+        except StoreUnavailable as exc:
+            self._next_try = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, 5.0)
+            log.warning("journal chunks wait in memory: %s", exc)
+        except StoreError:
+            # Not an outage: the server refused them. The turn fails with this error;
+            # they must not fail every later write too.
+            self._chunks.clear()
+            self._chunk_bytes = 0
+            raise
 
     def inflight_streams(self) -> list[InflightStream]:
         ids = self._read(
@@ -864,6 +887,7 @@ class PostgresStore:
 
     def heartbeat(self, owner: Owner, now: float) -> list[str]:
         # Not a change others need to fold in: no notification.
+        # One attempt: the next beat comes in 0.3 s; retrying would stall the loop.
         rows = self._run(
             lambda conn: conn.execute(
                 "UPDATE tl_leases SET heartbeat=%s WHERE owner_id=%s RETURNING session_id, "
@@ -871,11 +895,9 @@ class PostgresStore:
                 (now, owner.id),
             ).fetchall(),
             write=False,
-            tx=True,
+            patience=0,
         )
-        if self._chunks:
-            with contextlib.suppress(StoreError):
-                self._write_now(lambda conn: None)
+        self._flush_waiting()
         return [r[0] for r in rows if r[1]]
 
     def request_interrupt(self, session_id: str) -> Lease | None:
