@@ -308,3 +308,30 @@ def test_postgres_works_with_the_grants_docs_teams_md_names(pg_url: str) -> None
         assert ids(store, "s") == ["m1"] and store.inflight_stream("s") is None
     finally:
         store.close()
+
+
+def test_postgres_journal_past_the_memory_bound_fails_and_stays_recoverable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from threadline.store import postgres
+
+    monkeypatch.setattr(postgres, "CHUNK_BUFFER_BYTES", 1000)
+    server = PgServer()
+    try:
+        store = postgres.PostgresStore(server.new_database())
+        store.create_session("s", "/tmp", {}, "t0")
+        store.begin_stream("s", "a1", {"turnId": "a1"})
+        server.stop()
+        shown = ""
+        with pytest.raises(StoreError, match="unreachable") as err:
+            for i in range(100):
+                store.append_chunks("s", [("text", f"{i:03d}" * 20)])
+                shown += f"{i:03d}" * 20
+        assert PASSWORD not in str(err.value)
+        server.start()
+        store.clear_stream("other")  # any write that gets through writes what waited
+        stream = store.inflight_stream("s")
+        assert stream is not None and stream.text.startswith(shown) and len(stream.text) > 1000
+        store.close()
+    finally:
+        server.close()
