@@ -6,6 +6,7 @@ empty config: the built-in ``openai`` and ``anthropic`` providers still work fro
 usual environment variables. Example::
 
     default_model = "qwen"
+    store = "postgresql://team@db.internal/threadline"   # optional; see docs/teams.md
 
     [providers.lmstudio]            # any OpenAI-compatible server
     type = "openai"
@@ -25,7 +26,8 @@ usual environment variables. Example::
     model = "claude-sonnet-4-5"
     thinking_budget = 4096
 
-Environment overrides (they win over the file): ``<PROVIDER>_BASE_URL`` for a provider
+Environment overrides (they win over the file): ``THREADLINE_STORE`` for ``store``;
+``<PROVIDER>_BASE_URL`` for a provider
 named ``<provider>`` (so ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` for the
 built-ins; ``base_url_env`` names another variable), and the key is read from
 ``api_key_env`` (default ``<PROVIDER>_API_KEY``). Keys live only in memory, wrapped in
