@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -61,6 +62,9 @@ SCHEMA_VERSION = 1
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
 """Seconds a connection attempt waits, so an unreachable server fails start-up fast."""
+
+DRAIN_SECONDS = 1.0
+"""How often notifications are read when no request asks for the change token."""
 
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
@@ -246,6 +250,9 @@ class PostgresStore:
             open=True,
             name="threadline",
         )
+        self._listen_lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._drain, name="threadline-listen", daemon=True).start()
 
     # -- connections -------------------------------------------------------------------
 
@@ -379,18 +386,25 @@ class PostgresStore:
     # -- change feed ---------------------------------------------------------------------
 
     def change_token(self) -> int:
-        try:
-            # One round trip: the server sends every notification committed before it
-            # answers, and the handler counts those of other instances.
-            self._listen.execute("SELECT 1")
-        except psycopg.Error:
-            # Notifications may have been missed while the connection was down: report
-            # a change so readers look, and listen again when the server is back.
-            self._seen += 1
-            if time.monotonic() >= self._next_listen:
-                self._next_listen = time.monotonic() + 1.0
-                self._relisten()
-        return self._seen
+        with self._listen_lock:
+            try:
+                # One round trip: the server sends every notification committed before
+                # it answers, and the handler counts those of other instances.
+                self._listen.execute("SELECT 1")
+            except psycopg.Error:
+                # Notifications may have been missed while the connection was down:
+                # report a change so readers look, and listen again when it is back.
+                self._seen += 1
+                if time.monotonic() >= self._next_listen:
+                    self._next_listen = time.monotonic() + 1.0
+                    self._relisten()
+            return self._seen
+
+    def _drain(self) -> None:
+        """Read notifications even when nobody asks: an idle sidecar that never read
+        its socket would hold back the server's notification queue for everyone."""
+        while not self._closed.wait(DRAIN_SECONDS):
+            self.change_token()
 
     def _relisten(self) -> None:
         with contextlib.suppress(psycopg.Error):
@@ -404,11 +418,12 @@ class PostgresStore:
         self._listen = conn
 
     def close(self) -> None:
+        self._closed.set()
         if self._chunks:
             with contextlib.suppress(StoreError):
                 self._write(lambda conn: None)
         self._pool.close()
-        with contextlib.suppress(psycopg.Error):
+        with self._listen_lock, contextlib.suppress(psycopg.Error):
             self._listen.close()
 
     # -- sessions ------------------------------------------------------------------------
