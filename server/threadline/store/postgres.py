@@ -240,6 +240,9 @@ class PostgresStore:
         except psycopg.Error as exc:
             self._listen.close()
             raise self._error("cannot set up the session store on", exc) from exc
+        except BaseException:
+            self._listen.close()
+            raise
         self._pool = ConnectionPool(
             self._conninfo,
             min_size=1,
@@ -331,7 +334,9 @@ class PostgresStore:
                 with self._pool.connection(timeout=wait) as conn:
                     if not tx:
                         return work(conn)
-                    with conn.transaction():
+                    # Pipelined: BEGIN, the statements, NOTIFY and COMMIT go out together
+                    # and cost one round trip unless the work reads a result midway.
+                    with conn.pipeline(), conn.transaction():
                         if write:
                             flushed = self._write_waiting(conn)
                         result = work(conn)
