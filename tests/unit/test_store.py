@@ -335,3 +335,31 @@ def test_postgres_journal_past_the_memory_bound_fails_and_stays_recoverable(
         store.close()
     finally:
         server.close()
+
+
+def test_postgres_sidecars_starting_at_once_create_the_schema_once(pg_url: str) -> None:
+    import threading
+
+    from threadline.store.postgres import PostgresStore
+
+    opened: list[PostgresStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            opened.append(PostgresStore(pg_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert not errors and len(opened) == 6
+        opened[0].create_session("s", "/tmp", {}, "t0")
+        assert all(store.get_session("s") is not None for store in opened)
+    finally:
+        for store in opened:
+            store.close()
