@@ -69,11 +69,23 @@ class PgServer:
         )
         with (self.data / "postgresql.conf").open("a") as f:
             f.write(
-                f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
+                f"listen_addresses = '127.0.0.1'\n"
                 f"unix_socket_directories = '{self.dir}'\nfsync = off\n"
                 "synchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
             )
-        self.start()
+        for attempt in range(5):
+            # The port was free when picked; another process may take it before the
+            # server binds it (tests run in parallel): pick again.
+            (self.data / "postgresql.auto.conf").write_text(f"port = {self.port}\n")
+            if self._root:
+                shutil.chown(self.data / "postgresql.auto.conf", "postgres", "postgres")
+            try:
+                self.start()
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 4:
+                    raise
+                self.port = _free_port()
 
     def _as_pg(self, *argv: str) -> None:
         cmd = ["runuser", "-u", "postgres", "--", *argv] if self._root else list(argv)
