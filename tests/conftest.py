@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -32,6 +33,16 @@ async def raw(home: Path) -> AsyncIterator[RawSidecar]:
         yield side
     finally:
         await side.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_outside_store() -> Iterator[None]:
+    """A developer's ``THREADLINE_STORE`` (their team's sessions) never reaches the
+    sidecars tests start; tests that want PostgreSQL set it to their own database."""
+    saved = os.environ.pop("THREADLINE_STORE", None)
+    yield
+    if saved is not None:
+        os.environ["THREADLINE_STORE"] = saved
 
 
 @pytest.fixture(scope="session")
