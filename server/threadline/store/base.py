@@ -27,6 +27,13 @@ from typing import Any, Protocol
 class StoreError(Exception):
     """The store could not be opened, read or written; the message says what to do."""
 
+    def __init__(self, message: str, *, reason: str = "store_error", where: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+        """``disk_full``, ``wal_lost``, ``unreachable`` or ``store_error``."""
+        self.where = where
+        """The folder (or host) of the store, for the person reading the error."""
+
 
 class StoreConflict(StoreError):
     """An append found the session further along than the writer expected."""

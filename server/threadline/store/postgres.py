@@ -276,11 +276,16 @@ class PostgresStore:
 
     def _lost(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(
-            f"lost the session store at {self.where}: {_redact(str(exc), self.url)}"
+            f"lost the session store at {self.where}: {_redact(str(exc), self.url)}",
+            reason="unreachable",
+            where=self.where,
         )
 
     def _error(self, what: str, exc: BaseException) -> StoreError:
-        return StoreError(f"{what} {self.where}: {_redact(str(exc), self.url)}")
+        reason = "unreachable" if isinstance(exc, psycopg.OperationalError) else "store_error"
+        return StoreError(
+            f"{what} {self.where}: {_redact(str(exc), self.url)}", reason=reason, where=self.where
+        )
 
     def _setup(self, conn: Connection[tuple[Any, ...]]) -> None:
         """Create the schema on first use; refuse a schema newer than this code knows
