@@ -302,6 +302,34 @@ class EventStore:
                 out[row.id] = row
         return out
 
+    # -- export (threadline store migrate) ------------------------------------------------
+
+    def dump_ids(self) -> list[str]:
+        """Every session with rows, deleted bases included, bases before their forks."""
+        return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY rowid")]
+
+    def dump_session(self, session_id: str) -> SessionDump | None:
+        with self._read() as db:
+            r = db.execute(f"SELECT {_COLS} FROM sessions WHERE id=?", (session_id,)).fetchone()
+            if r is None:
+                return None
+            events = [
+                StoredEvent(session_id, q, k, _loads(p))
+                for q, k, p in db.execute(
+                    "SELECT seq, kind, payload FROM events WHERE session_id=? ORDER BY seq",
+                    (session_id,),
+                )
+            ]
+            messages = [
+                (str(m), int(q), int(o))
+                for m, q, o in db.execute(
+                    "SELECT message_id, seq, ordinal FROM messages WHERE session_id=? "
+                    "ORDER BY ordinal",
+                    (session_id,),
+                )
+            ]
+        return SessionDump(_row(r), events, messages)
+
     def update_session(
         self,
         session_id: str,
@@ -666,31 +694,3 @@ class EventStore:
                 (session_id,),
             ).fetchone()
         return None if r is None else _lease(r)
-
-    # -- export (threadline store migrate) ------------------------------------------------
-
-    def dump_ids(self) -> list[str]:
-        """Every session with rows, deleted bases included, bases before their forks."""
-        return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY rowid")]
-
-    def dump_session(self, session_id: str) -> SessionDump | None:
-        with self._read() as db:
-            r = db.execute(f"SELECT {_COLS} FROM sessions WHERE id=?", (session_id,)).fetchone()
-            if r is None:
-                return None
-            events = [
-                StoredEvent(session_id, q, k, _loads(p))
-                for q, k, p in db.execute(
-                    "SELECT seq, kind, payload FROM events WHERE session_id=? ORDER BY seq",
-                    (session_id,),
-                )
-            ]
-            messages = [
-                (str(m), int(q), int(o))
-                for m, q, o in db.execute(
-                    "SELECT message_id, seq, ordinal FROM messages WHERE session_id=? "
-                    "ORDER BY ordinal",
-                    (session_id,),
-                )
-            ]
-        return SessionDump(_row(r), events, messages)
