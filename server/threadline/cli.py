@@ -1,5 +1,5 @@
-"""The ``threadline`` command: ``serve`` for editors; ``ask``, ``chat``, ``sessions``,
-``history``, ``models`` and ``store migrate`` for people."""
+"""The ``threadline`` command: ``serve`` for editors; ``ask``, ``sessions``, ``history``
+for people."""
 
 from __future__ import annotations
 

@@ -6,8 +6,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .userconfig import Secret, store_url
-
 
 def data_dir() -> Path:
     """``THREADLINE_HOME``, else the platform's user data folder."""
@@ -24,8 +22,6 @@ class Settings:
     home: Path
     default_model: str | None
     log_level: str
-    store_url: Secret | None = None
-    """A PostgreSQL URL shared by a team, or None for SQLite at `db_path`."""
 
     @property
     def db_path(self) -> Path:
@@ -41,5 +37,4 @@ class Settings:
             home=data_dir(),
             default_model=os.environ.get("THREADLINE_MODEL") or None,
             log_level=os.environ.get("THREADLINE_LOG_LEVEL", "INFO").upper(),
-            store_url=store_url(),
         )

@@ -23,7 +23,7 @@ from .settings import Settings
 from .store.base import StoreError
 from .store.factory import is_postgres
 from .store.owners import current_owner, owner_is_dead
-from .userconfig import ConfigError
+from .userconfig import ConfigError, store_url
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +61,8 @@ def migrate(source: str, target: str | None, err: TextIO) -> int:
     path = settings.db_path if source == "sqlite" else Path(source).expanduser()
     if not path.is_file():
         raise StoreError(f"no SQLite session store at {path}")
-    url = target or (settings.store_url.reveal() if settings.store_url else None)
+    configured = store_url()
+    url = target or (configured.reveal() if configured else None)
     if url is None or not is_postgres(url):
         raise StoreError("--to needs a postgresql:// URL")
     src = EventStore(path)

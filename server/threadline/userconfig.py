@@ -26,8 +26,7 @@ usual environment variables. Example::
     model = "claude-sonnet-4-5"
     thinking_budget = 4096
 
-Environment overrides (they win over the file): ``THREADLINE_STORE`` for ``store``;
-``<PROVIDER>_BASE_URL`` for a provider
+Environment overrides (they win over the file): ``<PROVIDER>_BASE_URL`` for a provider
 named ``<provider>`` (so ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` for the
 built-ins; ``base_url_env`` names another variable), and the key is read from
 ``api_key_env`` (default ``<PROVIDER>_API_KEY``). Keys live only in memory, wrapped in
@@ -146,9 +145,6 @@ class UserConfig:
     default_model: str | None = None
     providers: dict[str, ProviderEntry] = field(default_factory=dict)
     models: dict[str, ModelEntry] = field(default_factory=dict)
-    store: Secret | None = None
-    """Where sessions are stored (``store = "postgresql://..."``); a URL may carry a
-    password, so it is kept masked like a key."""
 
     def resolve(self, model: str) -> ModelEntry | None:
         """A configured name, or ``<provider>:<model>`` for any known provider."""
@@ -240,7 +236,7 @@ def parse(
     models: dict[str, ModelEntry] = {}
     for name, raw in _table(data.get("models", {}), "models").items():
         models[name] = _model(name, _table(raw, f"models.{name}"), providers)
-    return UserConfig(path, default_model, providers, models, Secret(store) if store else None)
+    return UserConfig(path, default_model, providers, models)
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:

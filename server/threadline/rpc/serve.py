@@ -19,7 +19,7 @@ from ..providers.registry import ProviderRegistry
 from ..settings import Settings
 from ..store.base import StoreError
 from ..store.factory import describe_store, open_store
-from ..userconfig import ConfigError
+from ..userconfig import ConfigError, store_url
 from .handlers import HANDLERS, NOTIFICATIONS
 from .server import ThreadlineServer
 
@@ -54,16 +54,13 @@ async def _run(server: ThreadlineServer) -> None:
 
 
 def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
-    try:
-        settings = Settings.from_env()
-    except ConfigError as exc:
-        print(f"threadline: {exc}", file=sys.stderr)
-        return 2
+    settings = Settings.from_env()
     setup_logging(settings)
-    url = settings.store_url.reveal() if settings.store_url else None
     try:
+        secret = store_url()
+        url = secret.reveal() if secret else None
         store = open_store(settings.db_path, url)
-    except StoreError as exc:
+    except (StoreError, ConfigError) as exc:
         # One line an editor can show as is; it never carries the URL's password.
         print(f"threadline: {exc}", file=sys.stderr)
         return 2
