@@ -16,7 +16,7 @@ from threadline.engine.config import SessionConfig
 from threadline.engine.ids import new_id, now_iso
 from threadline.engine.mutations import AssistantMessage, Mutation, UserMessage
 from threadline.settings import Settings
-from threadline.store.sqlite import EventStore
+from threadline.store.factory import open_store
 
 QUESTION = "How do I make this function handle an empty list without raising? "
 ANSWER = (
@@ -64,9 +64,10 @@ def _message(i: int) -> Mutation:
     )
 
 
-def fill(home: Path, sizes: list[int]) -> list[str]:
-    """One session per size (in order); returns their ids."""
-    store = EventStore(db_path(home))
+def fill(home: Path, sizes: list[int], store_url: str | None = None) -> list[str]:
+    """One session per size (in order); returns their ids. ``store_url``: a PostgreSQL
+    database instead of the home's SQLite file."""
+    store = open_store(db_path(home), store_url)
     config = SessionConfig(model="scripted:echo").to_json()
     ids: list[str] = []
     try:

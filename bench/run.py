@@ -28,6 +28,7 @@ from .figures import (
     memory,
     modelserver,
     sharing,
+    stores,
     throughput,
     toolchoice,
 )
@@ -47,6 +48,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "backpressure": backpressure.run,
     "sharing": sharing.run,
     "toolchoice": toolchoice.run,
+    "stores": stores.run,
 }
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.pgserver import PgServer
 from tests.support import RawSidecar, SidecarClient, start_sidecar
 
 
@@ -31,3 +33,43 @@ async def raw(home: Path) -> AsyncIterator[RawSidecar]:
         yield side
     finally:
         await side.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_outside_store() -> Iterator[None]:
+    """A developer's ``THREADLINE_STORE`` (their team's sessions) never reaches the
+    sidecars tests start; tests that want PostgreSQL set it to their own database."""
+    saved = os.environ.pop("THREADLINE_STORE", None)
+    yield
+    if saved is not None:
+        os.environ["THREADLINE_STORE"] = saved
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server per test session (per xdist worker); each test that needs
+    it gets its own database from `pg_url`."""
+    server = PgServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    return pg_server.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which session store a test runs on; ``postgresql`` starts the shared server."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """``THREADLINE_STORE`` for the parametrized backend (None: SQLite in the home)."""
+    if backend == "sqlite":
+        return None
+    return str(request.getfixturevalue("pg_url"))

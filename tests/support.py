@@ -195,11 +195,14 @@ class SidecarClient(JsonRPCClient):
         await asyncio.gather(*self._async_tasks, return_exceptions=True)
 
 
-async def start_sidecar(home: Path, *, initialize: bool = True) -> SidecarClient:
+async def start_sidecar(
+    home: Path, *, initialize: bool = True, env: dict[str, str] | None = None
+) -> SidecarClient:
+    """``env`` adds to (or overrides) the environment, e.g. ``THREADLINE_HOST``."""
     config = ClientServerConfig(
         server_command=SERVER_COMMAND,
         client_factory=SidecarClient,
-        server_env=sidecar_env(home),
+        server_env={**sidecar_env(home), **(env or {})},
     )
     client = await config.start()
     assert isinstance(client, SidecarClient)
@@ -291,3 +294,25 @@ class RawSidecar:
         with contextlib.suppress(asyncio.CancelledError):
             await self._drain_task
         return code
+
+
+def count_rows(home: Path, store_url: str | None, table: str, session_id: str | None = None) -> int:
+    """Rows of a store table (``chunks``, ``inflight``, ``events``...), read straight from
+    the database a sidecar used: SQLite in ``home`` or the PostgreSQL ``store_url``."""
+    where = "" if session_id is None else " WHERE session_id=%s"
+    args = () if session_id is None else (session_id,)
+    if store_url is None:
+        import sqlite3
+
+        db = sqlite3.connect(home / "threadline.db")
+        try:
+            sql = f"SELECT count(*) FROM {table}{where.replace('%s', '?')}"
+            return int(db.execute(sql, args).fetchone()[0])
+        finally:
+            db.close()
+    import psycopg
+
+    with psycopg.connect(store_url) as conn:
+        row = conn.execute(f"SELECT count(*) FROM tl_{table}{where}", args).fetchone()  # pyright: ignore[reportArgumentType]
+        assert row is not None
+        return int(row[0])

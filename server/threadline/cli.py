@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         from .rpc.serve import serve
 
         return serve()
-    from . import models_cmd
+    from . import models_cmd, store_cmd
 
     parser = argparse.ArgumentParser(
         prog="threadline",
@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     models_cmd.add_arguments(
         sub.add_parser("models", help="list configured models and whether each is reachable")
     )
+    store_cmd.add_arguments(sub.add_parser("store", help="manage where sessions are stored"))
     p_hist = sub.add_parser("history", help="print a session's transcript")
     p_hist.add_argument("session")
     args = parser.parse_args(argv)
@@ -58,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve()
     if args.command == "models":
         return models_cmd.main(args)
+    if args.command == "store":
+        return store_cmd.main(args)
     if args.command == "chat":
         return chat_cli.run(args)
     if args.command == "desktop":

@@ -6,6 +6,7 @@ empty config: the built-in ``openai`` and ``anthropic`` providers still work fro
 usual environment variables. Example::
 
     default_model = "qwen"
+    store = "postgresql://team@db.internal/threadline"   # optional; see docs/teams.md
 
     [providers.lmstudio]            # any OpenAI-compatible server
     type = "openai"
@@ -251,6 +252,28 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(user_config_dir("threadline", appauthor=False)) / FILE_NAME
 
 
+STORE_ENV = "THREADLINE_STORE"
+
+
+def store_url(env: Mapping[str, str] | None = None) -> Secret | None:
+    """The session store chosen by ``$THREADLINE_STORE``, else by ``store = ...`` in the
+    config file; None means SQLite in ``THREADLINE_HOME``. Only the ``store`` key is
+    read here: a mistake elsewhere in the file must not move a team's sessions."""
+    env = os.environ if env is None else env
+    explicit = env.get(STORE_ENV)
+    if explicit:
+        return Secret(explicit)
+    path = config_path(env)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("store")
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f'{path}: store must be a string such as "postgresql://host/db"')
+    return Secret(value) if value else None
+
+
 def load(path: Path | None = None, env: Mapping[str, str] | None = None) -> UserConfig:
     """Read the config file (if any) and apply environment overrides."""
     env = os.environ if env is None else env
@@ -275,12 +298,15 @@ def parse(
     data: Mapping[str, Any], env: Mapping[str, str] | None = None, *, path: Path | None = None
 ) -> UserConfig:
     env = os.environ if env is None else env
-    unknown = set(data) - {"default_model", "providers", "models"}
+    unknown = set(data) - {"default_model", "providers", "models", "store"}
     if unknown:
         raise ConfigError(f"unknown top-level keys: {', '.join(sorted(unknown))}")
     default_model = data.get("default_model")
     if default_model is not None and not isinstance(default_model, str):
         raise ConfigError("default_model must be a string")
+    store = data.get("store")
+    if store is not None and not isinstance(store, str):
+        raise ConfigError('store must be a string such as "postgresql://host/db"')
     raw_providers = _table(data.get("providers", {}), "providers")
     providers: dict[str, ProviderEntry] = {}
     for name in sorted({*BUILTIN_PROVIDERS, *raw_providers}):

@@ -33,7 +33,7 @@ from tests.reliability.invariants import Ledger, ledger_problems, structural_pro
 from tests.reliability.peer import Peer, RpcError, ServerClosed
 from tests.reliability.wire import pid_alive
 from tests.reliability.zygote import Zygote
-from tests.support import scripted, start_sidecar
+from tests.support import SidecarClient, scripted, start_sidecar
 
 BUDGET_SECONDS = float(os.environ.get("THREADLINE_CRASH_SECONDS", "70"))
 MAX_KILLS = int(os.environ.get("THREADLINE_CRASH_KILLS", "400"))
@@ -185,11 +185,29 @@ class CrashRun:
                 assert titles[sid] == entry.title, f"title of {sid} was announced, not stored"
 
     async def takes_a_prompt(self, peer: Peer, sid: str) -> None:
-        await peer.call(
-            "session/set_config_option", {"sessionId": sid, "configId": "model", "value": QUICK}
+        await self.call_when_free(
+            peer,
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "model", "value": QUICK},
         )
-        result = await self.prompt(peer, sid, "still there?")
-        assert result is not None and result["stopReason"] == "end_turn", result
+        self.touched.add(sid)
+        params = {"sessionId": sid, "prompt": [{"type": "text", "text": "still there?"}]}
+        result = await self.call_when_free(peer, "session/prompt", params)
+        self.ledger.file_result(sid, result)
+        assert result["stopReason"] == "end_turn", result
+
+    async def call_when_free(self, peer: Peer, method: str, params: dict[str, Any]) -> Any:
+        """A request that another live sidecar may briefly hold off with -32010 (on
+        PostgreSQL a reading sidecar repairs what the killed one left): asked again,
+        as a user would, for a bounded time."""
+        for _ in range(100):
+            try:
+                return await peer.call(method, params, timeout=60)
+            except RpcError as exc:
+                if exc.code != -32010:
+                    raise
+                await asyncio.sleep(0.05)
+        return await peer.call(method, params, timeout=60)
 
     # -- actions -----------------------------------------------------------------------
 
@@ -220,7 +238,8 @@ class CrashRun:
         known = self.live_sessions()
         if known and self.rng.random() < 0.7:
             sid = self.rng.choice(known)
-            await peer.call(
+            await self.call_when_free(
+                peer,
                 "session/set_config_option",
                 {"sessionId": sid, "configId": "model", "value": model},
             )
@@ -332,18 +351,66 @@ ACTIONS: dict[str, tuple[Callable[[CrashRun, Peer], Awaitable[Awaitable[Any]]], 
 """Each action, and the window in which its kill point is drawn (seconds)."""
 
 
+async def bystanders_read(run: CrashRun, readers: list[SidecarClient], problems: list[str]) -> None:
+    """Two more sidecars on the store, alive through every kill, reading histories and
+    pages while the killed one works: a live reader must never see a broken history,
+    nor be answered anything but found, busy elsewhere or deleted."""
+    while True:
+        await asyncio.sleep(run.rng.uniform(0.01, 0.1))
+        sessions = run.live_sessions()
+        if not sessions:
+            continue
+        reader = run.rng.choice(readers)
+        try:
+            if run.rng.random() < 0.1:
+                await reader.call("session/list", {})
+                continue
+            sid = run.rng.choice(sessions)
+            history = await reader.call("session/history", {"sessionId": sid})
+        except JsonRpcException as exc:
+            if exc.code not in (-32002, -32010):
+                problems.append(f"bystander: {exc.code} {exc}")
+            continue
+        # Calls of a turn running in the killed sidecar's life are open until it ends.
+        found = [
+            p
+            for p in structural_problems(history["messages"])
+            if not p.startswith("tool_use without a result")
+        ]
+        if found:
+            problems.append(f"bystander history of {sid}: {found}")
+
+
 @pytest.mark.timeout(300)
 async def test_sigkill_at_random_points_loses_nothing_announced(
-    tmp_path: Path, zygote: Zygote
+    tmp_path: Path, zygote: Zygote, store_url: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On SQLite one sidecar lives and dies on the home; on PostgreSQL two more sidecars
+    share the database and read throughout (three sidecars, one of them killed)."""
     seed = int(os.environ.get("THREADLINE_CRASH_SEED", str(int(time.time()))))
     run = CrashRun(tmp_path, zygote, random.Random(seed))
+    readers: list[SidecarClient] = []
+    reader_problems: list[str] = []
+    reading: asyncio.Task[None] | None = None
+    if store_url is not None:
+        monkeypatch.setenv("THREADLINE_STORE", store_url)
+        readers = [await start_sidecar(tmp_path / f"reader-{i}") for i in range(2)]
+        reading = asyncio.create_task(bystanders_read(run, readers, reader_problems))
     started = time.monotonic()
-    while time.monotonic() - started < BUDGET_SECONDS and run.kills < MAX_KILLS:
-        try:
-            await run.one_life()
-        except AssertionError as exc:
-            raise AssertionError(f"seed {seed}: {exc}") from exc
+    try:
+        while time.monotonic() - started < BUDGET_SECONDS and run.kills < MAX_KILLS:
+            try:
+                await run.one_life()
+            except AssertionError as exc:
+                raise AssertionError(f"seed {seed}: {exc}") from exc
+            assert not reader_problems, f"seed {seed}: {reader_problems[:3]}"
+    finally:
+        if reading is not None:
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+        for reader in readers:
+            await reader.stop()
     looped = time.monotonic() - started
 
     # The last word goes to a real `threadline serve`, not a fork of one.
@@ -364,8 +431,9 @@ async def test_sigkill_at_random_points_loses_nothing_announced(
         assert (await client.prompt(sid, "after all the kills"))["stopReason"] == "end_turn"
     finally:
         await client.stop()
+    db = run.home / "threadline.db"
     record(
-        "crash_consistency",
+        "crash_consistency" if store_url is None else "crash_consistency_postgresql",
         seed=seed,
         kill_points=run.kills,
         sessions=len(run.ledger.sessions),
@@ -376,7 +444,7 @@ async def test_sigkill_at_random_points_loses_nothing_announced(
         cancelled_tool_calls_seen=len(run.cancelled_calls),
         by_action=run.by_action,
         seconds=round(looped, 1),
-        db_bytes=(run.home / "threadline.db").stat().st_size,
+        db_bytes=db.stat().st_size if store_url is None else None,
     )
     assert run.kills >= 100, f"only {run.kills} kill points ran in {looped:.0f} s"
     assert run.truncated and run.cancelled_calls, "no kill ever landed mid-answer or mid-tool"

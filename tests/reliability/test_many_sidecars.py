@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.support import SidecarClient, scripted, start_sidecar
+from tests.support import SidecarClient, count_rows, scripted, start_sidecar
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,6 +37,14 @@ WEATHER = {
     "description": "Weather for a city",
     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
 }
+
+
+@pytest.fixture(autouse=True)
+def shared_store(store_url: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Every scenario runs on SQLite (one home) and on PostgreSQL (one database)."""
+    if store_url is not None:
+        monkeypatch.setenv("THREADLINE_STORE", store_url)
+    return store_url
 
 
 @pytest.fixture
@@ -162,7 +169,7 @@ async def test_the_same_session_prompted_in_two_sidecars_runs_once(
 
 
 async def test_a_session_deleted_elsewhere_is_gone_everywhere(
-    home: Path, pair: tuple[SidecarClient, SidecarClient]
+    home: Path, shared_store: str | None, pair: tuple[SidecarClient, SidecarClient]
 ) -> None:
     a, b = pair
     sid = await new(a, scripted([{"text": "hi"}]))
@@ -175,15 +182,9 @@ async def test_a_session_deleted_elsewhere_is_gone_everywhere(
         with pytest.raises(JsonRpcException) as err:
             await call
         assert err.value.code == -32002
-    db = sqlite3.connect(home / "threadline.db")
-    try:
-        assert db.execute("SELECT count(*) FROM chunks").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM inflight").fetchone()[0] == 0
-        assert (
-            db.execute("SELECT count(*) FROM events WHERE session_id=?", (sid,)).fetchone()[0] == 0
-        )
-    finally:
-        db.close()
+    assert count_rows(home, shared_store, "chunks") == 0
+    assert count_rows(home, shared_store, "inflight") == 0
+    assert count_rows(home, shared_store, "events", sid) == 0
 
 
 async def test_deleting_a_session_that_streams_elsewhere_is_refused(

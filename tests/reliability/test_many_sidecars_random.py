@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support import SidecarClient, scripted, start_sidecar
 from threadline.engine.transcript import Transcript
-from threadline.store.sqlite import EventStore
+from threadline.store.factory import open_store
 
 SECONDS = float(os.environ.get("THREADLINE_RANDOM_SECONDS", "60"))
 ALLOWED = {-32010, -32002}
@@ -153,7 +153,7 @@ class Fleet:
 
 
 def store_history(home: Path, sid: str) -> list[dict[str, Any]] | None:
-    store = EventStore(home / "threadline.db")
+    store = open_store(home / "threadline.db", os.environ.get("THREADLINE_STORE"))
     try:
         if store.get_session(sid) is None:
             return None
@@ -182,7 +182,11 @@ def shown_texts(
     return out
 
 
-async def test_three_sidecars_at_random_lose_nothing(home: Path) -> None:
+async def test_three_sidecars_at_random_lose_nothing(
+    home: Path, store_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if store_url is not None:
+        monkeypatch.setenv("THREADLINE_STORE", store_url)
     seed = int(os.environ.get("THREADLINE_RANDOM_SEED", str(time.time_ns() % 100_000)))
     print(f"seed {seed}")
     fleet = Fleet(home, random.Random(seed))

@@ -32,6 +32,7 @@ def _serve_forever(sock: socket.socket) -> None:
     import threadline.providers.scripted
     import threadline.rpc.handlers
     import threadline.rpc.serve
+    import threadline.store.postgres
     import threadline.tools.workspace
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel

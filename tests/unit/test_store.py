@@ -1,28 +1,58 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from threadline.store.base import Owner, StoreConflict
+from tests.pgserver import PASSWORD, PgServer
+from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
 from threadline.store.owners import current_owner, hostname, lease_ttl
-from threadline.store.sqlite import EventStore, NewEvent, StoreError
+from threadline.store.sqlite import EventStore
+
+Opener = Callable[[], SessionStore]
+
+
+@pytest.fixture
+def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Opener]:
+    """Opens a store on one location (a SQLite file or a fresh PostgreSQL database);
+    each call is another connection, as another process would have."""
+    opened: list[SessionStore] = []
+    if backend == "sqlite":
+        path = tmp_path / "db.sqlite"
+
+        def open_one() -> SessionStore:
+            opened.append(EventStore(path))
+            return opened[-1]
+    else:
+        from threadline.store.postgres import PostgresStore
+
+        url = str(request.getfixturevalue("pg_url"))
+
+        def open_one() -> SessionStore:
+            opened.append(PostgresStore(url))
+            return opened[-1]
+
+    yield open_one
+    for store in opened:
+        store.close()
 
 
 def msg_event(mid: str) -> NewEvent:
     return NewEvent("user_message", {"message": {"messageId": mid}}, (mid,))
 
 
-def ids(store: EventStore, sid: str) -> list[str]:
+def ids(store: SessionStore, sid: str) -> list[str]:
     return [e.payload["message"]["messageId"] for e in store.load_events(sid)]
 
 
-def test_append_and_load_in_order(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_append_and_load_in_order(open_store: Opener) -> None:
+    store = open_store()
     row = store.create_session("s1", "/tmp", {"model": "m"}, "t0")
     assert row.message_count == 0
     store.append("s1", [msg_event("m1"), msg_event("m2")], "t1")
@@ -32,8 +62,8 @@ def test_append_and_load_in_order(tmp_path: Path) -> None:
     assert row2 is not None and row2.message_count == 3 and row2.updated_at == "t2"
 
 
-def test_fork_reads_the_parent_prefix_and_stays_isolated(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_fork_reads_the_parent_prefix_and_stays_isolated(open_store: Opener) -> None:
+    store = open_store()
     parent = store.create_session("p", "/tmp", {}, "t0")
     store.append("p", [msg_event(f"m{i}") for i in range(5)], "t1")
     origin, seq, ordinal = store.locate_message("p", "m2") or ("", 0, 0)
@@ -50,8 +80,8 @@ def test_fork_reads_the_parent_prefix_and_stays_isolated(tmp_path: Path) -> None
     assert store.locate_message("c", "m1") is not None
 
 
-def test_deleting_a_parent_keeps_children_readable(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_deleting_a_parent_keeps_children_readable(open_store: Opener) -> None:
+    store = open_store()
     parent = store.create_session("p", "/tmp", {}, "t0")
     store.append("p", [msg_event("m0"), msg_event("m1")], "t1")
     store.fork_session("c", parent, "p", 2, 2, None, "/tmp", "t2")
@@ -63,8 +93,8 @@ def test_deleting_a_parent_keeps_children_readable(tmp_path: Path) -> None:
     assert store.get_session("p", include_deleted=True) is None, "garbage collected"
 
 
-def test_inflight_stream_journal(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_inflight_stream_journal(open_store: Opener) -> None:
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     store.begin_stream("s", "a1", {"turnId": "a1"})
     store.append_chunks("s", [("text", "Hel"), ("thought", "hm"), ("text", "lo")])
@@ -94,8 +124,8 @@ def dead_pid() -> int:
     return proc.pid
 
 
-def test_append_at_an_expected_sequence_refuses_a_stale_writer(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_append_at_an_expected_sequence_refuses_a_stale_writer(open_store: Opener) -> None:
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     seq = store.append("s", [msg_event("m1")], "t1", expected_seq=0)
     assert seq == 1
@@ -105,8 +135,8 @@ def test_append_at_an_expected_sequence_refuses_a_stale_writer(tmp_path: Path) -
     assert [e.seq for e in store.load_events("s", after_seq=0)] == [1]
 
 
-def test_a_live_lease_is_refused_and_a_dead_one_taken_over(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_a_live_lease_is_refused_and_a_dead_one_taken_over(open_store: Opener) -> None:
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     me = current_owner()
     alive = other_owner(os.getppid())
@@ -123,9 +153,9 @@ def test_a_live_lease_is_refused_and_a_dead_one_taken_over(tmp_path: Path) -> No
 
 
 def test_a_lease_on_another_host_is_taken_over_only_when_its_heartbeat_is_stale(
-    tmp_path: Path,
+    open_store: Opener,
 ) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     me = current_owner()
     remote = Owner(id="remote", pid=1, host="elsewhere.example", started=0.0)
@@ -135,8 +165,8 @@ def test_a_lease_on_another_host_is_taken_over_only_when_its_heartbeat_is_stale(
     assert store.acquire_lease("s", me, "turn", None, now + lease_ttl() + 1).mine
 
 
-def test_heartbeat_carries_interrupt_requests_to_the_owner(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_heartbeat_carries_interrupt_requests_to_the_owner(open_store: Opener) -> None:
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     me = current_owner()
     store.acquire_lease("s", me, "turn", "a1", time.time())
@@ -149,8 +179,8 @@ def test_heartbeat_carries_interrupt_requests_to_the_owner(tmp_path: Path) -> No
     assert store.request_interrupt("s") is None
 
 
-def test_delete_is_refused_while_another_live_process_holds_the_session(tmp_path: Path) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+def test_delete_is_refused_while_another_live_process_holds_the_session(open_store: Opener) -> None:
+    store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
     alive = other_owner(os.getppid())
     store.acquire_lease("s", alive, "turn", None, time.time())
@@ -159,9 +189,9 @@ def test_delete_is_refused_while_another_live_process_holds_the_session(tmp_path
     assert store.get_session("s") is not None
 
 
-def test_change_token_moves_when_another_connection_commits(tmp_path: Path) -> None:
-    a = EventStore(tmp_path / "db.sqlite")
-    b = EventStore(tmp_path / "db.sqlite")
+def test_change_token_moves_when_another_connection_commits(open_store: Opener) -> None:
+    a = open_store()
+    b = open_store()
     a.create_session("s", "/tmp", {}, "t0")
     before = a.change_token()
     a.append("s", [msg_event("m1")], "t1")
@@ -179,6 +209,132 @@ def test_a_store_from_a_newer_threadline_is_left_alone(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StoreError, match="newer Threadline"):
         EventStore(path)
+
+
+# -- PostgreSQL only ---------------------------------------------------------------------
+
+
+def test_postgres_refuses_a_newer_schema_and_writes_nothing(pg_url: str) -> None:
+    import psycopg
+
+    from threadline.store.postgres import PostgresStore
+
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE tl_meta SET value='99' WHERE key='schema_version'")
+        conn.execute("CREATE TABLE tl_probe AS SELECT count(*) AS n FROM tl_sessions")
+    with pytest.raises(StoreError, match="newer Threadline") as err:
+        PostgresStore(pg_url)
+    assert PASSWORD not in str(err.value)
+    with psycopg.connect(pg_url) as conn:
+        version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
+        assert version == ("99",)
+
+
+def test_postgres_unreachable_names_the_host_never_the_password() -> None:
+    from threadline.store.postgres import PostgresStore
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(StoreError) as err:
+        PostgresStore(f"postgresql://alice:{PASSWORD}@127.0.0.1:{port}/team")
+    assert time.monotonic() - started < 5
+    message = str(err.value)
+    assert f"127.0.0.1:{port}" in message and "alice@" in message
+    assert PASSWORD not in message and "\n" not in message
+
+
+def test_postgres_journal_waits_in_memory_through_an_outage() -> None:
+    """The server goes away mid-answer: chunks keep being accepted, and the next write
+    after it is back stores them in order; a write that cannot get through fails."""
+    from threadline.store.postgres import PostgresStore
+
+    server = PgServer()
+    try:
+        store = PostgresStore(server.new_database())
+        store.create_session("s", "/tmp", {}, "t0")
+        store.begin_stream("s", "a1", {"turnId": "a1"})
+        store.append_chunks("s", [("text", "one ")])
+        server.stop()
+        store.append_chunks("s", [("text", "two ")])
+        store.append_chunks("s", [("thought", "hm")])
+        os.environ["THREADLINE_STORE_RETRY"] = "0.5"
+        try:
+            with pytest.raises(StoreError, match="lost the session store"):
+                store.append("s", [msg_event("m1")], "t1")
+        finally:
+            del os.environ["THREADLINE_STORE_RETRY"]
+        server.start()
+        store.append_chunks("s", [("text", "three")])
+        stream = store.inflight_stream("s")
+        assert stream is not None
+        assert (stream.text, stream.thought) == ("one two three", "hm")
+        assert ids(store, "s") == [], "the failed append was not written"
+        store.close()
+    finally:
+        server.close()
+
+
+def test_postgres_works_with_the_grants_docs_teams_md_names(pg_url: str) -> None:
+    """A team role with table privileges only (no CREATE) runs sessions on tables an
+    owner created."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from threadline.store.postgres import PostgresStore
+
+    PostgresStore(pg_url).close()
+    dbname = str(conninfo_to_dict(pg_url)["dbname"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS threadline_team")
+        conn.execute("CREATE ROLE threadline_team LOGIN PASSWORD 'team-pw'")
+        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team")  # pyright: ignore[reportArgumentType]
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO threadline_team"
+        )
+    params = conninfo_to_dict(pg_url)
+    params.update(user="threadline_team", password="team-pw")
+    store = PostgresStore(make_conninfo("", **params))
+    try:
+        store.create_session("s", "/tmp", {}, "t0")
+        store.begin_stream("s", "a1", {})
+        store.append_chunks("s", [("text", "hi")])
+        got = store.acquire_lease("s", current_owner(), "turn", None, time.time())
+        assert got.mine
+        store.append("s", [msg_event("m1")], "t1", end_stream=True, expected_seq=0)
+        assert ids(store, "s") == ["m1"] and store.inflight_stream("s") is None
+    finally:
+        store.close()
+
+
+def test_postgres_journal_past_the_memory_bound_fails_and_stays_recoverable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from threadline.store import postgres
+
+    monkeypatch.setattr(postgres, "CHUNK_BUFFER_BYTES", 1000)
+    server = PgServer()
+    try:
+        store = postgres.PostgresStore(server.new_database())
+        store.create_session("s", "/tmp", {}, "t0")
+        store.begin_stream("s", "a1", {"turnId": "a1"})
+        server.stop()
+        shown = ""
+        with pytest.raises(StoreError, match="unreachable") as err:
+            for i in range(100):
+                store.append_chunks("s", [("text", f"{i:03d}" * 20)])
+                shown += f"{i:03d}" * 20
+        assert PASSWORD not in str(err.value)
+        server.start()
+        store.clear_stream("other")  # any write that gets through writes what waited
+        stream = store.inflight_stream("s")
+        assert stream is not None and stream.text.startswith(shown) and len(stream.text) > 1000
+        store.close()
+    finally:
+        server.close()
 
 
 def test_postgres_sidecars_starting_at_once_create_the_schema_once(pg_url: str) -> None:

@@ -17,7 +17,9 @@ from ..engine.engine import Engine
 from ..logs import setup_logging
 from ..providers.registry import ProviderRegistry
 from ..settings import HomeUnusable, Settings
-from ..store.sqlite import EventStore
+from ..store.base import StoreError
+from ..store.factory import describe_store, open_store
+from ..userconfig import ConfigError, store_url
 from .handlers import HANDLERS, NOTIFICATIONS
 from .server import ThreadlineServer
 
@@ -67,8 +69,15 @@ def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        secret = store_url()
+        url = secret.reveal() if secret else None
+        store = open_store(settings.db_path, url)
+    except (StoreError, ConfigError) as exc:
+        # One line an editor can show as is; it never carries the URL's password.
+        print(f"threadline: {exc}", file=sys.stderr)
+        return 2
     out = stdout or protect_stdout()
-    store = EventStore(settings.db_path)
     providers = ProviderRegistry(settings.default_model)
     server = ThreadlineServer(
         lambda link: Engine(store, providers, link),
@@ -79,9 +88,10 @@ def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
     )
     recovered = server.engine.recover()
     log.info(
-        "threadline %s serving (data: %s, recovered %d interrupted turns)",
+        "threadline %s serving (data: %s, sessions: %s, recovered %d interrupted turns)",
         __version__,
         settings.home,
+        describe_store(settings.db_path, url),
         recovered,
     )
     try:

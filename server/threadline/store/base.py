@@ -138,6 +138,17 @@ class StreamTail:
     """``(chunk id, block, text)`` in order; block is ``text`` or ``thought``."""
 
 
+@dataclass(frozen=True, slots=True)
+class SessionDump:
+    """One session's own rows, deleted or not (a fork's deleted base still holds its
+    prefix), as `threadline store migrate` copies them between backends."""
+
+    row: SessionRow
+    events: list[StoredEvent]
+    messages: list[tuple[str, int, int]]
+    """``(message id, seq, ordinal)`` of the messages the session's own events created."""
+
+
 class SessionStore(Protocol):
     """The operations the engine performs on durable sessions."""
 

@@ -29,20 +29,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .base import (
     Acquired,
     InflightStream,
     Lease,
     NewEvent,
     Owner,
+    SessionDump,
     SessionRow,
     StoreConflict,
     StoredEvent,
     StoreError,
     StreamTail,
 )
+from .codec import dumps as _dumps
+from .codec import loads as _loads
+from .codec import safe_text as _text
 from .owners import owner_is_dead
 
 __all__ = [
@@ -149,24 +151,6 @@ def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
-def _text(value: str | None) -> str | None:
-    """A str SQLite can bind: lone surrogates (valid in JSON, not in UTF-8) replaced."""
-    if value is None:
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return value
-
-
-def _loads(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:  # written by the stdlib fallback (big integers)
-        return json.loads(text)
-
-
 def _row(r: tuple[Any, ...]) -> SessionRow:
     return SessionRow(
         id=r[0],
@@ -184,13 +168,6 @@ def _row(r: tuple[Any, ...]) -> SessionRow:
         last_seq=r[12],
         deleted=bool(r[13]),
     )
-
-
-def _dumps(obj: Any) -> str:
-    try:
-        return orjson.dumps(obj).decode()
-    except TypeError:  # beyond orjson: integers over 64 bits, lone surrogates
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
 class EventStore:
@@ -395,6 +372,34 @@ class EventStore:
                 row = _row(r)
                 out[row.id] = row
         return out
+
+    # -- export (threadline store migrate) ------------------------------------------------
+
+    def dump_ids(self) -> list[str]:
+        """Every session with rows, deleted bases included, bases before their forks."""
+        return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY rowid")]
+
+    def dump_session(self, session_id: str) -> SessionDump | None:
+        with self._read() as db:
+            r = db.execute(f"SELECT {_COLS} FROM sessions WHERE id=?", (session_id,)).fetchone()
+            if r is None:
+                return None
+            events = [
+                StoredEvent(session_id, q, k, _loads(p))
+                for q, k, p in db.execute(
+                    "SELECT seq, kind, payload FROM events WHERE session_id=? ORDER BY seq",
+                    (session_id,),
+                )
+            ]
+            messages = [
+                (str(m), int(q), int(o))
+                for m, q, o in db.execute(
+                    "SELECT message_id, seq, ordinal FROM messages WHERE session_id=? "
+                    "ORDER BY ordinal",
+                    (session_id,),
+                )
+            ]
+        return SessionDump(_row(r), events, messages)
 
     def update_session(
         self,
