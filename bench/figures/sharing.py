@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..context import Context
-from ..fixtures import fill
+from ..fixtures import db_path, fill
 from ..report import Row
 from ..servers import THREADLINE, new_session, prompt_params, scripted, spawn
 from ..stats import Summary, ms, ratio, summarize
@@ -67,9 +67,42 @@ class _Busy:
             t.join(60)
 
 
-def _measure(conn: Connection, sid: str, hist_sid: str, n: int) -> tuple[list[float], list[float]]:
+def _measure(conn: Connection, hist_sid: str, n: int) -> tuple[list[float], list[float]]:
+    # A new session per phase: a prompt compiles the whole history, so a session that
+    # grew through the earlier phases would make the later ones look slower.
+    sid = new_session(conn, scripted({"text": "ok"}))
     _prompt_ms(conn, sid, 5)  # warm-up
     return _prompt_ms(conn, sid, n), _history_ms(conn, hist_sid, n)
+
+
+def _us(value_ms: float) -> str:
+    return f"{value_ms * 1000:.1f} µs"
+
+
+def _store_costs(home: Path, n: int) -> tuple[Summary, Summary]:
+    """The two costs in the store itself: a lease taken and released (two write
+    transactions), and the freshness check (one ``PRAGMA data_version``)."""
+    from threadline.store.owners import current_owner
+    from threadline.store.sqlite import EventStore
+
+    store = EventStore(db_path(home))
+    try:
+        sid = store.list_session_ids()[0]
+        me = current_owner()
+        lease: list[float] = []
+        check: list[float] = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            store.acquire_lease(sid, me, "turn", None, time.time())
+            store.release_lease(sid, me)
+            t1 = time.perf_counter()
+            store.change_token()
+            t2 = time.perf_counter()
+            lease.append((t1 - t0) * 1000)
+            check.append((t2 - t1) * 1000)
+    finally:
+        store.close()
+    return summarize(lease), summarize(check)
 
 
 def run(ctx: Context) -> list[Row]:
@@ -79,18 +112,21 @@ def run(ctx: Context) -> list[Row]:
     main = spawn(THREADLINE, home)
     others: list[Connection] = []
     try:
-        sid = new_session(main, scripted({"text": "ok"}))
-        alone = _measure(main, sid, hist_sid, n)
+        alone = _measure(main, hist_sid, n)
         others = [spawn(THREADLINE, home) for _ in range(2)]
-        idle = _measure(main, sid, hist_sid, n)
+        idle = _measure(main, hist_sid, n)
         with _Busy(others) as busy:
-            loaded = _measure(main, sid, hist_sid, n)
+            loaded = _measure(main, hist_sid, n)
         ctx.log(f"sharing: others ran {busy.turns} turns meanwhile")
     finally:
         main.close()
         for c in others:
             c.close()
-    rows: list[Row] = []
+    lease, check = _store_costs(home, ctx.n(2000, 200))
+    rows: list[Row] = [
+        Row(FIGURE, "lease taken and released (per turn)", _us(lease.p50), f"p90 {_us(lease.p90)}"),
+        Row(FIGURE, "freshness check (per request)", _us(check.p50), f"p90 {_us(check.p90)}"),
+    ]
     for label, pick in (("prompt (one-word answer)", 0), ("history of 1,000 messages", 1)):
         a: Summary = summarize(alone[pick])
         i: Summary = summarize(idle[pick])
