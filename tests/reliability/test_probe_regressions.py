@@ -781,3 +781,21 @@ async def test_initialize_with_a_lone_surrogate_in_client_capabilities_is_answer
     assert (await raw.response("again"))["error"]["code"] == -32602
     await raw.send({"jsonrpc": "2.0", "id": "l", "method": "session/list"})
     assert "result" in await raw.response("l")
+
+
+async def test_session_list_filtered_by_a_cwd_with_a_lone_surrogate_is_answered(
+    raw: RawSidecar,
+) -> None:
+    """Found by the fuzzer once its strings included lone surrogates: sqlite3 cannot
+    bind such a str, so ``session/list`` with that ``cwd`` (or cursor) answered -32603.
+    The store keeps such a cwd with U+FFFD, so the same filter finds the session."""
+    await started(raw)
+    new = {"cwd": "/tmp/\ud800", "mcpServers": []}
+    await raw.send({"jsonrpc": "2.0", "id": "new", "method": "session/new", "params": new})
+    sid = (await raw.response("new"))["result"]["sessionId"]
+    for i, params in enumerate([{"cwd": "/tmp/\ud800"}, {"cursor": "\ud800|x"}]):
+        await raw.send({"jsonrpc": "2.0", "id": i, "method": "session/list", "params": params})
+        answer = await raw.response(i)
+        assert "result" in answer, answer
+        if "cwd" in params:
+            assert [s["sessionId"] for s in answer["result"]["sessions"]] == [sid]

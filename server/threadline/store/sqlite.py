@@ -267,9 +267,9 @@ class EventStore:
         args: list[Any] = []
         if cwd is not None:
             sql += " AND cwd=?"
-            args.append(cwd)
+            args.append(_text(cwd))  # stored the same way, so a lone surrogate matches
         if before is not None:
-            ts, _, sid = before.partition("|")
+            ts, _, sid = (_text(before) or "").partition("|")
             sql += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
             args += [ts, ts, sid]
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
