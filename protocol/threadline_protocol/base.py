@@ -25,7 +25,13 @@ class WireModel(BaseModel):
 
     def wire(self) -> dict[str, Any]:
         """The JSON-ready dict as it goes on the wire (aliases, no unset optionals)."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        try:
+            return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        except ValueError:
+            # pydantic's JSON mode refuses a lone surrogate, which a client may send as
+            # a valid JSON escape; what came off the wire is JSON-ready as it is, and
+            # the outbox and the store escape such strings.
+            return self.model_dump(by_alias=True, exclude_none=True)
 
 
 class StrictWireModel(WireModel):

@@ -763,3 +763,39 @@ async def test_a_file_with_a_nul_after_the_first_8_kib_is_treated_as_binary(
     read = await ReadFile().run({"path": "late.bin"}, ctx)
     assert read.is_error and "binary" in read.content[0]["text"], read
     assert not any(ch in json.dumps(read.content) for ch in ("\\u0000", "\\u001b", "\\u0007"))
+
+
+async def test_initialize_with_a_lone_surrogate_in_client_capabilities_is_answered(
+    raw: RawSidecar,
+) -> None:
+    """Found by the fuzzer once its strings included lone surrogates: the capabilities
+    were dumped in pydantic's JSON mode, which raised, and initialize answered -32603."""
+    caps = {"fs": {"readTextFile": True}, "": {"\ud800": None}}  # the fuzzer's example
+    params = {"protocolVersion": 1, "clientCapabilities": caps}
+    await raw.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+    answer = await raw.response("init")
+    assert "result" in answer, answer
+    caps = {"x\ud800": {}}  # a key pydantic refuses: invalid params, not an internal error
+    params = {"protocolVersion": 1, "clientCapabilities": caps}
+    await raw.send({"jsonrpc": "2.0", "id": "again", "method": "initialize", "params": params})
+    assert (await raw.response("again"))["error"]["code"] == -32602
+    await raw.send({"jsonrpc": "2.0", "id": "l", "method": "session/list"})
+    assert "result" in await raw.response("l")
+
+
+async def test_session_list_filtered_by_a_cwd_with_a_lone_surrogate_is_answered(
+    raw: RawSidecar,
+) -> None:
+    """Found by the fuzzer once its strings included lone surrogates: sqlite3 cannot
+    bind such a str, so ``session/list`` with that ``cwd`` (or cursor) answered -32603.
+    The store keeps such a cwd with U+FFFD, so the same filter finds the session."""
+    await started(raw)
+    new = {"cwd": "/tmp/\ud800", "mcpServers": []}
+    await raw.send({"jsonrpc": "2.0", "id": "new", "method": "session/new", "params": new})
+    sid = (await raw.response("new"))["result"]["sessionId"]
+    for i, params in enumerate([{"cwd": "/tmp/\ud800"}, {"cursor": "\ud800|x"}]):
+        await raw.send({"jsonrpc": "2.0", "id": i, "method": "session/list", "params": params})
+        answer = await raw.response(i)
+        assert "result" in answer, answer
+        if "cwd" in params:
+            assert [s["sessionId"] for s in answer["result"]["sessions"]] == [sid]

@@ -357,7 +357,7 @@ class EventStore:
             cur = self._db.execute(
                 "SELECT id FROM sessions WHERE deleted=0 AND cwd=? "
                 "ORDER BY updated_at DESC, id DESC",
-                (cwd,),
+                (_text(cwd),),  # stored the same way, so a lone surrogate matches
             )
         return [r[0] for r in cur]
 
