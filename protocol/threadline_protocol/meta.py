@@ -77,8 +77,12 @@ class CompactResultInfo(ThreadlineBlock):
 
 
 class McpInfo(ThreadlineBlock):
+    """On the results that set a session up (new, load, resume, a model change)."""
+
     mcp_failures: dict[str, str] | None = None
     """MCP servers that did not start, with the reason."""
+    warning: str | None = None
+    """Said when the model is chosen rather than at the first prompt (a missing key)."""
 
 
 class ChunkMeta(WireModel):

@@ -244,6 +244,7 @@ class NewSessionResult(WireModel):
 
 class SetConfigOptionResult(WireModel):
     config_options: list[SessionConfigOption]
+    meta: McpMeta | None = meta_field()
 
 
 class SessionRef(StrictWireModel):

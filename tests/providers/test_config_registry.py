@@ -249,3 +249,26 @@ async def test_session_new_warns_about_a_missing_key(
         assert "_meta" not in plain
     finally:
         await client.close()
+
+
+async def test_choosing_a_model_without_its_key_warns_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing key is reported when the model is chosen, not at the first prompt."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    env = {"THREADLINE_HOME": str(tmp_path / "home"), "THREADLINE_CONFIG": ""}
+    client = await ThreadlineClient.spawn(env=env, stderr=subprocess.DEVNULL)
+    try:
+        await client.initialize()
+        sid = await client.new_session(cwd=str(tmp_path), model="scripted:echo")
+        change = {"sessionId": sid, "configId": "model", "value": "openai:gpt-4o-mini"}
+        result = await client.request("session/set_config_option", change)
+        assert result["_meta"]["threadline"]["warning"] == (
+            "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+        )
+        back = await client.request(
+            "session/set_config_option", {**change, "value": "scripted:echo"}
+        )
+        assert "_meta" not in back
+    finally:
+        await client.close()

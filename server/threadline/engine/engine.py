@@ -575,6 +575,7 @@ class Engine:
             if not isinstance(params.value, bool):
                 raise InvalidParams("builtinTools must be true or false", {"value": params.value})
             session.check_idle("change the tools")
+            self.leases.check_free(session.id)
             session.set_builtin_tools(params.value)
             self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
             return {"configOptions": self._model_options(session.config.model)["configOptions"]}
@@ -588,7 +589,13 @@ class Engine:
         self.leases.check_free(session.id)
         session.config.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-        return {"configOptions": self._model_options(session.config.model)["configOptions"]}
+        result: dict[str, Any] = {
+            "configOptions": self._model_options(session.config.model)["configOptions"]
+        }
+        # As at session/new: a model that cannot answer for want of a key is said now.
+        if warning := self.providers.key_problem(session.config.model):
+            result["_meta"] = {"threadline": {"warning": warning}}
+        return result
 
 
 def _truncated_from(inflight: InflightStream, transcript: Transcript) -> Msg:

@@ -367,10 +367,12 @@ export interface McpCapabilities {
   [key: string]: unknown;
 }
 
+/** On the results that set a session up (new, load, resume, a model change). */
 export interface McpInfo {
   mcpFailures?: {
     [key: string]: string;
   } | null;
+  warning?: string | null;
 }
 
 export interface McpMeta {
@@ -674,6 +676,7 @@ export interface SetConfigOptionParams {
 }
 
 export interface SetConfigOptionResult {
+  _meta?: McpMeta | null;
   configOptions: SessionConfigOption[];
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;

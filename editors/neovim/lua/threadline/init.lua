@@ -585,12 +585,18 @@ function M.set_model(model, session_id)
     M.request(
       'session/set_config_option',
       { sessionId = sid, configId = 'model', value = choice },
-      function(err)
+      function(err, result)
         if err then
           notify('model: ' .. describe_error(err), vim.log.levels.ERROR)
           return
         end
         chat.get(sid):note('[model: ' .. choice .. ']')
+        local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
+        if type(meta) == 'table' and type(meta.warning) == 'string' then
+          -- A missing key is said when the model is chosen, not at the first prompt.
+          notify(meta.warning, vim.log.levels.WARN)
+          chat.get(sid):note('[' .. meta.warning .. ']', 'ThreadlineError')
+        end
         fire('ThreadlineModel', { sessionId = sid, model = choice })
       end
     )

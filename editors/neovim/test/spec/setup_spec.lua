@@ -71,6 +71,28 @@ describe('threadline setup', function()
     assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
   end)
 
+  it('a model without its API key is reported when it is chosen for an open session', function()
+    local saved = vim.env.OPENAI_API_KEY
+    vim.env.OPENAI_API_KEY = nil
+    local tl = H.start()
+    local sid = H.new_session(tl, 'scripted:echo')
+    local changed = H.record('ThreadlineModel')
+    vim.cmd('Threadline model openai:gpt-4o-mini')
+    H.wait(function()
+      return #changed == 1
+    end, 'model change')
+    vim.env.OPENAI_API_KEY = saved
+    local warned
+    for _, m in ipairs(messages) do
+      if m.msg:find('no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', 1, true) then
+        warned = m
+      end
+    end
+    assert.is_not_nil(warned, vim.inspect(messages))
+    assert.equals(vim.log.levels.WARN, warned.level)
+    assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
+  end)
+
   it(':checkhealth threadline reports the sidecar, its version, the model and the data folder', function()
     H.start()
     vim.cmd('checkhealth threadline')
