@@ -21,7 +21,7 @@ from threadline_protocol import methods as pm
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
-from . import updates
+from . import capabilities, updates
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .ids import new_id, now_iso
@@ -199,36 +199,7 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------
 
     def initialize_result(self, server_version: str) -> dict[str, Any]:
-        info = {"name": "threadline", "title": "Threadline", "version": server_version}
-        return {
-            "protocolVersion": pm.PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "fork": {},
-                },
-                "_meta": {
-                    "threadline": {
-                        "protocolVersion": pm.THREADLINE_PROTOCOL_VERSION,
-                        "interrupt": True,
-                        "compact": True,
-                        "history": True,
-                        "fork": True,
-                        "models": self.providers.available(),
-                        "defaultModel": self.providers.default_model,
-                    }
-                },
-            },
-            "authMethods": [],
-            "agentInfo": info,
-            "serverInfo": {"name": "threadline", "version": server_version},
-        }
+        return capabilities.initialize_result(server_version, self.providers)
 
     async def shutdown(self) -> None:
         """Interrupt every running turn so its partial state is recorded."""

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, BinaryIO, Literal
 
 from lsprotocol.types import ResponseError
@@ -87,10 +87,10 @@ class ThreadlineServer(JsonRPCServer):
         handlers: dict[str, Handler],
         notifications: dict[str, NotificationHandler],
         stdin: BinaryIO,
-        stdout: BinaryIO,
+        stdout: BinaryIO | Outbox,
     ) -> None:
         super().__init__(ThreadlineProtocol, default_converter)
-        self.outbox = Outbox(stdout)
+        self.outbox = stdout if isinstance(stdout, Outbox) else Outbox(stdout)
         self.protocol.outbox = self.outbox
         self._stdin = stdin
         self.handlers = handlers
@@ -141,14 +141,32 @@ class ThreadlineServer(JsonRPCServer):
 
     # -- input ---------------------------------------------------------------------------
 
-    def start_reader(self, loop: asyncio.AbstractEventLoop) -> None:
+    def start_reader(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        decoder: FrameDecoder | None = None,
+        frames: Sequence[bytes | FrameError] = (),
+        *,
+        eof: bool = False,
+    ) -> None:
+        """Read stdin from here on; ``decoder``, ``frames`` and ``eof`` are what was
+        read before (``rpc/boot.py``), handled first."""
         self._loop = loop
-        threading.Thread(target=self._read_stdin, name="threadline-stdin", daemon=True).start()
+        decoder = decoder or FrameDecoder()
+        if decoder.framing is not None and self.outbox.framing is None:
+            self.outbox.framing = decoder.framing
+        if frames:
+            loop.call_soon(self._on_frames, list(frames))
+        if eof:
+            loop.call_soon(self._on_eof)
+            return
+        threading.Thread(
+            target=self._read_stdin, args=(decoder,), name="threadline-stdin", daemon=True
+        ).start()
 
-    def _read_stdin(self) -> None:
+    def _read_stdin(self, decoder: FrameDecoder) -> None:
         """Blocking reads on a thread of its own; frames are handed to the event loop."""
         assert self._loop is not None
-        decoder = FrameDecoder()
         fd = self._stdin.fileno()
         while True:
             try:
