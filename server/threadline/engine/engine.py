@@ -24,6 +24,7 @@ from ..store.owners import current_owner
 from . import capabilities, updates
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
+from .folds import FoldCache
 from .ids import new_id, now_iso
 from .link import ClientLink
 from .mutations import AssistantTruncated, Msg, Mutation
@@ -69,14 +70,22 @@ class Engine:
         self._generation = 0
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
         self._watchers: dict[str, RemoteTurnWatcher] = {}
+        self._folds = FoldCache()
 
     # -- loading and freshness ------------------------------------------------------------
 
     def _load(self, row: SessionRow) -> Session:
-        events = self.store.load_events(row.id)
-        transcript = Transcript.from_events((e.kind, e.payload) for e in events)
-        seq = max((e.seq for e in events if e.session_id == row.id), default=0)
-        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        folded = self._folds.take(row.id)
+        if folded is not None:  # closed before: fold in only what came since
+            transcript, seq = folded
+            session = Session(row, transcript, self.store, self.providers, self.link, seq)
+            if row.last_seq != seq:
+                session.catch_up(self.store.load_events(row.id, after_seq=seq), row)
+        else:
+            events = self.store.load_events(row.id)
+            transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+            seq = max((e.seq for e in events if e.session_id == row.id), default=0)
+            session = Session(row, transcript, self.store, self.providers, self.link, seq)
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
@@ -148,6 +157,7 @@ class Engine:
             return self._sync(session)
         row = self.store.get_session(session_id)
         if row is None:
+            self._folds.drop(session_id)
             raise SessionNotFound(session_id)
         return self._load(row)
 
@@ -514,7 +524,8 @@ class Engine:
             watcher.stop()
         await session.interrupt()
         await session.toolset.aclose()
-        self.sessions.pop(session_id, None)
+        if self.sessions.pop(session_id, None) is session:
+            self._folds.put(session_id, session.transcript, session.seq)
         return {}
 
     async def delete(self, session_id: str) -> dict[str, Any]:
@@ -522,6 +533,7 @@ class Engine:
         if session is None and self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
         self.leases.check_free(session_id)
+        self._folds.drop(session_id)
         if session is not None:
             await session.interrupt()
         held = self.store.delete_session(session_id, self.owner, time.time())
