@@ -11,8 +11,11 @@ Run: ``python bench/peers/threadline_eager.py`` (same environment as ``threadlin
 
 from __future__ import annotations
 
-import threadline.rpc.serve  # noqa: F401  (the heavy imports, up front)
+from importlib import import_module
+
 from threadline.cli import main
+
+import_module("threadline.rpc.serve")  # the heavy imports, up front
 
 if __name__ == "__main__":
     raise SystemExit(main(["serve"]))

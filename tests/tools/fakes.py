@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ class FakeEditor:
 
     def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.updates.append((session_id, update))
+
+    def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        self.updates.extend((session_id, update) for update in updates)
 
     def client_capabilities(self) -> dict[str, Any]:
         return self.caps

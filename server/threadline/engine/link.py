@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .updates import Update
@@ -10,6 +11,11 @@ from .updates import Update
 class ClientLink(Protocol):
     def notify_update(self, session_id: str, update: Update) -> None:
         """Queue a ``session/update``; never blocks (slow clients get coalesced deltas)."""
+        ...
+
+    def notify_updates(self, session_id: str, updates: Sequence[Update]) -> None:
+        """Queue many ``session/update``s at once, in order (a replay): the same
+        notifications as `notify_update` for each, with less overhead."""
         ...
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
@@ -29,6 +35,10 @@ class NullLink:
     def notify_update(self, session_id: str, update: Update) -> None:
         if self.record:
             self.updates.append((session_id, update))
+
+    def notify_updates(self, session_id: str, updates: Sequence[Update]) -> None:
+        for update in updates:
+            self.notify_update(session_id, update)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         raise RuntimeError(f"no client to answer {method}")

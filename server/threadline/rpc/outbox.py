@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, BinaryIO, cast
 
 import orjson
@@ -108,27 +109,40 @@ class Outbox:
         with self._cond:
             if self._closed:
                 return
-            kind = update.get("sessionUpdate")
-            if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
-                last = self._queue[-1] if self._queue else None
-                if isinstance(last, _Chunk) and last.key == (
-                    session_id,
-                    kind,
-                    update.get("messageId"),
-                ):
-                    last.parts.append(update["content"]["text"])
-                    self.coalesced += 1
-                    return
-                self._queue.append(_Chunk(session_id, update))
-            else:
-                self._queue.append(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "session/update",
-                        "params": {"sessionId": session_id, "update": update},
-                    }
-                )
+            self._queue_update(session_id, update)
             self._cond.notify()
+
+    def send_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        """Queue many ``session/update``s at once (a ``session/load`` replay): the same
+        notifications as one `send_update` each, for one lock and one wake-up."""
+        with self._cond:
+            if self._closed:
+                return
+            for update in updates:
+                self._queue_update(session_id, update)
+            self._cond.notify()
+
+    def _queue_update(self, session_id: str, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
+            last = self._queue[-1] if self._queue else None
+            if isinstance(last, _Chunk) and last.key == (
+                session_id,
+                kind,
+                update.get("messageId"),
+            ):
+                last.parts.append(update["content"]["text"])
+                self.coalesced += 1
+                return
+            self._queue.append(_Chunk(session_id, update))
+        else:
+            self._queue.append(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {"sessionId": session_id, "update": update},
+                }
+            )
 
     def pending(self) -> int:
         with self._cond:

@@ -111,6 +111,9 @@ class ThreadlineServer(JsonRPCServer):
     def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.outbox.send_update(session_id, update)
 
+    def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        self.outbox.send_updates(session_id, updates)
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self._next_request += 1
         msg_id = f"tl-{self._next_request}"
