@@ -426,7 +426,7 @@ class Engine:
             return await session.compact(params.instructions, params.keep_turns)
 
     def history(self, session_id: str) -> dict[str, Any]:
-        return {"messages": self.get(session_id).transcript.history()}
+        return {"messages": self.get(session_id).transcript.history_json()}
 
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""

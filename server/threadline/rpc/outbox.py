@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, cast
 
 import orjson
 
+from ..engine.rawjson import RawJSON
 from .framing import Framing, encode
 
 log = logging.getLogger(__name__)
@@ -29,10 +30,24 @@ def dumps(message: Any) -> bytes:
     """orjson (about 25× faster on large answers such as a long history); the stdlib
     for what orjson refuses (integers beyond 64 bits, lone surrogates)."""
     try:
-        return orjson.dumps(message)
+        return orjson.dumps(message, default=_splice)
     except TypeError:
         # ASCII escapes also carry lone surrogates a client put in an id or a method.
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+        return json.dumps(
+            message, ensure_ascii=True, separators=(",", ":"), default=_parsed
+        ).encode()
+
+
+def _splice(value: Any) -> orjson.Fragment:
+    if isinstance(value, RawJSON):
+        return orjson.Fragment(value.data)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, RawJSON):
+        return json.loads(value.data)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def _substitute(message: dict[str, Any]) -> bytes | None:
