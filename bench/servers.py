@@ -66,6 +66,12 @@ THREADLINE_EAGER = ServerKind(
     "headers",
     threadline=True,
 )
+THREADLINE_UNCACHED = ServerKind(
+    "threadline (without the long-session caches)",
+    (sys.executable, str(PEERS / "threadline_uncached.py")),
+    "headers",
+    threadline=True,
+)
 PYGLS = ServerKind("bare pygls 2", (sys.executable, str(PEERS / "pygls_server.py")), "headers")
 PYGLS_STAMPED = ServerKind(
     "bare pygls 2", (sys.executable, str(PEERS / "pygls_server.py"), "--stamp"), "headers"
