@@ -91,12 +91,19 @@ def test_tool_results_close_calls() -> None:
 
 
 def _spliced(t: Transcript) -> list[dict[str, Any]]:
+    import orjson
+
     from threadline.engine.rawjson import RawJSON
-    from threadline.rpc.outbox import dumps
+    from threadline.rpc.outbox import (
+        _splice,  # pyright: ignore[reportPrivateUsage]
+        dumps,
+    )
 
     body = t.history_json()
     assert isinstance(body, RawJSON)
-    return json.loads(dumps({"messages": body}))["messages"]
+    fast = orjson.dumps({"messages": body}, default=_splice)  # no stdlib fallback
+    assert fast == dumps({"messages": body})
+    return json.loads(fast)["messages"]
 
 
 def test_spliced_history_is_the_history_through_appends_and_compactions() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True, slots=True)
 class RawJSON:
     """Valid JSON text. The outbox writes it unchanged (``orjson.Fragment``); when an
     answer needs the stdlib writer (a lone surrogate in a client's id) it is parsed
-    back first, so the answer is the same either way."""
+    back first, so the answer is the same either way. Not a dataclass: orjson would
+    write a dataclass's fields instead of asking the outbox."""
 
-    data: bytes
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
