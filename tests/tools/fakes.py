@@ -9,6 +9,7 @@ request so tests can check what reached the client, and what did not.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -47,6 +48,9 @@ class FakeEditor:
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
         self.updates.extend((session_id, update) for update in updates)
+
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        self.notify_updates(session_id, [json.loads(u) for u in updates])
 
     def client_capabilities(self) -> dict[str, Any]:
         return self.caps

@@ -135,3 +135,25 @@ def test_history_with_a_huge_integer_is_sent_whole() -> None:
     big = {"type": "tool_use", "id": "c1", "name": "x", "input": {"n": 1 << 70}}
     t.apply(AssistantMessage(m("a1", "assistant", "a1", big)))
     assert json.loads(dumps({"messages": t.history_json()}))["messages"] == t.history()
+
+
+def test_kept_replay_json_follows_appends_and_compaction_marks() -> None:
+    import orjson
+
+    from threadline.engine import updates
+
+    def plain(t: Transcript) -> list[bytes]:
+        return [orjson.dumps(u) for msg in t.history() for u in updates.replay(msg)]
+
+    t = Transcript()
+    for i in range(1, 4):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+        assert t.replay_json(updates.replay) == plain(t)
+    t.apply(
+        ContextSummary(
+            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
+        )
+    )
+    assert t.replay_json(updates.replay) == plain(t)
+    assert any(b'"compacted":true' in u for u in plain(t))

@@ -431,8 +431,12 @@ class Engine:
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
-        history = session.transcript.history()
-        session.link.notify_updates(session.id, [u for m in history for u in updates.replay(m)])
+        made = session.transcript.replay_json(updates.replay)
+        if made is not None:
+            session.link.notify_updates_json(session.id, made)
+        else:
+            history = session.transcript.history()
+            session.link.notify_updates(session.id, [u for m in history for u in updates.replay(m)])
         lease = self.leases.live_holder(session.id)
         if lease is not None and lease.kind == "turn" and session.turn is None:
             self._watch(session, lease.owner.id)

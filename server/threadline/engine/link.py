@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import orjson
+
 from .updates import Update
 
 
@@ -16,6 +18,10 @@ class ClientLink(Protocol):
     def notify_updates(self, session_id: str, updates: Sequence[Update]) -> None:
         """Queue many ``session/update``s at once, in order (a replay): the same
         notifications as `notify_update` for each, with less overhead."""
+        ...
+
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        """`notify_updates` for updates already written as JSON (orjson's bytes)."""
         ...
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
@@ -39,6 +45,9 @@ class NullLink:
     def notify_updates(self, session_id: str, updates: Sequence[Update]) -> None:
         for update in updates:
             self.notify_update(session_id, update)
+
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        self.notify_updates(session_id, [orjson.loads(u) for u in updates])
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         raise RuntimeError(f"no client to answer {method}")

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,10 @@ class Transcript:
     _wire: list[bytes] = field(default_factory=list[bytes])
     """Each message's JSON, made once (messages are never edited in place)."""
     _history: tuple[tuple[Any, ...], RawJSON] | None = None
+    _replayed: list[tuple[bool, list[bytes]]] = field(
+        default_factory=list[tuple[bool, list[bytes]]]
+    )
+    """Each message's replay updates as JSON, with the compacted mark they were made for."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -148,6 +152,28 @@ class Transcript:
         body = RawJSON(b"[" + b",".join(parts) + b"]")
         self._history = (key, body)
         return body
+
+    def replay_json(self, project: Callable[[Msg], list[dict[str, Any]]]) -> list[bytes] | None:
+        """Every update ``project`` (``updates.replay``) makes of `history`, as JSON,
+        each message's made once (again only when a compaction marks it); ``None`` when
+        one is not orjson's to write."""
+        compacted = self.compacted_indexes()
+        out: list[bytes] = []
+        try:
+            for i, m in enumerate(self.messages):
+                mark = i in compacted
+                if i < len(self._replayed) and self._replayed[i][0] == mark:
+                    out += self._replayed[i][1]
+                    continue
+                made = [orjson.dumps(u) for u in project({**m, "compacted": True} if mark else m)]
+                if i < len(self._replayed):
+                    self._replayed[i] = (mark, made)
+                else:
+                    self._replayed.append((mark, made))
+                out += made
+        except TypeError:
+            return None
+        return out
 
     def working(self) -> list[Msg]:
         """Messages the next model request is built from, in prompt order."""

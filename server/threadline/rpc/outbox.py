@@ -95,10 +95,19 @@ class _Chunk:
         }
 
 
+class _Raw:
+    """A message already written as JSON."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+
 class Outbox:
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
-        self._queue: deque[dict[str, Any] | _Chunk] = deque()
+        self._queue: deque[dict[str, Any] | _Chunk | _Raw] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._broken = False
@@ -137,6 +146,17 @@ class Outbox:
                 self._queue_update(session_id, update)
             self._cond.notify()
 
+    def send_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        """`send_updates` for updates already written as JSON (a replay kept on the
+        transcript): the same notifications, byte for byte, spliced, not serialised."""
+        head = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+        head += orjson.dumps(session_id) + b',"update":'
+        with self._cond:
+            if self._closed:
+                return
+            self._queue.extend(_Raw(head + u + b"}}") for u in updates)
+            self._cond.notify()
+
     def _queue_update(self, session_id: str, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
         if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
@@ -170,13 +190,16 @@ class Outbox:
                     self._cond.wait()
                 if not self._queue:
                     return
-                batch: list[dict[str, Any] | _Chunk] = []
+                batch: list[dict[str, Any] | _Chunk | _Raw] = []
                 while self._queue and len(batch) < 256:
                     batch.append(self._queue.popleft())
             if self._broken:
                 continue
             out = bytearray()
             for item in batch:
+                if isinstance(item, _Raw):
+                    out += encode(item.body, self.framing)
+                    continue
                 msg = item.message() if isinstance(item, _Chunk) else item
                 try:
                     body = dumps(msg)

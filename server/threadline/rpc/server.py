@@ -114,6 +114,9 @@ class ThreadlineServer(JsonRPCServer):
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
         self.outbox.send_updates(session_id, updates)
 
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        self.outbox.send_updates_json(session_id, updates)
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self._next_request += 1
         msg_id = f"tl-{self._next_request}"
