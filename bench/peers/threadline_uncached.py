@@ -3,7 +3,8 @@
 The history/load figure alternates with this server on the same data folder: a closed
 session's fold is not kept (each reopen reads and folds the whole log),
 ``session/history`` serialises every message again instead of splicing its kept
-JSON, and ``session/load`` queues its replay one update at a time. Everything else is
+JSON, and ``session/load`` builds and serialises every update again and queues them
+one at a time. Everything else is
 the unchanged server.
 
 Run: ``python bench/peers/threadline_uncached.py`` (same environment as ``threadline serve``).
@@ -28,7 +29,12 @@ def _one_by_one(self: server.ThreadlineServer, sid: str, updates: Sequence[dict[
         self.notify_update(sid, update)
 
 
+def _no_replay_json(self: transcript.Transcript, project: Any) -> None:
+    return None
+
+
 folds.FoldCache.put = _no_put  # type: ignore[method-assign]
+transcript.Transcript.replay_json = _no_replay_json  # type: ignore[method-assign]
 transcript.Transcript.history_json = transcript.Transcript.history  # type: ignore[method-assign]
 server.ThreadlineServer.notify_updates = _one_by_one  # type: ignore[method-assign]
 
