@@ -15,7 +15,8 @@ from collections import OrderedDict
 from .transcript import Transcript
 
 MAX_MESSAGES = 200_000
-"""Messages kept across all cached transcripts (≈ 1.3 KB of memory each)."""
+"""Messages kept across all cached transcripts (≈ 2.5 KB of memory each with their
+kept JSON, docs/benchmarks.md)."""
 
 
 class FoldCache:
