@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 from .transcript import Transcript
 
-MAX_MESSAGES = 200_000
+MAX_MESSAGES = 100_000
 """Messages kept across all cached transcripts (≈ 2.5 KB of memory each with their
 kept JSON, docs/benchmarks.md)."""
 
