@@ -190,6 +190,7 @@ class Engine:
         recovered = 0
         for inflight in self.store.inflight_streams():
             sid = inflight.session_id
+            loaded_here = sid not in self.sessions
             try:
                 session = self.sessions.get(sid)
                 if session is None:
@@ -204,6 +205,10 @@ class Engine:
                 continue
             if self.store.inflight_stream(sid) is None:
                 recovered += 1
+            elif loaded_here:
+                # A live owner's turn: not ours to keep loaded, or a read after that
+                # owner dies would not load (and so repair) it again.
+                self.sessions.pop(sid, None)
         return recovered
 
     # -- lifecycle --------------------------------------------------------------------
