@@ -60,6 +60,18 @@ THREADLINE = ServerKind("threadline", threadline_argv(), "headers", threadline=T
 THREADLINE_STAMPED = ServerKind(
     "threadline", (sys.executable, str(PEERS / "threadline_stamped.py")), "headers", True
 )
+THREADLINE_EAGER = ServerKind(
+    "threadline (imports before initialize)",
+    (sys.executable, str(PEERS / "threadline_eager.py")),
+    "headers",
+    threadline=True,
+)
+THREADLINE_UNCACHED = ServerKind(
+    "threadline (without the long-session caches)",
+    (sys.executable, str(PEERS / "threadline_uncached.py")),
+    "headers",
+    threadline=True,
+)
 PYGLS = ServerKind("bare pygls 2", (sys.executable, str(PEERS / "pygls_server.py")), "headers")
 PYGLS_STAMPED = ServerKind(
     "bare pygls 2", (sys.executable, str(PEERS / "pygls_server.py"), "--stamp"), "headers"

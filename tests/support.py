@@ -281,7 +281,7 @@ class RawSidecar:
             if "method" not in msg and msg.get("id") == msg_id:
                 return msg
 
-    async def close(self, timeout: float = 10) -> int:
+    async def close(self, timeout: float = 30) -> int:
         if self.proc.stdin is not None:
             with contextlib.suppress(Exception):
                 self.proc.stdin.close()

@@ -3,7 +3,9 @@
 The sessions are written into the store before the server starts (``fixtures``).
 Each operation is timed twice over: *cold*, on a session the server has just
 unloaded (``session/close``), repeated a few times, and *warm*, repeated while it
-is loaded; the verdict takes the worse of the two medians. Times
+is loaded; the verdict takes the worse of the two medians. A closed session's fold
+is kept (``engine/folds.py``), so *cold* is a reopen; the first call in a freshly
+started server, where nothing is kept, is shown apart. Times
 run from the request sent to the last byte of the answer read; the bench client's
 own JSON parse of the answer (stdlib ``json``) is shown apart, since an editor's
 parser is not Threadline's cost. Rows
@@ -21,8 +23,8 @@ from typing import Any
 from ..context import Context
 from ..fixtures import fill, row_count
 from ..report import Row, verdict
-from ..servers import THREADLINE, spawn
-from ..stats import Summary, ms, summarize
+from ..servers import THREADLINE, THREADLINE_UNCACHED, spawn
+from ..stats import Summary, ms, ratio, summarize
 from ..wire import Connection, RpcError
 
 FORK = "fork"
@@ -95,9 +97,18 @@ def _fork_rows(
     ]
 
 
-def _history_rows(conn: Connection, sid: str, n: int, reps: int, cold_reps: int) -> list[Row]:
-    target_ms = {10_000: 100.0, 100_000: 1000.0}.get(n)
-    target = f"< {ms(target_ms)} (cold and warm)" if target_ms else ""
+TARGETS_MS: dict[str, dict[int, float]] = {
+    "session/history": {10_000: 50.0, 100_000: 500.0},
+    "session/load": {10_000: 100.0, 100_000: 1000.0},
+}
+"""Issue 17's targets, cold (reopened after ``session/close``) and warm."""
+
+
+def _history_rows(
+    conn: Connection, peer: Connection, sid: str, n: int, reps: int, cold_reps: int
+) -> list[Row]:
+    """Threadline's rows; the peer (the same server without issue 17's caches, same
+    data folder) is timed right after each case for the same-run comparison."""
     replayed = [0]
 
     def count(params: dict[str, Any], t: int) -> None:
@@ -110,6 +121,8 @@ def _history_rows(conn: Connection, sid: str, n: int, reps: int, cold_reps: int)
     out: list[Row] = []
     conn.on_update = count
     for method, params in calls.items():
+        target_ms = TARGETS_MS[method].get(n)
+        target = f"< {ms(target_ms)} (cold and warm)" if target_ms else ""
         replayed[0] = 0
         first = _cold(conn, sid, method, params)
         notifications = replayed[0]
@@ -118,6 +131,16 @@ def _history_rows(conn: Connection, sid: str, n: int, reps: int, cold_reps: int)
         runs = [_timed(conn, method, params) for _ in range(reps)]
         warm = summarize(r.received_ms for r in runs)
         parse = summarize(r.parsed_ms - r.received_ms for r in runs)
+        peer.on_update = count
+        peer_cold = summarize(
+            _cold(peer, sid, method, params).received_ms for _ in range(cold_reps)
+        )
+        peer_warm = summarize(_timed(peer, method, params).received_ms for _ in range(reps))
+        peer.on_update = None
+        versus = (
+            f"{ratio(warm.ratio(peer_warm))} warm · {ratio(cold.ratio(peer_cold))} cold "
+            f"vs the same server without the caches ({ms(peer_warm.p50)} · {ms(peer_cold.p50)})"
+        )
         if method == "session/history":
             got = f"{len((first.result or {}).get('messages', [])):,} messages"
         else:
@@ -128,12 +151,42 @@ def _history_rows(conn: Connection, sid: str, n: int, reps: int, cold_reps: int)
                 f"{method}, {n:,} messages",
                 f"{ms(warm.p50)} warm · {ms(cold.p50)} cold",
                 f"{_spread(warm, 'warm')}; {_spread(cold, 'cold')}",
-                f"{got}, {first.bytes_in / 1e6:.1f} MB; client JSON parse +{ms(parse.p50)}",
+                f"{got}, {first.bytes_in / 1e6:.1f} MB; client JSON parse +{ms(parse.p50)}; "
+                + versus,
                 target,
                 verdict(max(cold.p50, warm.p50) < target_ms) if target_ms else "",
             )
         )
     conn.on_update = None
+    return out
+
+
+def _fresh_rows(home: Path, sizes: list[int], ids: list[str], reps: int) -> list[Row]:
+    """The first call on a session in a server just started: nothing folded or cached,
+    the store read from disk (through the page cache)."""
+    out: list[Row] = []
+    for method in ("session/history", "session/load"):
+        for n, sid in zip(sizes, ids, strict=True):
+            times: list[float] = []
+            for _ in range(reps):
+                conn = spawn(THREADLINE, home)
+                try:
+                    conn.call("session/list", {})  # the imports after initialize are done
+                    params = {"sessionId": sid}
+                    if method == "session/load":
+                        params |= {"cwd": "/tmp", "mcpServers": []}
+                    times.append(_timed(conn, method, params).received_ms)
+                finally:
+                    conn.close()
+            s = summarize(times)
+            out.append(
+                Row(
+                    HISTORY,
+                    f"{method}, {n:,} messages, first call in a fresh server",
+                    ms(s.p50),
+                    f"{ms(s.min)}–{ms(s.max)} (n={s.n})",
+                )
+            )
     return out
 
 
@@ -143,6 +196,7 @@ def run(ctx: Context) -> list[Row]:
     ctx.log(f"fork/history: writing sessions of {sizes} messages")
     first, *ids = fill(home, [2, *sizes])
     conn = spawn(THREADLINE, home)
+    peer = spawn(THREADLINE_UNCACHED, home)
     fork_rows: list[Row] = []
     history_rows: list[Row] = []
     try:
@@ -162,8 +216,10 @@ def run(ctx: Context) -> list[Row]:
             reps = ctx.n(20 if n <= 10_000 else 5, 3)
             cold_reps = ctx.n(5 if n <= 10_000 else 3, 2)
             fork_rows += _fork_rows(conn, home, sid, n, reps, cold_reps)
-            history_rows += _history_rows(conn, sid, n, reps, cold_reps)
+            history_rows += _history_rows(conn, peer, sid, n, reps, cold_reps)
             ctx.log(f"fork/history: {n:,} messages done")
     finally:
         conn.close()
+        peer.close()
+    history_rows += _fresh_rows(home, sizes, ids, ctx.n(3, 1))
     return fork_rows + history_rows

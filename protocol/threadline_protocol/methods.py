@@ -11,13 +11,8 @@ from .content import ContentBlock
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
 from .updates import SessionNotification, ToolCallLocation
-
-PROTOCOL_VERSION = 1
-"""ACP protocol version spoken."""
-
-THREADLINE_PROTOCOL_VERSION = "0.1"
-"""Version of Threadline's extension block (``_meta.threadline``)."""
-
+from .versions import PROTOCOL_VERSION as PROTOCOL_VERSION
+from .versions import THREADLINE_PROTOCOL_VERSION as THREADLINE_PROTOCOL_VERSION
 
 # -- initialize ----------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from . import __version__
@@ -17,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if words == ["serve"]:
         # The editors' path: start before importing what only the other commands need.
-        from .rpc.serve import serve
+        from .rpc.boot import serve
 
         return serve()
     from . import models_cmd, store_cmd
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "serve":
-        from .rpc.serve import serve
+        from .rpc.boot import serve
 
         return serve()
     if args.command == "models":
@@ -65,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return chat_cli.run(args)
     if args.command == "desktop":
         return desktop.run(args)
+    import asyncio
+
     from threadline_client import RpcError, ask
 
     try:

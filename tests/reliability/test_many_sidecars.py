@@ -316,3 +316,53 @@ async def test_list_pages_are_stable_while_another_sidecar_prompts(
         await worker
     assert len(listed) == len(set(listed)), "no session listed twice"
     assert set(listed) == set(sids), "no session skipped"
+
+
+async def test_a_closed_session_reopened_has_what_another_sidecar_added(
+    pair: tuple[SidecarClient, SidecarClient],
+) -> None:
+    """A closed session's fold is kept (``engine/folds.py``); reopened, it takes in
+    what another sidecar appended meanwhile, and a deletion elsewhere wins."""
+    a, b = pair
+    sid = await new(a, scripted([{"text": "hi"}]))
+    await a.prompt(sid, "u1")
+    await a.call("session/close", {"sessionId": sid})
+    await b.prompt(sid, "u2")
+    seen = await history(a, sid)
+    assert [m["role"] for m in seen] == ["user", "assistant"] * 2
+    assert seen == await history(b, sid)
+    await a.call("session/close", {"sessionId": sid})
+    assert await history(a, sid) == seen, "reopened with nothing new"
+    await a.prompt(sid, "u3")
+    await a.call("session/close", {"sessionId": sid})
+    await b.call("session/close", {"sessionId": sid})
+    assert len(await history(a, sid)) == 6
+    assert await history(a, sid) == await history(b, sid)
+    await a.call("session/close", {"sessionId": sid})
+    await b.call("session/delete", {"sessionId": sid})
+    with pytest.raises(JsonRpcException) as err:
+        await a.call("session/history", {"sessionId": sid})
+    assert err.value.code == -32002
+
+
+async def test_a_session_open_in_b_is_repaired_when_its_owner_a_dies(home: Path) -> None:
+    """B already holds the session (it watched A's turn); A dies mid-answer, which
+    writes nothing: B's next read still records what A's user saw."""
+    a = await start_sidecar(home)
+    b = await start_sidecar(home)
+    try:
+        sid = await new(a, scripted(slow_answer()))
+        orphan = asyncio.create_task(a.prompt(sid, "stream"))
+        await wait_text(a, sid, 5)
+        assert [m["role"] for m in await history(b, sid)] == ["user"]  # b caches it
+        seen = await wait_text(a, sid, 40)
+        assert a._server is not None
+        os.kill(a._server.pid, signal.SIGKILL)
+        await a._server.wait()
+        msgs = await history(b, sid)
+        assert [m["role"] for m in msgs] == ["user", "assistant"]
+        assert msgs[-1]["truncated"] is True and texts(msgs)[0].startswith(seen)
+        orphan.cancel()
+    finally:
+        await a.stop()
+        await b.stop()

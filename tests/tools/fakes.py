@@ -9,8 +9,10 @@ request so tests can check what reached the client, and what did not.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,12 @@ class FakeEditor:
 
     def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.updates.append((session_id, update))
+
+    def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        self.updates.extend((session_id, update) for update in updates)
+
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        self.notify_updates(session_id, [json.loads(u) for u in updates])
 
     def client_capabilities(self) -> dict[str, Any]:
         return self.caps

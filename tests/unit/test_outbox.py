@@ -54,3 +54,35 @@ def test_queued_chunks_merge_in_order_when_the_client_is_slow() -> None:
 
 def test_ids_beyond_64_bits_still_serialise() -> None:
     assert json.loads(dumps({"id": 2**70, "x": "ü"})) == {"id": 2**70, "x": "ü"}
+
+
+def test_a_replay_spliced_from_kept_json_is_the_same_bytes() -> None:
+    """``session/load`` sends updates kept as JSON on the transcript; the client gets
+    the very bytes the dict path writes, in both framings."""
+    import orjson
+
+    from threadline.engine import updates
+
+    batch = [
+        updates.message_chunk("agent_message_chunk", "m1", "a1", "hi \u00e9"),
+        updates.tool_call(
+            updates.call_block(
+                "c1", "read_file", {"p": "x"}, title="Read", kind="read", locations=[]
+            ),
+            "a1",
+        ),
+        updates.message_chunk("agent_message_chunk", "m2", "a1", "there"),
+    ]
+    for framing in ("headers", "lines"):
+        outs: list[bytes] = []
+        for send in ("dicts", "json"):
+            sink = io.BytesIO()
+            box = Outbox(sink)
+            box.framing = framing
+            if send == "dicts":
+                box.send_updates("sess_\u00e9", batch)
+            else:
+                box.send_updates_json("sess_\u00e9", [orjson.dumps(u) for u in batch])
+            box.close()
+            outs.append(sink.getvalue())
+        assert outs[0] == outs[1] and outs[0].count(b"session/update") == 3

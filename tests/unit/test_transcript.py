@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from threadline.engine.mutations import (
@@ -87,3 +88,72 @@ def test_tool_results_close_calls() -> None:
         ToolResult(m("t1", "tool", "a1", {"type": "tool_result", "toolUseId": "c1", "content": []}))
     )
     assert t.open_calls == {}
+
+
+def _spliced(t: Transcript) -> list[dict[str, Any]]:
+    import orjson
+
+    from threadline.engine.rawjson import RawJSON
+    from threadline.rpc.outbox import (
+        _splice,  # pyright: ignore[reportPrivateUsage]
+        dumps,
+    )
+
+    body = t.history_json()
+    assert isinstance(body, RawJSON)
+    fast = orjson.dumps({"messages": body}, default=_splice)  # no stdlib fallback
+    assert fast == dumps({"messages": body})
+    return json.loads(fast)["messages"]
+
+
+def test_spliced_history_is_the_history_through_appends_and_compactions() -> None:
+    """``session/history`` splices each message's JSON, made once; what it sends must
+    stay the plain history as messages arrive and compactions mark older ones."""
+    t = Transcript()
+    for i in range(1, 4):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i} \u00e9 \U0001f600"))))
+        assert _spliced(t) == t.history()
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+    first = t.history_json()
+    assert t.history_json() is first, "kept while nothing changes"
+    t.apply(
+        ContextSummary(
+            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
+        )
+    )
+    assert _spliced(t) == t.history()
+    assert [x["messageId"] for x in _spliced(t) if x.get("compacted")] == ["a1", "u2", "a2"]
+    t.apply(UserMessage(m("u4", "user", "u4", text("after"))))
+    assert _spliced(t) == t.history()
+
+
+def test_history_with_a_huge_integer_is_sent_whole() -> None:
+    """orjson refuses integers beyond 64 bits; such a history goes the stdlib way."""
+    from threadline.rpc.outbox import dumps
+
+    t = Transcript()
+    big = {"type": "tool_use", "id": "c1", "name": "x", "input": {"n": 1 << 70}}
+    t.apply(AssistantMessage(m("a1", "assistant", "a1", big)))
+    assert json.loads(dumps({"messages": t.history_json()}))["messages"] == t.history()
+
+
+def test_kept_replay_json_follows_appends_and_compaction_marks() -> None:
+    import orjson
+
+    from threadline.engine import updates
+
+    def plain(t: Transcript) -> list[bytes]:
+        return [orjson.dumps(u) for msg in t.history() for u in updates.replay(msg)]
+
+    t = Transcript()
+    for i in range(1, 4):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+        assert t.replay_json(updates.replay) == plain(t)
+    t.apply(
+        ContextSummary(
+            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
+        )
+    )
+    assert t.replay_json(updates.replay) == plain(t)
+    assert any(b'"compacted":true' in u for u in plain(t))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -21,9 +22,10 @@ from threadline_protocol import methods as pm
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
-from . import updates
+from . import capabilities, updates
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
+from .folds import FoldCache
 from .ids import new_id, now_iso
 from .link import ClientLink
 from .mutations import AssistantTruncated, Msg, Mutation
@@ -69,14 +71,22 @@ class Engine:
         self._generation = 0
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
         self._watchers: dict[str, RemoteTurnWatcher] = {}
+        self._folds = FoldCache()
 
     # -- loading and freshness ------------------------------------------------------------
 
     def _load(self, row: SessionRow) -> Session:
-        events = self.store.load_events(row.id)
-        transcript = Transcript.from_events((e.kind, e.payload) for e in events)
-        seq = max((e.seq for e in events if e.session_id == row.id), default=0)
-        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        folded = self._folds.take(row.id)
+        if folded is not None:  # closed before: fold in only what came since
+            transcript, seq = folded
+            session = Session(row, transcript, self.store, self.providers, self.link, seq)
+            if row.last_seq != seq:
+                session.catch_up(self.store.load_events(row.id, after_seq=seq), row)
+        else:
+            events = self.store.load_events(row.id)
+            transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+            seq = max((e.seq for e in events if e.session_id == row.id), default=0)
+            session = Session(row, transcript, self.store, self.providers, self.link, seq)
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
@@ -145,9 +155,24 @@ class Engine:
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is not None:
-            return self._sync(session)
+            self._sync(session)
+            if (
+                session.turn is None
+                and session.busy is None
+                and _mid_turn(session.transcript)
+                and self.leases.live_holder(session.id) is None
+                and (
+                    session.transcript.open_calls
+                    or self.store.inflight_stream(session.id) is not None
+                )
+            ):
+                # A turn another sidecar ran stopped mid-way in what we hold, and that
+                # sidecar is gone (dying writes nothing): what it left is ours to record.
+                self._repair(session)
+            return session
         row = self.store.get_session(session_id)
         if row is None:
+            self._folds.drop(session_id)
             raise SessionNotFound(session_id)
         return self._load(row)
 
@@ -180,6 +205,7 @@ class Engine:
         recovered = 0
         for inflight in self.store.inflight_streams():
             sid = inflight.session_id
+            loaded_here = sid not in self.sessions
             try:
                 session = self.sessions.get(sid)
                 if session is None:
@@ -194,41 +220,16 @@ class Engine:
                 continue
             if self.store.inflight_stream(sid) is None:
                 recovered += 1
+            elif loaded_here:
+                # A live owner's turn: not ours to keep loaded, or a read after that
+                # owner dies would not load (and so repair) it again.
+                self.sessions.pop(sid, None)
         return recovered
 
     # -- lifecycle --------------------------------------------------------------------
 
     def initialize_result(self, server_version: str) -> dict[str, Any]:
-        info = {"name": "threadline", "title": "Threadline", "version": server_version}
-        return {
-            "protocolVersion": pm.PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "fork": {},
-                },
-                "_meta": {
-                    "threadline": {
-                        "protocolVersion": pm.THREADLINE_PROTOCOL_VERSION,
-                        "interrupt": True,
-                        "compact": True,
-                        "history": True,
-                        "fork": True,
-                        "models": self.providers.available(),
-                        "defaultModel": self.providers.default_model,
-                    }
-                },
-            },
-            "authMethods": [],
-            "agentInfo": info,
-            "serverInfo": {"name": "threadline", "version": server_version},
-        }
+        return capabilities.initialize_result(server_version, self.providers)
 
     async def shutdown(self) -> None:
         """Interrupt every running turn so its partial state is recorded."""
@@ -448,14 +449,19 @@ class Engine:
             return await session.compact(params.instructions, params.keep_turns)
 
     def history(self, session_id: str) -> dict[str, Any]:
-        return {"messages": self.get(session_id).transcript.history()}
+        return {"messages": self.get(session_id).transcript.history_json()}
 
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
         compaction = updates.shows_compaction(self.link.client_capabilities())
-        for message in session.transcript.history():
-            self._replay(session, message, compaction)
+        project = functools.partial(updates.replay, compaction=compaction)
+        made = session.transcript.replay_json(project, variant=compaction)
+        if made is not None:
+            session.link.notify_updates_json(session.id, made)
+        else:
+            history = session.transcript.history()
+            session.link.notify_updates(session.id, [u for m in history for u in project(m)])
         lease = self.leases.live_holder(session.id)
         if lease is not None and lease.kind == "turn" and session.turn is None:
             self._watch(session, lease.owner.id)
@@ -551,7 +557,8 @@ class Engine:
             watcher.stop()
         await session.interrupt()
         await session.toolset.aclose()
-        self.sessions.pop(session_id, None)
+        if self.sessions.pop(session_id, None) is session:
+            self._folds.put(session_id, session.transcript, session.seq)
         return {}
 
     async def delete(self, session_id: str) -> dict[str, Any]:
@@ -559,6 +566,7 @@ class Engine:
         if session is None and self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
         self.leases.check_free(session_id)
+        self._folds.drop(session_id)
         if session is not None:
             await session.interrupt()
         held = self.store.delete_session(session_id, self.owner, time.time())
@@ -615,3 +623,12 @@ def _truncated_from(inflight: InflightStream, transcript: Transcript) -> Msg:
         "truncated": True,
         "error": "the sidecar stopped before the answer finished",
     }
+
+
+def _mid_turn(transcript: Transcript) -> bool:
+    """Whether the transcript stops inside a turn: a call without its result, or a
+    prompt or tool result that no answer follows yet."""
+    if transcript.open_calls:
+        return True
+    last = transcript.messages[-1] if transcript.messages else None
+    return last is not None and last["role"] in ("user", "tool")

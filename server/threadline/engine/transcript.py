@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .ids import new_id, now_iso
 from .mutations import (
@@ -22,6 +24,7 @@ from .mutations import (
     ToolCancelled,
     from_event,
 )
+from .rawjson import RawJSON
 
 
 @dataclass(slots=True)
@@ -43,6 +46,14 @@ class Transcript:
     """tool_use blocks still waiting for their result, by tool call id."""
     call_ids: set[str] = field(default_factory=set)
     """Every tool call id used so far: ids are unique for ever, whatever a provider says."""
+    _wire: list[bytes] = field(default_factory=list[bytes])
+    """Each message's JSON, made once (messages are never edited in place)."""
+    _history: tuple[tuple[Any, ...], RawJSON] | None = None
+    _replayed: list[tuple[tuple[bool, object], list[bytes]]] = field(
+        default_factory=list[tuple[tuple[bool, object], list[bytes]]]
+    )
+    """Each message's replay updates as JSON, with the compacted mark and projection
+    variant they were made for."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -120,6 +131,57 @@ class Transcript:
             {**m, "compacted": True} if i in compacted else m for i, m in enumerate(self.messages)
         ]
 
+    def history_json(self) -> RawJSON | list[Msg]:
+        """`history` as one JSON array spliced from each message's JSON, made once, so
+        a long session's ``session/history`` is a copy, not a serialisation; kept
+        until the transcript changes. The plain list when a message is not orjson's
+        to write (an integer beyond 64 bits): the stdlib writes the answer then."""
+        cp = self.checkpoint
+        key = (len(self.messages), self.working_start, cp and (cp.summary_index, cp.up_to_index))
+        if self._history is not None and self._history[0] == key:
+            return self._history[1]
+        try:
+            for m in self.messages[len(self._wire) :]:
+                self._wire.append(_kept(orjson.dumps(m)))
+        except TypeError:
+            return self.history()
+        compacted = self.compacted_indexes()
+        parts = [
+            _compacted(w, self.messages[i]) if i in compacted else w
+            for i, w in enumerate(self._wire)
+        ]
+        body = RawJSON(b"[" + b",".join(parts) + b"]")
+        self._history = (key, body)
+        return body
+
+    def replay_json(
+        self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
+    ) -> list[bytes] | None:
+        """Every update ``project`` (``updates.replay``) makes of `history`, as JSON,
+        each message's made once (again only when a compaction marks it, or for another
+        ``variant`` of the projection, such as a client that shows compactions
+        differently); ``None`` when one is not orjson's to write."""
+        compacted = self.compacted_indexes()
+        out: list[bytes] = []
+        try:
+            for i, m in enumerate(self.messages):
+                mark = i in compacted
+                key = (mark, variant)
+                if i < len(self._replayed) and self._replayed[i][0] == key:
+                    out += self._replayed[i][1]
+                    continue
+                made = [
+                    _kept(orjson.dumps(u)) for u in project({**m, "compacted": True} if mark else m)
+                ]
+                if i < len(self._replayed):
+                    self._replayed[i] = (key, made)
+                else:
+                    self._replayed.append((key, made))
+                out += made
+        except TypeError:
+            return None
+        return out
+
     def working(self) -> list[Msg]:
         """Messages the next model request is built from, in prompt order."""
         cp = self.checkpoint
@@ -136,6 +198,19 @@ class Transcript:
             if i != cp.summary_index and not _is_summary(m)
         ]
         return [*kept, self.messages[cp.summary_index], *after]
+
+
+def _kept(data: bytes) -> bytes:
+    """A right-sized copy: orjson's small results keep their ~4 KB write buffer, ten
+    times the JSON, for as long as they live (measured with ``tracemalloc``)."""
+    return bytes(memoryview(data))
+
+
+def _compacted(wire: bytes, message: Msg) -> bytes:
+    """``{**message, "compacted": true}`` as JSON, from the message's own JSON."""
+    if b'"compacted"' in wire:
+        return orjson.dumps({**message, "compacted": True})
+    return wire[:-1] + b',"compacted":true}'
 
 
 def _is_summary(message: Msg) -> bool:

@@ -17,8 +17,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from .base import LARGE_MODEL_TOOLS, SMALL_MODEL_TOOLS, Provider, ToolOfferLimits
 
 if TYPE_CHECKING:
@@ -54,7 +52,6 @@ class ProviderRegistry:
         self._providers: dict[str, Provider] = {}
         self._limiters: dict[str, RateLimiter] = {}
         self._local_model: Any = None
-        self._lock = anyio.Lock()
         self._traits: TraitStore | None = None
 
     @property
@@ -189,11 +186,9 @@ class ProviderRegistry:
         provider = self._providers.get(model)
         if provider is not None:
             return provider
-        async with self._lock:
-            provider = self._providers.get(model)
-            if provider is None:
-                provider = self._create(model)
-                self._providers[model] = provider
+        # Creating is synchronous, so no other task can create the same one meanwhile.
+        provider = self._create(model)
+        self._providers[model] = provider
         return provider
 
     def _create(self, model: str) -> Provider:

@@ -13,9 +13,13 @@ from .. import __version__
 from .server import Handler, NotificationHandler, ThreadlineServer
 
 
+def initialized(server: ThreadlineServer, params: dict[str, Any]) -> None:
+    """Take in ``initialize``'s params (also for one answered early by ``rpc/boot.py``)."""
+    server.client_connected(pm.InitializeParams.model_validate(params).client_capabilities)
+
+
 def initialize(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    p = pm.InitializeParams.model_validate(params)
-    server.client_connected(p.client_capabilities)
+    initialized(server, params)
     return server.engine.initialize_result(__version__)
 
 

@@ -14,11 +14,12 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO, cast
 
 import orjson
 
+from ..engine.rawjson import RawJSON
 from .framing import Framing, encode
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,24 @@ def dumps(message: Any) -> bytes:
     """orjson (about 25× faster on large answers such as a long history); the stdlib
     for what orjson refuses (integers beyond 64 bits, lone surrogates)."""
     try:
-        return orjson.dumps(message)
+        return orjson.dumps(message, default=_splice)
     except TypeError:
         # ASCII escapes also carry lone surrogates a client put in an id or a method.
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+        return json.dumps(
+            message, ensure_ascii=True, separators=(",", ":"), default=_parsed
+        ).encode()
+
+
+def _splice(value: Any) -> orjson.Fragment:
+    if isinstance(value, RawJSON):
+        return orjson.Fragment(value.data)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, RawJSON):
+        return json.loads(value.data)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 WATCH_SECONDS = 0.5
@@ -98,16 +113,25 @@ class _Chunk:
         }
 
 
+class _Raw:
+    """A message already written as JSON."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+
 class Outbox:
     def __init__(self, stream: BinaryIO, on_broken: Callable[[], None] | None = None) -> None:
         """``on_broken`` is called (once, on the writer thread) when the client's end
         of the output is found closed: by a failed write, or while idle by polling."""
         self._stream = stream
-        self._queue: deque[dict[str, Any] | _Chunk] = deque()
+        self._queue: deque[dict[str, Any] | _Chunk | _Raw] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._broken = False
-        self._on_broken = on_broken
+        self.on_broken = on_broken
         self.framing: Framing | None = None
         self.coalesced = 0
         self.sent = 0
@@ -130,27 +154,51 @@ class Outbox:
         with self._cond:
             if self._closed:
                 return
-            kind = update.get("sessionUpdate")
-            if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
-                last = self._queue[-1] if self._queue else None
-                if isinstance(last, _Chunk) and last.key == (
-                    session_id,
-                    kind,
-                    update.get("messageId"),
-                ):
-                    last.parts.append(update["content"]["text"])
-                    self.coalesced += 1
-                    return
-                self._queue.append(_Chunk(session_id, update))
-            else:
-                self._queue.append(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "session/update",
-                        "params": {"sessionId": session_id, "update": update},
-                    }
-                )
+            self._queue_update(session_id, update)
             self._cond.notify()
+
+    def send_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        """Queue many ``session/update``s at once (a ``session/load`` replay): the same
+        notifications as one `send_update` each, for one lock and one wake-up."""
+        with self._cond:
+            if self._closed:
+                return
+            for update in updates:
+                self._queue_update(session_id, update)
+            self._cond.notify()
+
+    def send_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        """`send_updates` for updates already written as JSON (a replay kept on the
+        transcript): the same notifications, byte for byte, spliced, not serialised."""
+        head = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+        head += orjson.dumps(session_id) + b',"update":'
+        with self._cond:
+            if self._closed:
+                return
+            self._queue.extend(_Raw(head + u + b"}}") for u in updates)
+            self._cond.notify()
+
+    def _queue_update(self, session_id: str, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind in _MERGEABLE and update.get("content", {}).get("type") == "text":
+            last = self._queue[-1] if self._queue else None
+            if isinstance(last, _Chunk) and last.key == (
+                session_id,
+                kind,
+                update.get("messageId"),
+            ):
+                last.parts.append(update["content"]["text"])
+                self.coalesced += 1
+                return
+            self._queue.append(_Chunk(session_id, update))
+        else:
+            self._queue.append(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {"sessionId": session_id, "update": update},
+                }
+            )
 
     def pending(self) -> int:
         with self._cond:
@@ -167,13 +215,16 @@ class Outbox:
                         self._set_broken()
                 if not self._queue:
                     return
-                batch: list[dict[str, Any] | _Chunk] = []
+                batch: list[dict[str, Any] | _Chunk | _Raw] = []
                 while self._queue and len(batch) < 256:
                     batch.append(self._queue.popleft())
             if self._broken:
                 continue
             out = bytearray()
             for item in batch:
+                if isinstance(item, _Raw):
+                    out += encode(item.body, self.framing)
+                    continue
                 msg = item.message() if isinstance(item, _Chunk) else item
                 try:
                     body = dumps(msg)
@@ -192,9 +243,9 @@ class Outbox:
     def _set_broken(self) -> None:
         log.warning("client output closed; dropping further messages")
         self._broken = True
-        if self._on_broken is not None:
+        if self.on_broken is not None:
             try:
-                self._on_broken()
+                self.on_broken()
             except Exception:
                 log.exception("could not report the closed output")
 

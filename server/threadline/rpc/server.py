@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, BinaryIO, Literal
 
 from lsprotocol.types import ResponseError
@@ -87,10 +87,14 @@ class ThreadlineServer(JsonRPCServer):
         handlers: dict[str, Handler],
         notifications: dict[str, NotificationHandler],
         stdin: BinaryIO,
-        stdout: BinaryIO,
+        stdout: BinaryIO | Outbox,
     ) -> None:
         super().__init__(ThreadlineProtocol, default_converter)
-        self.outbox = Outbox(stdout, on_broken=self._output_closed)
+        if isinstance(stdout, Outbox):  # made by rpc/boot.py, which answered initialize
+            self.outbox = stdout
+            self.outbox.on_broken = self._output_closed
+        else:
+            self.outbox = Outbox(stdout, on_broken=self._output_closed)
         self.protocol.outbox = self.outbox
         self._stdin = stdin
         self.handlers = handlers
@@ -110,6 +114,12 @@ class ThreadlineServer(JsonRPCServer):
 
     def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.outbox.send_update(session_id, update)
+
+    def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        self.outbox.send_updates(session_id, updates)
+
+    def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        self.outbox.send_updates_json(session_id, updates)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self._next_request += 1
@@ -141,9 +151,28 @@ class ThreadlineServer(JsonRPCServer):
 
     # -- input ---------------------------------------------------------------------------
 
-    def start_reader(self, loop: asyncio.AbstractEventLoop) -> None:
+    def start_reader(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        decoder: FrameDecoder | None = None,
+        frames: Sequence[bytes | FrameError] = (),
+        *,
+        eof: bool = False,
+    ) -> None:
+        """Read stdin from here on; ``decoder``, ``frames`` and ``eof`` are what was
+        read before (``rpc/boot.py``), handled first."""
         self._loop = loop
-        threading.Thread(target=self._read_stdin, name="threadline-stdin", daemon=True).start()
+        decoder = decoder or FrameDecoder()
+        if decoder.framing is not None and self.outbox.framing is None:
+            self.outbox.framing = decoder.framing
+        if frames:
+            loop.call_soon(self._on_frames, list(frames))
+        if eof:
+            loop.call_soon(self._on_eof)
+            return
+        threading.Thread(
+            target=self._read_stdin, args=(decoder,), name="threadline-stdin", daemon=True
+        ).start()
 
     def _to_loop(self, callback: Callable[..., None], *args: Any) -> bool:
         """Hand work from another thread to the event loop; False once the loop is
@@ -157,12 +186,12 @@ class ThreadlineServer(JsonRPCServer):
             return False
         return True
 
-    def _read_stdin(self) -> None:
+    def _read_stdin(self, decoder: FrameDecoder) -> None:
         """Blocking reads on a thread of its own; frames are handed to the event loop,
         and the next read waits until the loop has handled them. So a client that
         writes faster than the server works is held back by the pipe, not buffered
-        without bound, and a stop (``exit``) is never queued behind a backlog."""
-        decoder = FrameDecoder()
+        without bound, and a stop (``exit``) is never queued behind a backlog.
+        ``decoder`` carries what ``rpc/boot.py`` read before."""
         fd = self._stdin.fileno()
         while True:
             try:

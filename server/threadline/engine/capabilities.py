@@ -1,0 +1,48 @@
+"""What ``initialize`` answers: the version, the configured models, what the agent can do.
+
+Kept apart from the engine (and free of pydantic and the store) because the server
+answers ``initialize`` before importing those (``rpc/boot.py``), so an editor's
+sidecar is ready as soon as Python is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from threadline_protocol.versions import PROTOCOL_VERSION, THREADLINE_PROTOCOL_VERSION
+
+if TYPE_CHECKING:
+    from ..providers.registry import ProviderRegistry
+
+
+def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[str, Any]:
+    info = {"name": "threadline", "title": "Threadline", "version": server_version}
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "fork": {},
+            },
+            "_meta": {
+                "threadline": {
+                    "protocolVersion": THREADLINE_PROTOCOL_VERSION,
+                    "interrupt": True,
+                    "compact": True,
+                    "history": True,
+                    "fork": True,
+                    "models": providers.available(),
+                    "defaultModel": providers.default_model,
+                }
+            },
+        },
+        "authMethods": [],
+        "agentInfo": info,
+        "serverInfo": {"name": "threadline", "version": server_version},
+    }
