@@ -54,12 +54,8 @@ describe('threadline setup', function()
     end
   end)
 
-  it('a model without its API key is reported when the session starts, in words', function()
-    local saved = vim.env.OPENAI_API_KEY
-    vim.env.OPENAI_API_KEY = nil
-    local tl = H.start()
-    local sid = H.new_session(tl, 'openai:gpt-4o-mini')
-    vim.env.OPENAI_API_KEY = saved
+  --- The missing-key warning, once as a WARN message and once in the chat buffer.
+  local function assert_key_warning(tl, sid)
     local warned
     for _, m in ipairs(messages) do
       if m.msg:find('no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', 1, true) then
@@ -69,6 +65,15 @@ describe('threadline setup', function()
     assert.is_not_nil(warned, vim.inspect(messages))
     assert.equals(vim.log.levels.WARN, warned.level)
     assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
+  end
+
+  it('a model without its API key is reported when the session starts, in words', function()
+    local saved = vim.env.OPENAI_API_KEY
+    vim.env.OPENAI_API_KEY = nil
+    local tl = H.start()
+    local sid = H.new_session(tl, 'openai:gpt-4o-mini')
+    vim.env.OPENAI_API_KEY = saved
+    assert_key_warning(tl, sid)
   end)
 
   it('a model without its API key is reported when it is chosen for an open session', function()
@@ -82,15 +87,7 @@ describe('threadline setup', function()
       return #changed == 1
     end, 'model change')
     vim.env.OPENAI_API_KEY = saved
-    local warned
-    for _, m in ipairs(messages) do
-      if m.msg:find('no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', 1, true) then
-        warned = m
-      end
-    end
-    assert.is_not_nil(warned, vim.inspect(messages))
-    assert.equals(vim.log.levels.WARN, warned.level)
-    assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
+    assert_key_warning(tl, sid)
   end)
 
   it(':checkhealth threadline reports the sidecar, its version, the model and the data folder', function()
