@@ -302,6 +302,26 @@ class HistoryResult(WireModel):
     messages: list[Message]
 
 
+class ContextParts(WireModel):
+    """Tokens of the next request by part; they add up to ``used``."""
+
+    system: int
+    """The system message: system prompt, remembered notes, the tool section."""
+    tools: int
+    """The definitions of the tools this request would offer."""
+    history: int
+    """The messages a model sees (what compaction has not replaced)."""
+    summary: int
+    """The latest compaction's summary."""
+
+
+class ContextResult(WireModel):
+    used: int
+    size: int
+    """The model's context window."""
+    parts: ContextParts
+
+
 class LoadSessionParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     cwd: str | None = None
@@ -486,6 +506,12 @@ METHODS: dict[str, MethodSpec] = {
         _m("session/fork", ForkParams, ForkResult, "Branch a session at a message."),
         _m("session/compact", CompactParams, CompactResult, "Summarise older history."),
         _m("session/history", SessionRef, HistoryResult, "The whole transcript."),
+        _m(
+            "session/context",
+            SessionRef,
+            ContextResult,
+            "The next request's size by part (system, tools, history, summary).",
+        ),
         _m("session/load", LoadSessionParams, LoadSessionResult, "Replay history as updates."),
         _m("session/resume", LoadSessionParams, LoadSessionResult, "Reattach without replay."),
         _m("session/list", ListSessionsParams, ListSessionsResult, "Sessions, newest first."),

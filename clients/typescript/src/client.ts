@@ -27,6 +27,7 @@ import {
   type CompactParams,
   type CompactResult,
   type ContentBlock,
+  type ContextResult,
   type ForkParams,
   type ForkResult,
   type HistoryResult,
@@ -335,6 +336,11 @@ export class ThreadlineClient implements Disposable {
 
   history(sessionId: string, token?: CancellationToken): Promise<HistoryResult> {
     return this.request("session/history", { sessionId }, token);
+  }
+
+  /** The next request's size by part (system, tools, history, summary), in tokens. */
+  context(sessionId: string, token?: CancellationToken): Promise<ContextResult> {
+    return this.request("session/context", { sessionId }, token);
   }
 
   /** ACP `session/load`: the history is replayed as updates before this resolves. */

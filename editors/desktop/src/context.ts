@@ -1,44 +1,22 @@
 /**
- * The picture of a session's context: how much of the window the system prompt and
+ * The picture of a session's context: how much of the window the system message, the
  * tool definitions, the history and a compaction's summary take, drawn as a bar (two
- * after a compaction: before and after). The total is the server's own figure (the
- * last `usage_update`, or the compaction's `tokensAfter`); history and summary are
- * estimated from their text (about four characters a token), and the system prompt
- * and tools are the rest. The legend says which numbers are estimates.
+ * after a compaction: before and after). Every figure is the server's own count of the
+ * next request (`session/context`, the model's tokenizer), never an estimate.
  */
-import type { Message } from "@threadline/client";
+import type { ContextResult } from "@threadline/client";
 
 export interface ContextParts {
-  /** null until the server has measured the whole prompt (no turn yet in this pane). */
-  systemAndTools: number | null;
+  system: number;
+  tools: number;
   history: number;
   summary: number;
   used: number;
-  size: number | null;
+  size: number;
 }
 
-const tokensOf = (text: string) => Math.ceil(text.length / 4);
-
-function blockText(block: unknown): string {
-  const b = block as { type?: string; text?: string; input?: unknown; content?: unknown };
-  if (b.type === "text" || b.type === "summary" || b.type === "thought") return b.text ?? "";
-  if (b.type === "tool_use") return JSON.stringify(b.input ?? {});
-  if (b.type === "tool_result") return (Array.isArray(b.content) ? b.content : []).map(blockText).join("\n");
-  return "";
-}
-
-export function contextParts(messages: readonly Message[], used: number | null, size: number | null): ContextParts {
-  let history = 0;
-  let summary = 0;
-  for (const m of messages) {
-    if ((m as { compacted?: boolean }).compacted) continue;
-    const isSummary = m.content[0] && (m.content[0] as { type: string }).type === "summary";
-    const tokens = tokensOf(m.content.map(blockText).join("\n"));
-    if (isSummary) summary += tokens;
-    else history += tokens;
-  }
-  const measured = used ?? history + summary;
-  return { systemAndTools: used === null ? null : Math.max(0, used - history - summary), history, summary, used: measured, size };
+export function contextParts(result: ContextResult): ContextParts {
+  return { ...result.parts, used: result.used, size: result.size };
 }
 
 function row(label: string, parts: ContextParts, scale: number): HTMLElement {
@@ -51,7 +29,8 @@ function row(label: string, parts: ContextParts, scale: number): HTMLElement {
   const bar = document.createElement("div");
   bar.className = "bar";
   for (const [kind, value] of [
-    ["system", parts.systemAndTools ?? 0],
+    ["system", parts.system],
+    ["tools", parts.tools],
     ["history", parts.history],
     ["summary", parts.summary],
   ] as const) {
@@ -62,10 +41,10 @@ function row(label: string, parts: ContextParts, scale: number): HTMLElement {
     seg.title = `${kind}: ${value.toLocaleString("en-US")} tokens`;
     bar.append(seg);
   }
-  const legend = document.createElement("span");
-  legend.className = "row-total";
-  legend.textContent = `${parts.used.toLocaleString("en-US")}${parts.size ? ` / ${parts.size.toLocaleString("en-US")}` : ""}`;
-  r.append(name, bar, legend);
+  const total = document.createElement("span");
+  total.className = "row-total";
+  total.textContent = `${parts.used.toLocaleString("en-US")} / ${parts.size.toLocaleString("en-US")}`;
+  r.append(name, bar, total);
   return r;
 }
 
@@ -74,13 +53,13 @@ export function renderPicture(container: HTMLElement, before: ContextParts | nul
     container.replaceChildren();
     return;
   }
-  const scale = Math.max(after.size ?? 0, before?.used ?? 0, after.used, 1);
+  const scale = Math.max(after.size, before?.used ?? 0, after.used, 1);
   const rows = before ? [row("before", before, scale), row("after", after, scale)] : [row("now", after, scale)];
   const legend = document.createElement("div");
   legend.className = "legend";
+  const t = (value: number) => value.toLocaleString("en-US");
   legend.textContent =
-    `system prompt + tools ${after.systemAndTools === null ? "not measured yet" : after.systemAndTools.toLocaleString("en-US")}` +
-    ` · history ≈${after.history.toLocaleString("en-US")}` +
-    ` · summary ≈${after.summary.toLocaleString("en-US")} tokens (≈: estimated from the text)`;
+    `system ${t(after.system)} · tools ${t(after.tools)} · history ${t(after.history)}` +
+    ` · summary ${t(after.summary)} tokens (counted by the model's tokenizer)`;
   container.replaceChildren(...rows, legend);
 }

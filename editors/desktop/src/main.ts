@@ -5,7 +5,7 @@
  * pane's context. Talks to its own `threadline serve` through `threadline desktop`'s
  * WebSocket bridge.
  */
-import type { HistoryResult, Message, SessionInfo } from "@threadline/client";
+import type { Message, SessionInfo } from "@threadline/client";
 import { ChatController } from "../../vscode/src/core/chatController";
 import { mountChat, type MountedChat } from "../../vscode/webview/src/chat";
 import type { HostMessage, WebviewMessage } from "../../vscode/webview/src/messages";
@@ -75,15 +75,12 @@ class Pane {
   private async measure(compacted = false): Promise<void> {
     const sid = this.sessionId;
     if (!sid) return this.draw();
-    let history: HistoryResult;
+    let parts: ContextParts;
     try {
-      history = await this.app.client.history(sid);
+      parts = contextParts(await this.app.client.context(sid));
     } catch {
       return;
     }
-    // Let the stream's usage_update land before reading the figure.
-    await new Promise((r) => requestAnimationFrame(r));
-    const parts = contextParts(history.messages, this.chat.state.contextUsed, this.chat.state.contextSize);
     if (compacted && this.after) this.before = this.after;
     else if (!compacted) this.before = null;
     this.after = parts;

@@ -2,11 +2,12 @@
  * The Threadline client for a browser page: JSON-RPC 2.0 over the WebSocket that
  * `threadline desktop` bridges to a `threadline serve` (one message per frame). It
  * offers what the chat controller uses (ChatClient) with the stdio client's
- * semantics, plus `history` for search and the context picture.
+ * semantics, plus `history` for search and `context` for the context picture.
  */
 import type {
   CompactParams,
   CompactResult,
+  ContextResult,
   ForkParams,
   ForkResult,
   HistoryResult,
@@ -192,5 +193,10 @@ export class WsClient implements ChatClient {
 
   history(sessionId: string): Promise<HistoryResult> {
     return this.request("session/history", { sessionId });
+  }
+
+  /** The next request's size by part, counted by the provider. */
+  context(sessionId: string): Promise<ContextResult> {
+    return this.request("session/context", { sessionId });
   }
 }

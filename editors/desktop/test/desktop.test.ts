@@ -197,6 +197,11 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   assert.ok(n(totals[1]!) < n(totals[0]!), `the context did not shrink: ${totals}`);
   const summary = await pane.locator('.context-picture [data-row="after"] .seg.summary').getAttribute("data-tokens");
   assert.ok(Number(summary) > 0, "the summary has its part of the picture");
+  const legend = await pane.locator(".context-picture .legend").innerText();
+  assert.match(legend, /counted by the model's tokenizer/);
+  assert.doesNotMatch(legend, /≈|estimat/, "every part is counted, none estimated");
+  const tools = await pane.locator('.context-picture [data-row="after"] .seg.tools').getAttribute("data-tokens");
+  assert.ok(tools !== null, "the tool definitions have a part of their own");
   await page.screenshot({ path: join(outDir, "desktop-compacted.png") });
 
   // Fork from the first answer: the branch appears under its parent in the tree.

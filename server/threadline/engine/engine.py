@@ -451,6 +451,13 @@ class Engine:
     def history(self, session_id: str) -> dict[str, Any]:
         return {"messages": self.get(session_id).transcript.history_json()}
 
+    async def context(self, session_id: str) -> dict[str, Any]:
+        """The next request's size by part (system, tools, history, summary)."""
+        from .measure import context_parts
+
+        session = self.get(session_id)
+        return context_parts(session, await session.provider())
+
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)

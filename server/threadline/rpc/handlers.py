@@ -45,6 +45,10 @@ def session_history(server: ThreadlineServer, params: dict[str, Any]) -> Any:
     return server.engine.history(pm.SessionRef.model_validate(params).session_id)
 
 
+async def session_context(server: ThreadlineServer, params: dict[str, Any]) -> Any:
+    return await server.engine.context(pm.SessionRef.model_validate(params).session_id)
+
+
 def session_load(server: ThreadlineServer, params: dict[str, Any]) -> Any:
     return server.engine.load(pm.LoadSessionParams.model_validate(params))
 
@@ -88,6 +92,7 @@ HANDLERS: dict[str, Handler] = {
     "session/prompt": session_prompt,
     "session/interrupt": session_interrupt,
     "session/history": session_history,
+    "session/context": session_context,
     "session/load": session_load,
     "session/resume": session_resume,
     "session/list": session_list,

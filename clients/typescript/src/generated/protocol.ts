@@ -200,6 +200,24 @@ export interface ContentToolCallContent {
   [key: string]: unknown;
 }
 
+/** Tokens of the next request by part; they add up to ``used``. */
+export interface ContextParts {
+  history: number;
+  summary: number;
+  system: number;
+  tools: number;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface ContextResult {
+  parts: ContextParts;
+  size: number;
+  used: number;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
@@ -1015,6 +1033,13 @@ export interface ProtocolMethods {
     params: CompactParams;
     result: CompactResult;
   };
+  /** The next request's size by part (system, tools, history, summary). */
+  "session/context": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: ContextResult;
+  };
   /** Delete a session. */
   "session/delete": {
     direction: "client_to_server";
@@ -1126,6 +1151,7 @@ export const METHODS = {
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
+  "session/context": { direction: "client_to_server", kind: "request" },
   "session/delete": { direction: "client_to_server", kind: "request" },
   "session/fork": { direction: "client_to_server", kind: "request" },
   "session/history": { direction: "client_to_server", kind: "request" },
