@@ -59,5 +59,5 @@ def setup_logging(settings: Settings) -> None:
     fh.setFormatter(fmt)
     fh.addFilter(RedactingFilter())
     root.addHandler(fh)
-    for noisy in ("pygls", "httpx", "httpx2", "httpcore", "openai", "anthropic", "mcp"):
+    for noisy in ("pygls", "httpx", "httpx2", "httpcore", "openai", "anthropic", "mcp", "bm25s"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -62,7 +62,7 @@ REQUEST_WORDS = frozenset(
     a about an and any are as be can could do does for from give how i in into is it
     list make me my name of on or please say show some tell that the this to two three
     what which who why will with would write you your explain describe create get use
-    need want like
+    need want like short brief long quick simple few
     """.split()  # noqa: SIM905 - a word list reads better as words
 )
 """Words that start everyday requests ("Write a haiku", "List three colours", "Name
@@ -97,6 +97,9 @@ class ToolIndex:
     def __init__(self, specs: Sequence[ToolSpec]) -> None:
         import bm25s
 
+        # bm25s sets its logger to DEBUG when imported (a line per index built); the
+        # sidecar's log level is the user's choice, so keep the library's to warnings.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.names = [s.name for s in specs]
         self._retriever: Any = None
         self.unit = 1.0
