@@ -55,6 +55,7 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/fork": "fork",
     "session/compact": "compact",
     "session/history": "history",
+    "session/context": "context",
     "session/load": "load",
     "session/resume": "resume",
     "session/list": "list",
