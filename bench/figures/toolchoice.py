@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from threadline.engine.compiler import compile_request
+from threadline.engine.memory import SessionMemory
 from threadline.engine.mutations import Msg
 from threadline.engine.session import bios
 from threadline.providers.base import (
@@ -44,7 +45,8 @@ FIGURE = "tool choice (embedded model)"
 
 def registry() -> ToolRegistry:
     """The tools of an editor session that can write files, as ``Session`` builds them."""
-    memory = [RememberTool(lambda m: None), ForgetTool(lambda m: None, dict)]
+    none = SessionMemory(lambda _: None, dict)
+    memory = [RememberTool(none), ForgetTool(none)]
     return build_registry(
         tools=EDITOR_TOOLS,
         client_capabilities={"fs": {"readTextFile": True, "writeTextFile": True}},

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support import SidecarClient, scripted
+from threadline.engine.memory import SessionMemory
 from threadline.providers.base import (
     LARGE_MODEL_TOOLS,
     SMALL_MODEL_TOOLS,
@@ -45,7 +46,8 @@ EDITOR = [
 
 def selector(tools: list[dict[str, Any]] = EDITOR) -> ToolSelector:
     """The default tool set of an editor that can write files, plus ``tools``."""
-    memory = [RememberTool(lambda m: None), ForgetTool(lambda m: None, dict)]
+    none = SessionMemory(lambda _: None, dict)
+    memory = [RememberTool(none), ForgetTool(none)]
     caps = {"fs": {"writeTextFile": True}}
     return ToolSelector(build_registry(tools=tools, client_capabilities=caps, extra_tools=memory))
 

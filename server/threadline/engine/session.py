@@ -109,15 +109,17 @@ class Session:
     def _registry(self) -> ToolRegistry:
         from ..tools.factory import build_registry
         from ..tools.memory import ForgetTool, RememberTool
+        from .memory import SessionMemory
 
         builtin = self.config.builtin_tools
         names = None if isinstance(builtin, bool) else set(builtin)
         enabled = builtin is True or bool(names)
+        facts = SessionMemory(self.commit, lambda: self.transcript.experiences)
         memory: list[Tool] = []
         if enabled and (names is None or "remember" in names):
-            memory.append(RememberTool(self.commit))
+            memory.append(RememberTool(facts))
         if enabled and (names is None or "forget" in names):
-            memory.append(ForgetTool(self.commit, lambda: self.transcript.experiences))
+            memory.append(ForgetTool(facts))
         return build_registry(
             tools=self.config.tools,
             exit_tools=self.config.exit_tools,

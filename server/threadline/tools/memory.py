@@ -1,22 +1,33 @@
 """Built-in ``remember``/``forget`` tools: durable experiences that survive compaction.
 
-They commit ``ExperienceRemember``/``ExperienceForget`` mutations; the compiler puts
-the remembered facts in the system context of every later request.
+The session keeps the facts (as mutations it commits, so they are durable and shared
+with every process on the store); the compiler puts them in the system context of every
+later request. The tools see the session only through `Memory`, so tools/ never
+imports the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from ..engine.ids import new_id
-from ..engine.mutations import ExperienceForget, ExperienceRemember, Mutation
 from .base import ToolContext, ToolKind, ToolOutcome
 
-Commit = Callable[[list[Mutation]], None]
-Experiences = Callable[[], dict[str, str]]
-
 MAX_FACT = 500
+
+
+class Memory(Protocol):
+    """The session's durable facts, as the remember/forget tools need them."""
+
+    def remember(self, text: str) -> str:
+        """Keep `text`; return the id a later ``forget`` names it by."""
+        ...
+
+    def forget(self, experience_id: str) -> None: ...
+
+    def facts(self) -> Mapping[str, str]:
+        """The facts kept now, by id."""
+        ...
 
 
 class RememberTool:
@@ -35,8 +46,8 @@ class RememberTool:
     needs_permission = False
     timeout = 5.0
 
-    def __init__(self, commit: Commit) -> None:
-        self._commit = commit
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
 
     def title(self, arguments: dict[str, Any]) -> str:
         return "Remember: " + str(arguments.get("text", ""))[:60]
@@ -52,8 +63,7 @@ class RememberTool:
             return ToolOutcome.text(
                 f"too long: keep a fact under {MAX_FACT} characters", is_error=True
             )
-        experience_id = new_id("exp")
-        self._commit([ExperienceRemember(experience_id, text)])
+        experience_id = self._memory.remember(text)
         return ToolOutcome.text(f"remembered as {experience_id}")
 
 
@@ -70,9 +80,8 @@ class ForgetTool:
     needs_permission = False
     timeout = 5.0
 
-    def __init__(self, commit: Commit, experiences: Experiences) -> None:
-        self._commit = commit
-        self._experiences = experiences
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
 
     def title(self, arguments: dict[str, Any]) -> str:
         return f"Forget {arguments.get('id', '')}"
@@ -82,7 +91,7 @@ class ForgetTool:
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         experience_id = str(arguments.get("id", ""))
-        if experience_id not in self._experiences():
+        if experience_id not in self._memory.facts():
             return ToolOutcome.text(f"no remembered fact with id {experience_id!r}", is_error=True)
-        self._commit([ExperienceForget(experience_id)])
+        self._memory.forget(experience_id)
         return ToolOutcome.text(f"forgot {experience_id}")
