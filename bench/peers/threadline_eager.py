@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from threadline.cli import main
+from threadline.rpc.boot import serve
 
 import_module("threadline.rpc.serve")  # the heavy imports, up front
 
 if __name__ == "__main__":
-    raise SystemExit(main(["serve"]))
+    raise SystemExit(serve())

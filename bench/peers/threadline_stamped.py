@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from threadline.cli import main
 from threadline.providers import scripted
 from threadline.providers.base import ChatRequest, ProviderEvent, TextDelta
+from threadline.rpc.boot import serve
 
 _original = scripted.ScriptedProvider.stream
 
@@ -32,4 +32,4 @@ async def _stamped(
 scripted.ScriptedProvider.stream = _stamped  # type: ignore[method-assign]
 
 if __name__ == "__main__":
-    raise SystemExit(main(["serve"]))
+    raise SystemExit(serve())

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadline.cli import main
 from threadline.engine import folds, transcript
 from threadline.rpc import server
+from threadline.rpc.boot import serve
 
 
 def _no_put(self: folds.FoldCache, session_id: str, t: transcript.Transcript, seq: int) -> None:
@@ -39,4 +39,4 @@ transcript.Transcript.history_json = transcript.Transcript.history  # type: igno
 server.ThreadlineServer.notify_updates = _one_by_one  # type: ignore[method-assign]
 
 if __name__ == "__main__":
-    raise SystemExit(main(["serve"]))
+    raise SystemExit(serve())

@@ -152,9 +152,3 @@ def render(rows: list[dict[str, Any]], config: UserConfig) -> str:
     ]
     source = f"config: {config.path}" if config.path else "config: none (built-in providers only)"
     return "\n".join([*lines, "", "* default model; " + source]) + "\n"
-
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="threadline models", description=__doc__)
-    add_arguments(_parser)
-    raise SystemExit(main(_parser.parse_args()))

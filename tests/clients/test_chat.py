@@ -7,7 +7,6 @@ the embedded local model.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -22,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from tests.clients.stored import history, stored_sessions, text_of
 from tests.clients.terminal import Terminal
 from tests.support import scripted
-from threadline_client import ThreadlineClient
 
 CHAT = [sys.executable, "-m", "threadline_client.chat"]
 DRIVER = [sys.executable, str(Path(__file__).with_name("chat_driver.py"))]
@@ -73,44 +72,35 @@ def open_chat(
     return term
 
 
+def leave(term: Terminal) -> None:
+    """Ctrl-D at the prompt: the chat exits cleanly."""
+    term.ctrl_d()
+    assert term.wait() == 0
+
+
 def session_id_of(term: Terminal) -> str:
     return term.expect(r"session (sess_\w+)").group(1)
 
 
-def history(home: Path, session_id: str) -> list[dict[str, Any]]:
-    async def read() -> list[dict[str, Any]]:
-        client = await ThreadlineClient.spawn(
-            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            await client.initialize()
-            return await client.history(session_id)
-        finally:
-            await client.close()
-
-    return asyncio.run(read())
-
-
-def text_of(message: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+def first_prompt(term: Terminal, text: str) -> str:
+    """Type a new session's first prompt at the chat's prompt; the session is stored then."""
+    term.expect("❯")
+    term.line(text)
+    return session_id_of(term)
 
 
 def test_streams_markdown_then_prints_a_usage_line(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", MARKDOWN)
-    term.expect("❯")
-    term.line("say hello")
-    sid = session_id_of(term)  # stored at the first prompt
+    sid = first_prompt(term, "say hello")  # stored at the first prompt
     # Markdown is rendered, not echoed: no asterisks, list bullets drawn.
     term.expect(r"Hello bold world\.")
     term.expect(r"• alpha\s*\n\s*• beta")
     usage = term.expect(r"↳ end_turn · tokens in (\d+) · out (\d+) · context (\d+)/8192")
     assert int(usage.group(2)) == 3
     term.expect("❯")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert "**" not in term.text
     messages = history(home, sid)
     assert [m["role"] for m in messages] == ["user", "assistant"]
@@ -121,9 +111,7 @@ def test_ctrl_c_interrupts_the_turn_and_a_second_one_exits(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", HANG)
-    term.expect("❯")
-    term.line("hang please")
-    sid = session_id_of(term)
+    sid = first_prompt(term, "hang please")
     term.expect("partial answer")
     term.ctrl_c()
     term.expect(r"\[interrupted\]")
@@ -177,8 +165,7 @@ def test_permission_prompt_then_tool_call_shown(
         term.expect(r"✗ deploy .*failed")
     term.expect("All done.")
     term.expect("↳ end_turn")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert marker.exists() is allowed
     if allowed:
         assert json.loads(marker.read_text()) == {"to": "prod"}
@@ -197,8 +184,7 @@ def test_ctrl_c_at_a_permission_question_cancels_the_turn(
     term.expect("choose 1-4:")
     term.ctrl_c()
     term.expect("↳ cancelled")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert not marker.exists()
 
 
@@ -238,12 +224,9 @@ def test_model_sessions_new_and_resume_commands(
 
 def test_session_flag_resumes(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
-    term.expect("❯")
-    term.line("first words")
-    sid = session_id_of(term)
+    sid = first_prompt(term, "first words")
     term.expect("↳ end_turn")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     again = open_chat(terminals, home, tmp_path, "--session", sid)
     again.expect(rf"resumed {sid}")
     again.expect(r"you: first words")
@@ -251,16 +234,13 @@ def test_session_flag_resumes(terminals: list[Terminal], home: Path, tmp_path: P
     again.line("second words")
     again.expect(r"second words")
     again.expect("↳ end_turn")
-    again.ctrl_d()
-    assert again.wait() == 0
+    leave(again)
     assert [m["turnId"] for m in history(home, sid)] == ["u1", "a1", "u2", "a2"]
 
 
 def test_fork_command(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
     term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
-    term.expect("❯")
-    term.line("one")
-    parent = session_id_of(term)
+    parent = first_prompt(term, "one")
     term.expect("↳ end_turn")
     term.line("two")
     term.expect("↳ end_turn")
@@ -269,8 +249,7 @@ def test_fork_command(terminals: list[Terminal], home: Path, tmp_path: Path) -> 
     child = term.expect(rf"forked {parent} at {first_answer} →\s+(sess_\w+)").group(1)
     term.line("three")
     term.expect("↳ end_turn")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert [text_of(m).strip() for m in history(home, child)] == ["one", "one", "three", "three"]
     assert len(history(home, parent)) == 4
 
@@ -288,8 +267,7 @@ def test_compact_command(terminals: list[Terminal], home: Path, tmp_path: Path) 
     term.line("/compact keep it short")
     counts = term.expect(r"compacted: (\d+) → (\d+) messages")
     assert int(counts.group(2)) < int(counts.group(1))
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     messages = history(home, sid)
     assert any(b.get("type") == "summary" for m in messages for b in m["content"])
     assert any(m.get("compacted") for m in messages)
@@ -378,35 +356,45 @@ def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_p
     assert "^C" not in shown
 
 
-def test_an_answer_that_starts_with_a_tag_is_shown_as_written(
-    terminals: list[Terminal], home: Path, tmp_path: Path
-) -> None:
-    answer = "<error>Photosynthesis</error> turns light into sugar.\n\n<b>bold?</b> <i>no</i>"
-    term = open_chat(terminals, home, tmp_path, "--model", scripted([{"text": answer}]))
-    term.expect("❯")
-    term.line("Explain photosynthesis")
-    term.expect(r"<error>Photosynthesis</error> turns light into sugar\.")
-    term.expect(r"<b>bold\?</b> <i>no</i>")
-    term.expect("↳ end_turn")
-    term.ctrl_d()
-    assert term.wait() == 0
+TAGGED = "<error>Photosynthesis</error> turns light into sugar.\n\n<b>bold?</b> <i>no</i>"
+BAD_ARGUMENTS = scripted(
+    [{"tool_call": {"name": "read_file", "arguments": {}, "id": "call_bad"}}],
+    [{"text": "Sorry."}],
+)
 
 
-def test_a_tool_call_refused_for_bad_arguments_is_shown(
-    terminals: list[Terminal], home: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("model", "prompt", "shown"),
+    [
+        pytest.param(
+            scripted([{"text": TAGGED}]),
+            "Explain photosynthesis",
+            [r"<error>Photosynthesis</error> turns light into sugar\.", r"<b>bold\?</b> <i>no</i>"],
+            id="an-answer-that-starts-with-a-tag-as-written",
+        ),
+        pytest.param(
+            BAD_ARGUMENTS,
+            "write something",
+            [r"✗ Read file failed\s+invalid arguments: 'path' is a required property", "Sorry."],
+            id="a-tool-call-refused-for-bad-arguments",
+        ),
+    ],
+)
+def test_a_turn_is_shown_as_it_happened(
+    terminals: list[Terminal],
+    home: Path,
+    tmp_path: Path,
+    model: str,
+    prompt: str,
+    shown: list[str],
 ) -> None:
-    model = scripted(
-        [{"tool_call": {"name": "read_file", "arguments": {}, "id": "call_bad"}}],
-        [{"text": "Sorry."}],
-    )
     term = open_chat(terminals, home, tmp_path, "--model", model)
     term.expect("❯")
-    term.line("write something")
-    term.expect(r"✗ Read file failed\s+invalid arguments: 'path' is a required property")
-    term.expect("Sorry.")
+    term.line(prompt)
+    for pattern in shown:
+        term.expect(pattern)
     term.expect("↳ end_turn")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
 
 
 def test_no_session_is_stored_until_the_first_prompt_and_delete(
@@ -418,14 +406,11 @@ def test_no_session_is_stored_until_the_first_prompt_and_delete(
     term.expect("❯")
     term.line("/fork")
     term.expect("nothing to fork yet")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert stored_sessions(home) == []
     # A turn says "thinking…" until its first token; /delete removes the session.
     term = open_chat(terminals, home, tmp_path, "--model", slow)
-    term.expect("❯")
-    term.line("take your time")
-    sid = session_id_of(term)
+    sid = first_prompt(term, "take your time")
     term.expect("thinking…")
     term.expect("late answer")
     term.expect("↳ end_turn")
@@ -435,24 +420,8 @@ def test_no_session_is_stored_until_the_first_prompt_and_delete(
     term.line("y")
     term.expect(rf"deleted {sid}")
     term.expect("new session · model scripted:")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)
     assert stored_sessions(home) == []
-
-
-def stored_sessions(home: Path) -> list[str]:
-    async def read() -> list[str]:
-        client = await ThreadlineClient.spawn(
-            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            await client.initialize()
-            return [str(s["sessionId"]) for s in await client.list_sessions()]
-        finally:
-            await client.close()
-
-    return asyncio.run(read())
 
 
 def test_tools_command_and_a_file_write_asked_in_the_terminal(
@@ -491,5 +460,4 @@ def test_tools_command_and_a_file_write_asked_in_the_terminal(
     term.expect("choose 1-4:")
     term.line("3")
     term.expect("Written.")
-    term.ctrl_d()
-    assert term.wait() == 0
+    leave(term)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -10,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.clients.stored import with_sidecar
 from tests.support import scripted
 from threadline_client import ThreadlineClient
 
@@ -97,22 +97,14 @@ def test_history_marks_a_compaction_summary(home: Path, tmp_path: Path) -> None:
         }
     )
 
-    async def make() -> str:
-        client = await ThreadlineClient.spawn(
-            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            await client.initialize()
-            sid = await client.new_session(str(tmp_path), model=model)
-            for i in range(3):
-                await client.prompt(sid, f"question {i}")
-            await client.request("session/compact", {"sessionId": sid, "keepTurns": 1})
-            return sid
-        finally:
-            await client.close()
+    async def make(client: ThreadlineClient) -> str:
+        sid = await client.new_session(str(tmp_path), model=model)
+        for i in range(3):
+            await client.prompt(sid, f"question {i}")
+        await client.request("session/compact", {"sessionId": sid, "keepTurns": 1})
+        return sid
 
-    sid = asyncio.run(make())
+    sid = with_sidecar(home, make)
     lines = run(home, "history", sid).stdout.splitlines()
     summaries = [line for line in lines if "compaction summary" in line]
     assert len(summaries) == 1, lines

@@ -9,7 +9,6 @@ finishes, the second is interrupted while it waits.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -22,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.clients.stored import history, text_of
 from tests.support import scripted
-from threadline_client import ThreadlineClient
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "neovim"
@@ -92,25 +91,6 @@ def tmux_sessions() -> Iterator[list[Tmux]]:
     yield opened
     for t in opened:
         t.close()
-
-
-def history(home: Path, session_id: str) -> list[dict[str, Any]]:
-    async def read() -> list[dict[str, Any]]:
-        client = await ThreadlineClient.spawn(
-            env={"THREADLINE_HOME": str(home), "THREADLINE_LOG_LEVEL": "WARNING"},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            await client.initialize()
-            return await client.history(session_id)
-        finally:
-            await client.close()
-
-    return asyncio.run(read())
-
-
-def text_of(message: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
 
 
 def words(text: str) -> str:

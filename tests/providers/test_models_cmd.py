@@ -1,4 +1,4 @@
-"""``threadline models`` (run as ``python -m threadline.models_cmd`` until the CLI wires it)."""
+"""``threadline models``, run as a person runs it (``python -m threadline models``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def run(
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     environ.update(THREADLINE_CONFIG=str(config), FAULT_API_KEY=KEY, **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "threadline.models_cmd", *args],
+        [sys.executable, "-m", "threadline", "models", *args],
         env=environ,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """What must hold of a stored session, and of a session against what a client saw.
 
-``structural_problems`` checks a ``session/history`` on its own (PROTOCOL.md): unique
+``structural_problems`` checks a ``session/history`` on its own (docs/protocol.md): unique
 message ids, user turns counting up, every ``tool_use`` answered by exactly one later
 ``tool_result``, every assistant answer either finished or marked truncated.
 

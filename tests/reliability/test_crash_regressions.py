@@ -47,7 +47,8 @@ async def test_tool_call_ids_stay_unique_across_restarts(home: Path) -> None:
 async def test_a_provider_that_reuses_a_call_id_still_gets_unique_ids(
     sidecar: SidecarClient,
 ) -> None:
-    """Providers may reuse call ids; PROTOCOL.md promises ids unique for ever."""
+    """Providers may reuse call ids; the contract promises ids unique for ever
+    (docs/protocol.md, Messages)."""
     same = {"tool_call": {"name": "slow_tool", "arguments": {}, "id": "call_0"}}
     await answer_tools(sidecar)
     sid = await sidecar.new_session(

@@ -145,7 +145,7 @@ async def test_lone_surrogate_in_model_tool_arguments_does_not_fail_the_turn(
 
 async def test_message_without_jsonrpc_and_id_gets_invalid_request(raw: RawSidecar) -> None:
     """An object with neither ``"jsonrpc": "2.0"`` nor an id was dropped silently;
-    JSON-RPC 2.0 (and PROTOCOL.md: never silence) wants -32600 with id null."""
+    JSON-RPC 2.0 (and docs/protocol.md: one answer per request) wants -32600 with id null."""
     await started(raw)
     await raw.send({"foo": "boo"})
     answer = one_answer(await until_barrier(raw, "after"), None)

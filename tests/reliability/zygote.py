@@ -3,7 +3,7 @@
 A sidecar spends about 1.5 s importing its libraries before it answers; the crash
 suite needs hundreds of restarts. This process imports the sidecar once, then for each
 request forks a child that runs exactly what ``threadline serve`` runs
-(``threadline.cli.main(["serve"])``) on the pipes the test passed over a Unix socket
+(``threadline.rpc.boot.serve()``) on the pipes the test passed over a Unix socket
 (``SCM_RIGHTS``). The child is a real, separate process the test can SIGKILL; only the
 imports are shared, not state (the zygote never opens a store or starts a loop).
 
@@ -27,9 +27,9 @@ from tests.support import sidecar_env
 
 
 def _serve_forever(sock: socket.socket) -> None:
-    import threadline.cli
     import threadline.engine.engine
     import threadline.providers.scripted
+    import threadline.rpc.boot
     import threadline.rpc.handlers
     import threadline.rpc.serve
     import threadline.store.postgres
@@ -52,7 +52,7 @@ def _serve_forever(sock: socket.socket) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 os.environ.clear()
                 os.environ.update(request["env"])
-                code = threadline.cli.main(["serve"])
+                code = threadline.rpc.boot.serve()
             finally:
                 os._exit(code)
         for fd in fds:

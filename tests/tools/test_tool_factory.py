@@ -10,7 +10,7 @@ from tests.tools.fakes import echo_server_entry
 from tests.tools.test_mcp_tools import live_children, wait_until_gone
 from threadline.providers.base import ToolCallFinal
 from threadline.tools.client import ClientTool
-from threadline.tools.factory import build_registry, build_tools
+from threadline.tools.factory import SessionTools, build_registry
 from threadline.tools.workspace import ReadFile, WriteFile
 
 pytestmark = pytest.mark.timeout(90)
@@ -63,14 +63,20 @@ def test_extra_server_tools_join_and_can_be_shadowed() -> None:
     assert shadowed.get("remember") is None and "remember" in shadowed.exit_names
 
 
-async def test_build_tools_with_mcp_then_close(tmp_path: Path) -> None:
+async def test_session_tools_with_mcp_then_close(tmp_path: Path) -> None:
+    """As the engine builds a session's toolset: the registry first, MCP servers added."""
     before = live_children()
-    st = await build_tools(
+    st = SessionTools(
+        build_registry(
+            tools=[{"name": "echo__echo", "description": "a client tool with a clashing name"}],
+            exit_tools=[DONE],
+        ),
         cwd=str(tmp_path),
-        tools=[{"name": "echo__echo", "description": "a client tool with a clashing name"}],
-        exit_tools=[DONE],
-        mcp_servers=[echo_server_entry(), {"type": "http", "name": "web", "url": "http://x"}],
     )
+    added = await st.add_mcp_servers(
+        [echo_server_entry(), {"type": "http", "name": "web", "url": "http://x"}]
+    )
+    assert "echo__add" in added
     names = st.registry.names()
     assert isinstance(st.registry.get("echo__echo"), ClientTool)  # the client's name wins
     assert "echo__echo_2" in names and "echo__add" in names
@@ -85,9 +91,10 @@ async def test_build_tools_with_mcp_then_close(tmp_path: Path) -> None:
     await st.aclose()  # idempotent
 
 
-async def test_build_tools_without_mcp_starts_nothing(tmp_path: Path) -> None:
+async def test_session_tools_without_mcp_starts_nothing(tmp_path: Path) -> None:
     before = live_children()
-    st = await build_tools(cwd=str(tmp_path), tools=[WEATHER])
+    st = SessionTools(build_registry(tools=[WEATHER]), cwd=str(tmp_path))
+    assert await st.add_mcp_servers([]) == []
     assert st.mcp is None and st.failures == {}
     assert live_children() == before
     await st.aclose()

@@ -1,13 +1,13 @@
 """The tool sources inside the real turn loop: an in-process engine, a scripted model,
 the fake editor as the client, and a real MCP server.
 
-This is the wiring the engine needs (``session.tools = (await build_tools(...)).registry``)
-done by hand, so the tools are proven against the loop before the engine calls the
-factory itself.
+The session's MCP servers come from ``session/new``'s ``mcpServers``, started by the
+engine into the session's toolset, as a client's would be.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from tests.tools.fakes import FakeEditor, build_workspace, echo_server_entry
 from threadline.engine.engine import Engine
 from threadline.providers.registry import ProviderRegistry
 from threadline.store.sqlite import EventStore
-from threadline.tools.factory import build_tools
 from threadline_protocol import methods as pm
 
 pytestmark = pytest.mark.timeout(90)
@@ -56,18 +55,15 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
     )
     created = engine.new_session(
         pm.NewSessionParams.model_validate(
-            {"cwd": str(ws), "mcpServers": [], "_meta": {"threadline": {"model": model}}}
+            {
+                "cwd": str(ws),
+                "mcpServers": [echo_server_entry()],
+                "_meta": {"threadline": {"model": model}},
+            }
         )
     )
-    session = engine.get(created["sessionId"])
-    st = await build_tools(
-        cwd=session.cwd,
-        tools=session.config.tools,
-        exit_tools=session.config.exit_tools,
-        client_capabilities=editor.client_capabilities(),
-        mcp_servers=[echo_server_entry()],
-    )
-    session.tools = st.registry
+    assert inspect.isawaitable(created)  # MCP servers start before the answer
+    session = engine.get((await created)["sessionId"])
     try:
         answer = await engine.prompt(
             pm.PromptParams.model_validate(
@@ -75,7 +71,7 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
             )
         )
     finally:
-        await st.aclose()
+        await session.toolset.aclose()
         store.close()
     assert answer["stopReason"] == "end_turn"
 

@@ -104,9 +104,10 @@ def test_doubtful_params_go_the_full_way() -> None:
 def test_boot_imports_neither_pydantic_nor_lsprotocol() -> None:
     """What ``threadline serve`` loads to answer ``initialize``."""
     code = (
-        "import sys, threadline.cli, threadline.rpc.boot; "
+        "import sys, threadline_cli, threadline.rpc.boot; "
         "bad = [m for m in sys.modules if m.split('.')[0] in "
-        "('pydantic', 'lsprotocol', 'pygls', 'anyio', 'threadline_client', 'sqlite3')]; "
+        "('pydantic', 'lsprotocol', 'pygls', 'anyio', 'threadline_client', 'rich', 'argparse', "
+        "'sqlite3')]; "
         "print(','.join(bad))"
     )
     out = subprocess.run(

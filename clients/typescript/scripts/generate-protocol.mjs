@@ -221,7 +221,7 @@ export function generate(schema) {
   out += `export const ACP_PROTOCOL_VERSION = ${JSON.stringify(schema.acpProtocolVersion)} as const;\n`;
   out += `/** Version of Threadline's extensions to ACP. */\n`;
   out += `export const THREADLINE_PROTOCOL_VERSION = ${JSON.stringify(schema.threadlineProtocolVersion)} as const;\n\n`;
-  out += "/** JSON-RPC error codes the server answers with (PROTOCOL.md, Errors). */\n";
+  out += "/** JSON-RPC error codes the server answers with (threadline_protocol/errors.py; docs/protocol.md says when). */\n";
   out += "export const ErrorCodes = {\n";
   for (const [name, code] of Object.entries(codes).sort(([a], [b]) => a.localeCompare(b))) {
     out += `  ${name}: ${code},\n`;

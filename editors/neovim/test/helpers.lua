@@ -36,6 +36,25 @@ function H.start(opts)
   return tl, home
 end
 
+--- Keep `tbl[key]` as it is now: the test may replace it, and H.stop() puts it back.
+---@param tbl table
+---@param key string
+function H.keep(tbl, key)
+  H.kept = H.kept or {}
+  table.insert(H.kept, { tbl = tbl, key = key, value = tbl[key] })
+end
+
+--- Record what `vim.notify` is given ({msg, level}) instead of showing it, until H.stop().
+---@return {msg: string, level: integer?}[]
+function H.record_notify()
+  local seen = {}
+  H.keep(vim, 'notify')
+  vim.notify = function(msg, level)
+    table.insert(seen, { msg = msg, level = level })
+  end
+  return seen
+end
+
 function H.stop()
   require('threadline').stop()
   -- Chat buffers are bound to sessions of this sidecar's home: they go with it.
@@ -50,6 +69,17 @@ function H.stop()
     pcall(vim.api.nvim_del_autocmd, id)
   end
   H.autocmds = {}
+  for i = #(H.kept or {}), 1, -1 do -- the latest first: the first kept is the original
+    local k = H.kept[i]
+    k.tbl[k.key] = k.value
+  end
+  H.kept = {}
+end
+
+--- H.stop() for specs that open files: their buffers are wiped too.
+function H.stop_and_wipe()
+  vim.cmd('silent! %bwipeout!')
+  H.stop()
 end
 
 --- Wait for `cond()` (processing events meanwhile) or fail with `what`.

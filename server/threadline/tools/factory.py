@@ -15,8 +15,6 @@ How the engine uses it:
   ``await toolset.add_mcp_servers(servers)`` (a server already running under that
   name is not started again);
 * ``session/close``, ``session/delete``, server shutdown: ``await toolset.aclose()``.
-
-``build_tools`` does the first two in one call, for callers that want that.
 """
 
 from __future__ import annotations
@@ -114,35 +112,3 @@ class SessionTools:
             return
         with anyio.CancelScope(shield=True):
             await self.mcp.aclose()
-
-
-async def build_tools(
-    *,
-    cwd: str,
-    tools: Sequence[dict[str, Any]] = (),
-    exit_tools: Sequence[dict[str, Any]] = (),
-    client_capabilities: dict[str, Any] | None = None,
-    mcp_servers: Iterable[Any] = (),
-    builtin: bool | Iterable[str] = True,
-    extra_tools: Sequence[Tool] = (),
-    task_group: TaskGroup | None = None,
-    errlog: TextIO | None = None,
-) -> SessionTools:
-    """Every tool source of a session, MCP servers started (concurrently).
-
-    A server that fails to start does not fail the session: its reason is in
-    ``failures``. If this call is cancelled, the servers it started are stopped."""
-    registry = build_registry(
-        tools=tools,
-        exit_tools=exit_tools,
-        client_capabilities=client_capabilities,
-        builtin=builtin,
-        extra_tools=extra_tools,
-    )
-    session_tools = SessionTools(registry, cwd=cwd, task_group=task_group, errlog=errlog)
-    try:
-        await session_tools.add_mcp_servers(mcp_servers)
-    except BaseException:
-        await session_tools.aclose()
-        raise
-    return session_tools

@@ -290,10 +290,6 @@ class Sandbox:
         """Whether an already resolved (symlink-free) path lies inside a root."""
         return any(_is_within(real, r) for r in self.real_roots)
 
-    def link_stays_inside(self, link: str) -> bool:
-        """Whether a symlink found while walking a root leads to a place inside the roots."""
-        return self.contains_real(os.path.realpath(link))
-
     def shown(self, path: str) -> str:
         """How results name a path: relative to ``cwd`` when inside it."""
         if _is_within(path, self.cwd):

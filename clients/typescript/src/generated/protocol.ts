@@ -8,7 +8,7 @@ export const ACP_PROTOCOL_VERSION = 1 as const;
 /** Version of Threadline's extensions to ACP. */
 export const THREADLINE_PROTOCOL_VERSION = "0.1" as const;
 
-/** JSON-RPC error codes the server answers with (PROTOCOL.md, Errors). */
+/** JSON-RPC error codes the server answers with (threadline_protocol/errors.py; docs/protocol.md says when). */
 export const ErrorCodes = {
   CONTEXT_TOO_LARGE: -32013,
   INTERNAL_ERROR: -32603,

@@ -1,15 +1,485 @@
---- `:Threadline {sub} [args]`: each subcommand calls the API in `threadline`.
---- In a chat buffer a subcommand acts on that buffer's session.
+--- What a person can do: the API the `:Threadline` subcommands, the chat buffers' keys
+--- and other code call, each acting on a session (the one given, else the current chat
+--- buffer's, else the one used last).
+local config = require('threadline.config')
+local chat = require('threadline.chat')
+local editor_tools = require('threadline.editor_tools')
+local sidecar = require('threadline.sidecar')
+local state = require('threadline.state')
+local updates = require('threadline.updates')
 local util = require('threadline.util')
 
 local M = {}
 
+local notify, fire, describe_error = util.notify, util.fire, util.describe_error
+
+--- The session a command acts on: the one given, else the current buffer's, else the
+--- one used last.
+---@param session_id? string
+---@return string?
+function M.target(session_id)
+  if session_id and session_id ~= '' then
+    return session_id
+  end
+  local own = vim.b[vim.api.nvim_get_current_buf()].threadline_session
+  return own or state.session_id
+end
+
+--- The session a command acts on, or nil after saying there is none.
+---@param session_id? string
+---@param none string what to say when there is no session
+---@return string?
+local function session_or_say(session_id, none)
+  local sid = M.target(session_id)
+  if not sid then
+    notify(none, vim.log.levels.WARN)
+  end
+  return sid
+end
+
+--- A request's callback that says a failure as `what: reason` and hands on a result.
+---@param what string
+---@param on_result fun(result: any)
+---@return fun(err: table?, result: any)
+local function answered(what, on_result)
+  return function(err, result)
+    if err then
+      notify(what .. ': ' .. describe_error(err), vim.log.levels.ERROR)
+      return
+    end
+    on_result(result)
+  end
+end
+
+local function switch_to(session_id)
+  state.session_id = session_id
+  local c = chat.get(session_id)
+  c:show(config.options.open, config.options.reuse_window)
+  M.keys(c.buf)
+  return c
+end
+
+local function replay_history(session_id, after)
+  sidecar.request('session/history', { sessionId = session_id }, answered('history', function(result)
+    local c = switch_to(session_id)
+    c:replay(result.messages or {})
+    if after then
+      after(c)
+    end
+  end))
+end
+
+local function tool_wire(t)
+  return {
+    name = t.name,
+    description = t.description or '',
+    inputSchema = t.input_schema or { type = 'object', properties = vim.empty_dict() },
+    needsApproval = t.needs_approval or false,
+  }
+end
+
+--- Start a new session (and show its chat buffer).
+---@param model? string
+---@param callback? fun(session_id: string)
+function M.new(model, callback)
+  local meta = vim.deepcopy(config.options.session or {})
+  meta.model = model or config.options.model
+  local tools = sidecar.tools()
+  if #tools > 0 then
+    meta.tools = meta.tools or {}
+    for _, t in ipairs(tools) do
+      table.insert(meta.tools, tool_wire(t))
+    end
+  end
+  local params = { cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
+  if next(meta) then
+    params._meta = { threadline = meta }
+  end
+  sidecar.request('session/new', params, answered('new session', function(result)
+    state.model = result.models and result.models.currentModelId or meta.model
+    local c = switch_to(result.sessionId)
+    local warning = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline.warning
+    if type(warning) == 'string' then
+      notify(warning, vim.log.levels.WARN)
+      c:note('[' .. warning .. ']', 'ThreadlineError')
+    end
+    if callback then
+      callback(result.sessionId)
+    end
+  end))
+end
+
+--- Attach context (a selection, a buffer) to a session's next prompt; with a
+--- `question`, ask it at once.
+---@param blocks table[] ACP `resource` blocks
+---@param session_id? string
+---@param question? string
+function M.attach(blocks, session_id, question)
+  local function add(sid)
+    state.pending[sid] = vim.list_extend(state.pending[sid] or {}, blocks)
+    if question and vim.trim(question) ~= '' then
+      M.ask(question, sid)
+      return
+    end
+    local c = switch_to(sid)
+    local labels = vim.tbl_map(require('threadline.context').label, blocks)
+    c:note('[attached ' .. table.concat(labels, ', ') .. ': it goes with your next prompt]', 'ThreadlineContext')
+  end
+  local sid = M.target(session_id)
+  if sid then
+    add(sid)
+  else
+    M.new(nil, add)
+  end
+end
+
+--- Send a prompt (a new session is started if there is none). `#buffer` and
+--- `@path` in the text attach that buffer or file.
+---@param text string
+---@param session_id? string default: the current buffer's session, else the last used
+function M.ask(text, session_id)
+  if not text or vim.trim(text) == '' then
+    notify('nothing to ask', vim.log.levels.WARN)
+    return
+  end
+  if state.dead then
+    notify('the sidecar died: run :Threadline restart (your prompt was not sent)', vim.log.levels.ERROR)
+    return
+  end
+  local sid = M.target(session_id)
+  if not sid then
+    M.new(nil, function(id)
+      M.ask(text, id)
+    end)
+    return
+  end
+  if state.running[sid] then
+    notify('a turn is already running (interrupt it with :Threadline interrupt)', vim.log.levels.WARN)
+    return
+  end
+  local context = require('threadline.context')
+  local blocks = vim.list_extend(state.pending[sid] or {}, context.references(text))
+  state.pending[sid] = nil
+  local c = switch_to(sid)
+  c:user(text, vim.tbl_map(context.label, blocks))
+  c:set_status('thinking…')
+  state.running[sid] = true
+  updates.set_phase(state, sid, 'thinking')
+  local prompt = { { type = 'text', text = text } }
+  vim.list_extend(prompt, blocks)
+  sidecar.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
+    updates.turn_done(state, sid, c, err, result)
+  end)
+end
+
+local compose_count = 0
+
+--- A buffer to write a multi-line prompt in, under the current window; `:w` (or
+--- `<C-s>`) sends it to the session and closes the buffer, `:q!` drops it.
+---@param session_id? string
+---@return integer buf
+function M.compose(session_id)
+  local sid = M.target(session_id)
+  compose_count = compose_count + 1
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, ('threadline://prompt/%s/%d'):format(sid or 'new', compose_count))
+  vim.bo[buf].buftype = 'acwrite'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = 'markdown'
+  vim.cmd('belowright 8split')
+  local win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  local function send()
+    local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    vim.bo[buf].modified = false
+    if vim.api.nvim_win_is_valid(win) and #vim.api.nvim_tabpage_list_wins(0) > 1 then
+      vim.api.nvim_win_close(win, true)
+    end
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.api.nvim_buf_delete(buf, { force = true })
+    end
+    vim.cmd('stopinsert')
+    if vim.trim(text) ~= '' then
+      M.ask(text, sid)
+    end
+  end
+  vim.api.nvim_create_autocmd('BufWriteCmd', { buffer = buf, callback = send })
+  vim.keymap.set({ 'n', 'i' }, '<C-s>', send, { buffer = buf, desc = 'Threadline: send the prompt' })
+  return buf
+end
+
+--- Stop a session's running turn; its prompt answers `cancelled`.
+---@param session_id? string
+function M.interrupt(session_id)
+  local sid = session_or_say(session_id, 'no session')
+  if not sid then
+    return
+  end
+  if state.dead then
+    notify('the sidecar is not running (it died): nothing to interrupt; :Threadline restart', vim.log.levels.WARN)
+    return
+  end
+  sidecar.request('session/interrupt', { sessionId = sid }, answered('interrupt', function(result)
+    if not result.interrupted then
+      notify('nothing was running')
+    end
+  end))
+end
+
+--- Branch a session at `message_id` (default: all of it) and switch to the branch.
+---@param message_id? string
+---@param session_id? string
+function M.fork(message_id, session_id)
+  local sid = session_or_say(session_id, 'no session to fork')
+  if not sid then
+    return
+  end
+  local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }
+  if message_id and message_id ~= '' then
+    params.messageId = message_id
+  end
+  sidecar.request('session/fork', params, answered('fork', function(result)
+    replay_history(result.sessionId, function(c)
+      c:note(('[forked from %s at %s]'):format(sid, result.forkedAtMessageId or 'the end'))
+      fire('ThreadlineForked', result)
+    end)
+  end))
+end
+
+--- Summarise a session's older history.
+---@param instructions? string
+---@param session_id? string
+function M.compact(instructions, session_id)
+  local sid = session_or_say(session_id, 'no session to compact')
+  if not sid then
+    return
+  end
+  local params = { sessionId = sid }
+  if instructions and instructions ~= '' then
+    params.instructions = instructions
+  end
+  sidecar.request('session/compact', params, function(err, r)
+    local c = chat.get(sid)
+    c:set_status(state.running[sid] and 'thinking…' or nil)
+    if err then
+      notify('compact: ' .. describe_error(err), vim.log.levels.ERROR)
+      return
+    end
+    c:note(
+      ('[compacted: %s → %s messages, %s → %s tokens]'):format(
+        r.messagesBefore,
+        r.messagesAfter,
+        r.tokensBefore,
+        r.tokensAfter
+      )
+    )
+    fire('ThreadlineCompacted', r)
+  end)
+end
+
+--- Reattach to a stored session and show its history.
+---@param session_id string
+function M.resume(session_id)
+  if not session_id or session_id == '' then
+    notify('resume needs a session id (see :Threadline sessions)', vim.log.levels.WARN)
+    return
+  end
+  local params = { sessionId = session_id, cwd = config.options.cwd or vim.fn.getcwd() }
+  sidecar.request('session/resume', params, answered('resume', function()
+    replay_history(session_id, function()
+      fire('ThreadlineResumed', { sessionId = session_id })
+    end)
+  end))
+end
+
+---@param s table a `session/list` entry
+---@return string
+local function session_label(s)
+  local meta = type(s._meta) == 'table' and s._meta or {}
+  return ('%s%s  %s  %s msgs  %s'):format(
+    s.sessionId == state.session_id and '* ' or '  ',
+    s.sessionId,
+    (s.updatedAt or ''):sub(1, 16):gsub('T', ' '),
+    meta.messageCount or '?',
+    s.title or ''
+  )
+end
+
+--- Pick a stored session with `vim.ui.select` and resume it.
+function M.sessions()
+  sidecar.request('session/list', vim.empty_dict(), answered('sessions', function(result)
+    local items = result.sessions or {}
+    if #items == 0 then
+      notify('no stored sessions')
+      return
+    end
+    vim.ui.select(items, {
+      prompt = 'Threadline sessions',
+      kind = 'threadline.sessions',
+      format_item = session_label,
+    }, function(choice)
+      if choice then
+        M.resume(choice.sessionId)
+      end
+    end)
+  end))
+end
+
+--- Stored session ids (for completion), waiting at most a second.
+---@return string[]
+function M.session_ids()
+  if not sidecar.server_info() then
+    return {}
+  end
+  local result = sidecar.call('session/list', vim.empty_dict(), 1000)
+  return vim.tbl_map(function(s)
+    return s.sessionId
+  end, result and result.sessions or {})
+end
+
+--- Delete a session (after a confirmation) and wipe its buffer.
+---@param session_id? string
+function M.delete(session_id)
+  local sid = session_or_say(session_id, 'no session to delete')
+  if not sid then
+    return
+  end
+  vim.ui.select({ 'Delete', 'Keep' }, {
+    prompt = ('Threadline: delete session %s and its history?'):format(sid),
+    kind = 'threadline.delete',
+  }, function(choice)
+    if choice ~= 'Delete' then
+      return
+    end
+    sidecar.request('session/delete', { sessionId = sid }, answered('delete', function()
+      if state.session_id == sid then
+        state.session_id = nil
+      end
+      state.pending[sid] = nil
+      chat.drop(sid)
+      notify('deleted ' .. sid)
+      fire('ThreadlineDeleted', { sessionId = sid })
+    end))
+  end)
+end
+
+--- Change the model of a session (a picker without `model`).
+---@param model? string
+---@param session_id? string
+function M.set_model(model, session_id)
+  local sid = session_or_say(session_id, 'no session')
+  if not sid then
+    return
+  end
+  local function apply(choice)
+    sidecar.request(
+      'session/set_config_option',
+      { sessionId = sid, configId = 'model', value = choice },
+      answered('model', function(result)
+        chat.get(sid):note('[model: ' .. choice .. ']')
+        local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
+        if type(meta) == 'table' and type(meta.warning) == 'string' then
+          -- A missing key is said when the model is chosen, not at the first prompt.
+          notify(meta.warning, vim.log.levels.WARN)
+          chat.get(sid):note('[' .. meta.warning .. ']', 'ThreadlineError')
+        end
+        fire('ThreadlineModel', { sessionId = sid, model = choice })
+      end)
+    )
+  end
+  if model and model ~= '' then
+    apply(model)
+    return
+  end
+  vim.ui.select(sidecar.models(), { prompt = 'Threadline model', kind = 'threadline.model' }, function(choice)
+    if choice then
+      apply(choice)
+    end
+  end)
+end
+
+--- Start the sidecar again (after it died) and reattach every open chat buffer.
+function M.restart()
+  sidecar.shutdown(1000)
+  state.running, state.phase = {}, {}
+  local open = chat.all()
+  for sid, c in pairs(open) do
+    sidecar.request('session/resume', { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }, function(err)
+      if err then
+        c:note('[could not reattach: ' .. describe_error(err) .. ']', 'ThreadlineError')
+      else
+        c:note('[the sidecar was restarted]')
+      end
+    end)
+  end
+  if next(open) == nil then
+    sidecar.request('session/list', vim.empty_dict())
+  end
+  notify('sidecar restarted')
+end
+
+--- A floating window with a tool call's whole arguments and result.
+---@param buf integer
+function M.details(buf)
+  local c = chat.of_buffer(buf)
+  local entry = c and c:tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  if not entry then
+    return false
+  end
+  local lines = { entry.title .. ' (' .. entry.status .. ')', '', 'arguments:' }
+  vim.list_extend(lines, vim.split(vim.inspect(entry.input or {}), '\n'))
+  table.insert(lines, '')
+  table.insert(lines, 'result:')
+  vim.list_extend(lines, vim.split(entry.output ~= '' and entry.output or '(none yet)', '\n'))
+  vim.lsp.util.open_floating_preview(lines, 'markdown', { border = 'rounded', focus_id = 'threadline.tool' })
+  return true
+end
+
+--- Buffer-local keys of a chat buffer; each acts on that buffer's own session.
+---@param buf integer
+function M.keys(buf)
+  if vim.b[buf].threadline_keys then
+    return
+  end
+  vim.b[buf].threadline_keys = true
+  local sid = vim.b[buf].threadline_session
+  local keys = config.options.keys
+  if keys.interrupt then
+    vim.keymap.set('n', keys.interrupt, function()
+      M.interrupt(sid)
+    end, { buffer = buf, desc = 'Threadline: interrupt the turn' })
+  end
+  if keys.ask then
+    vim.keymap.set('n', keys.ask, function()
+      vim.ui.input({ prompt = 'Ask: ' }, function(text)
+        if text then
+          M.ask(text, sid)
+        end
+      end)
+    end, { buffer = buf, desc = 'Threadline: ask' })
+  end
+  if keys.compose then
+    vim.keymap.set('n', keys.compose, function()
+      M.compose(sid)
+      vim.cmd('startinsert')
+    end, { buffer = buf, desc = 'Threadline: write a multi-line prompt' })
+  end
+  if keys.details then
+    vim.keymap.set('n', keys.details, function()
+      if not M.details(buf) then
+        vim.cmd('normal! ' .. vim.api.nvim_replace_termcodes(keys.details, true, false, true))
+      end
+    end, { buffer = buf, desc = "Threadline: the tool call's arguments and result" })
+  end
+end
+
+-- -- `:Threadline {sub} [args]` ------------------------------------------------------
+
 ---@param range? {first: integer, last: integer}
 ---@param question string
 local function send(question, range)
-  local tl = require('threadline')
   local context = require('threadline.context')
-  local editor_tools = require('threadline.editor_tools')
   local buf = vim.api.nvim_get_current_buf()
   if vim.b[buf].threadline_session ~= nil then
     buf = editor_tools.editor_buffer() or buf
@@ -19,44 +489,44 @@ local function send(question, range)
     return
   end
   local block = range and context.from_buffer(buf, range.first, range.last) or context.from_buffer(buf)
-  tl.attach({ block }, nil, question)
+  M.attach({ block }, nil, question)
 end
 
 ---@type table<string, fun(arg: string, range?: {first: integer, last: integer})>
 M.subcommands = {
   new = function(arg)
-    require('threadline').new(arg ~= '' and arg or nil)
+    M.new(arg ~= '' and arg or nil)
   end,
   ask = function(arg)
-    require('threadline').ask(arg)
+    M.ask(arg)
   end,
   interrupt = function()
-    require('threadline').interrupt()
+    M.interrupt()
   end,
   fork = function(arg)
-    require('threadline').fork(arg)
+    M.fork(arg)
   end,
   compact = function(arg)
-    require('threadline').compact(arg)
+    M.compact(arg)
   end,
   sessions = function()
-    require('threadline').sessions()
+    M.sessions()
   end,
   resume = function(arg)
-    require('threadline').resume(arg)
+    M.resume(arg)
   end,
   delete = function(arg)
-    require('threadline').delete(arg ~= '' and arg or nil)
+    M.delete(arg ~= '' and arg or nil)
   end,
   model = function(arg)
-    require('threadline').set_model(arg)
+    M.set_model(arg)
   end,
   restart = function()
-    require('threadline').restart()
+    M.restart()
   end,
   send = send,
   prompt = function()
-    require('threadline').compose()
+    M.compose()
     vim.cmd('startinsert')
   end,
   health = function()
@@ -101,9 +571,9 @@ function M.complete(lead, line)
   end
   local sub = before[2]
   if sub == 'resume' or sub == 'delete' then
-    return starting(require('threadline').session_ids())
+    return starting(M.session_ids())
   elseif sub == 'new' or sub == 'model' then
-    return starting(require('threadline').models())
+    return starting(sidecar.models())
   end
   return {}
 end

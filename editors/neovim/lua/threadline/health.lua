@@ -1,5 +1,5 @@
---- `:checkhealth threadline`: the sidecar found and its version, the model reachable,
---- the data folder writable.
+--- `:checkhealth threadline`: Neovim's version, the sidecar found, its version and its
+--- `initialize` answer, the model reachable, the data folder writable.
 local M = {}
 
 --- The sidecar command with `serve` replaced by other arguments (for `--version` and
@@ -24,6 +24,51 @@ local function run(cmd, env, timeout)
     return nil
   end
   return proc:wait(timeout)
+end
+
+--- What the sidecar answers to `initialize`, over the plugin's own connection: the one
+--- already running, else a sidecar started for the check and stopped after it.
+---@param config threadline.Config
+---@return table? result, string? problem
+local function initialize(config)
+  local running = require('threadline').server_info()
+  if running then
+    return running
+  end
+  local done, result, problem = false, nil, nil
+  local ok, conn = pcall(require('threadline.rpc').start, {
+    cmd = config.cmd,
+    env = config.env,
+    cwd = config.cwd,
+    capabilities = vim.empty_dict(),
+  }, {
+    notification = function() end,
+    request = function()
+      return nil, { code = -32601, message = 'not answered during :checkhealth' }
+    end,
+    exit = function(code, signal)
+      if not done then
+        done, problem = true, ('the sidecar exited (code %d, signal %d) before answering'):format(code, signal or 0)
+      end
+    end,
+  }, function(err, answer)
+    done = true
+    if err then
+      problem = require('threadline.util').describe_error(err)
+    else
+      result = answer
+    end
+  end)
+  if not ok then
+    return nil, tostring(conn)
+  end
+  if not vim.wait(20000, function()
+    return done
+  end, 10) then
+    problem = 'no answer within 20 s'
+  end
+  conn:stop(1000)
+  return result, problem
 end
 
 ---@return string
@@ -71,6 +116,19 @@ function M.check()
     health.ok('running in this Neovim')
   else
     health.info('not started yet (it starts with the first :Threadline command)')
+  end
+  local answer, why = initialize(config)
+  if answer then
+    local agent = type(answer.agentInfo) == 'table' and answer.agentInfo or {}
+    health.ok(('initialize: %s %s, protocol %s'):format(
+      agent.name or '?',
+      agent.version or '?',
+      tostring(answer.protocolVersion)
+    ))
+  else
+    health.error('initialize failed: ' .. (why or '?'), {
+      'Run the command in a terminal to see what it prints; docs/editors.md lists what it needs',
+    })
   end
 
   health.start('threadline: model')

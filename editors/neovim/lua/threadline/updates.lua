@@ -74,4 +74,62 @@ function M.handle(state, params)
   end
 end
 
+--- A turn's prompt answered (or failed): the buffer says how it ended, and
+--- `ThreadlineTurnDone` tells whoever listens.
+---@param state threadline.State
+---@param sid string
+---@param c threadline.Chat
+---@param err table?
+---@param result table?
+function M.turn_done(state, sid, c, err, result)
+  if not state.running[sid] then
+    return -- the sidecar died meanwhile: already reported
+  end
+  state.running[sid] = nil
+  M.set_phase(state, sid, nil)
+  c:set_status(nil)
+  c:close_segment()
+  local outcome = { sessionId = sid }
+  if err then
+    c:note('[error: ' .. util.describe_error(err) .. ']', 'ThreadlineError')
+    outcome.error = util.describe_error(err)
+  else
+    outcome.stopReason = result.stopReason
+    outcome.usage = result.usage
+    if result.stopReason == 'cancelled' then
+      c:note('[interrupted]')
+    elseif result.stopReason ~= 'end_turn' then
+      c:note('[stopped: ' .. tostring(result.stopReason):gsub('_', ' ') .. ']')
+    end
+    local u = result.usage
+    if type(u) == 'table' then
+      c:note(('tokens in %s · out %s'):format(u.inputTokens or 0, u.outputTokens or 0))
+    end
+  end
+  state.last[sid] = outcome
+  util.fire('ThreadlineTurnDone', outcome)
+end
+
+--- The sidecar died while this Neovim used it: say so in every buffer with a running
+--- turn (what streamed stays), and once in the messages.
+---@param state threadline.State
+---@param code integer
+---@param signal integer
+function M.sidecar_died(state, code, signal)
+  state.dead = { code = code, signal = signal }
+  local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
+  for sid in pairs(state.running) do
+    state.running[sid] = nil
+    M.set_phase(state, sid, nil)
+    local c = chat.all()[sid]
+    if c then
+      c:set_status(nil)
+      c:close_segment()
+      c:note(('[the sidecar %s; :Threadline restart starts it again]'):format(how), 'ThreadlineError')
+    end
+    util.fire('ThreadlineTurnDone', { sessionId = sid, error = 'the sidecar ' .. how })
+  end
+  util.notify(('the sidecar %s; run :Threadline restart'):format(how), vim.log.levels.ERROR)
+end
+
 return M

@@ -6,14 +6,14 @@ local H = require('helpers')
 local HANG = H.scripted({ { text = 'partial ' }, { text = 'answer' }, { hang = true } })
 
 describe('threadline buffer-bound sessions', function()
-  local tl, original_input, original_select
+  local tl
   before_each(function()
     tl = H.start({ open = 'vsplit' })
-    original_input, original_select = vim.ui.input, vim.ui.select
+    H.keep(vim.ui, 'input')
+    H.keep(vim.ui, 'select')
     vim.cmd('silent! only')
   end)
   after_each(function()
-    vim.ui.input, vim.ui.select = original_input, original_select
     H.stop()
     vim.cmd('silent! only')
   end)

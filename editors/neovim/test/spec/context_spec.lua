@@ -4,16 +4,12 @@
 local H = require('helpers')
 
 describe('threadline context and edits', function()
-  local tl, home, original_select
+  local tl, home
   before_each(function()
     tl, home = H.start()
-    original_select = vim.ui.select
+    H.keep(vim.ui, 'select')
   end)
-  after_each(function()
-    vim.ui.select = original_select
-    vim.cmd('silent! %bwipeout!')
-    H.stop()
-  end)
+  after_each(H.stop_and_wipe)
 
   local function user_prompt(sid)
     local history = H.history(tl, sid)

@@ -16,17 +16,12 @@ local function sidecar_pid()
 end
 
 describe('threadline when the sidecar dies', function()
-  local tl, messages, original_notify
+  local tl, messages
   before_each(function()
     tl = H.start()
-    messages = {}
-    original_notify = vim.notify
-    vim.notify = function(msg, level)
-      table.insert(messages, { msg = msg, level = level })
-    end
+    messages = H.record_notify()
   end)
   after_each(function()
-    vim.notify = original_notify
     H.stop()
   end)
 
@@ -62,10 +57,10 @@ describe('threadline when the sidecar dies', function()
     assert.matches('died', tl.status(sid), 1, true)
 
     -- No silent new sidecar: interrupt and ask say what happened.
-    messages = {}
+    messages = H.record_notify()
     vim.cmd('Threadline interrupt')
     assert.is_not_nil(said('not running'), vim.inspect(messages))
-    messages = {}
+    messages = H.record_notify()
     vim.cmd('Threadline ask again')
     H.wait(function()
       return said('restart') ~= nil

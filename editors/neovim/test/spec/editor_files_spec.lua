@@ -4,16 +4,12 @@
 local H = require('helpers')
 
 describe('threadline workspace tools through Neovim buffers', function()
-  local tl, home, original
+  local tl, home
   before_each(function()
     tl, home = H.start()
-    original = vim.ui.select
+    H.keep(vim.ui, 'select')
   end)
-  after_each(function()
-    vim.ui.select = original
-    vim.cmd('silent! %bwipeout!')
-    H.stop()
-  end)
+  after_each(H.stop_and_wipe)
 
   local function run(model)
     local sid = H.new_session(tl, model)

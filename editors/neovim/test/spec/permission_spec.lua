@@ -8,7 +8,7 @@ local DEPLOY = H.scripted(
 )
 
 describe('threadline permission prompts', function()
-  local tl, ran, original
+  local tl, ran
   before_each(function()
     ran = {}
     tl = H.start({
@@ -25,10 +25,9 @@ describe('threadline permission prompts', function()
         },
       },
     })
-    original = vim.ui.select
+    H.keep(vim.ui, 'select')
   end)
   after_each(function()
-    vim.ui.select = original
     H.stop()
   end)
 

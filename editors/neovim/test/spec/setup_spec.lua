@@ -6,16 +6,11 @@ local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
 local root = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.normalize(here)))) -- editors/neovim
 
 describe('threadline setup', function()
-  local messages, original_notify
+  local messages
   before_each(function()
-    messages = {}
-    original_notify = vim.notify
-    vim.notify = function(msg, level)
-      table.insert(messages, { msg = msg, level = level })
-    end
+    messages = H.record_notify()
   end)
   after_each(function()
-    vim.notify = original_notify
     H.stop()
     vim.cmd('silent! only')
   end)
@@ -90,13 +85,14 @@ describe('threadline setup', function()
     assert_key_warning(tl, sid)
   end)
 
-  it(':checkhealth threadline reports the sidecar, its version, the model and the data folder', function()
+  it(':checkhealth threadline reports the sidecar, its version, initialize, the model and the data folder', function()
     H.start()
     vim.cmd('checkhealth threadline')
     local text = H.text(0)
-    assert.matches('OK Neovim', text, 1, true)
+    assert.matches('OK Neovim ' .. tostring(vim.version()), text, 1, true)
     assert.matches('OK command: ', text, 1, true)
     assert.matches('OK version: threadline %d+%.%d+%.%d+', text)
+    assert.matches('OK initialize: threadline %d+%.%d+%.%d+, protocol 1', text)
     assert.matches('model local:smollm2%-135m', text)
     assert.matches('OK writable: ' .. H.home, text, 1, true)
     assert.is_nil(text:find('ERROR', 1, true), text)
@@ -107,6 +103,34 @@ describe('threadline setup', function()
     text = H.text(0)
     assert.matches("ERROR 'threadline-is-not-installed-here' is not executable", text, 1, true)
     assert.matches('ADVICE', text, 1, true)
+    vim.cmd('bwipeout!')
+    -- A command that runs but is no sidecar: initialize fails, in words.
+    require('threadline').setup({ cmd = { 'false' } })
+    vim.cmd('checkhealth threadline')
+    text = H.text(0)
+    assert.matches('ERROR initialize failed: the sidecar exited (code 1', text, 1, true)
+    vim.cmd('bwipeout!')
+  end)
+
+  it(':checkhealth threadline reads initialize from the sidecar already running', function()
+    local tl = H.start()
+    H.new_session(tl, 'scripted:echo')
+    local conn = tl.state.conn
+    local rpc = require('threadline.rpc')
+    local started = 0
+    H.keep(rpc, 'start')
+    local start = rpc.start
+    rpc.start = function(...)
+      started = started + 1
+      return start(...)
+    end
+    vim.cmd('checkhealth threadline')
+    local text = H.text(0)
+    assert.matches('OK running in this Neovim', text, 1, true)
+    assert.matches('OK initialize: threadline %d+%.%d+%.%d+, protocol 1', text)
+    assert.equals(0, started) -- no second sidecar for the check
+    assert.equals(conn, tl.state.conn)
+    assert.is_false(conn.closed)
     vim.cmd('bwipeout!')
   end)
 end)

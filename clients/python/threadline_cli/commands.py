@@ -1,45 +1,35 @@
-"""The ``threadline`` command: ``serve`` for editors; the others for people."""
+"""The ``threadline`` commands for people, and ``serve`` when it comes with options."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 
-from . import __version__
+from threadline import __version__, models_cmd, store_cmd
+from threadline_client import RpcError, ask, desktop
+from threadline_client import chat as chat_cli
 
 DESCRIPTION = """\
 Threadline keeps LLM agent sessions for editors. `threadline serve` is what an editor
 starts; `ask`, `chat`, `sessions`, `history` and `models` are for people."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else argv
-    if words == ["serve"]:
-        # The editors' path: start before importing what only the other commands need.
-        from .rpc.boot import serve
-
-        return serve()
-    from . import models_cmd, store_cmd
-
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
         prog="threadline",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"threadline {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    top.add_argument("--version", action="version", version=f"threadline {__version__}")
+    sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the sidecar on stdio (what editors start)")
     p_ask = sub.add_parser("ask", help="ask one question and stream the answer")
     p_ask.add_argument("prompt", nargs="+")
     p_ask.add_argument("--model", help="model id, e.g. local:smollm2-135m")
     p_ask.add_argument("--session", help="continue this session instead of starting one")
     p_ask.add_argument("--tools", action="store_true", help="let the model use the workspace tools")
-    p_chat = sub.add_parser("chat", help="interactive terminal chat")
-    from threadline_client import chat as chat_cli
-
-    chat_cli.add_arguments(p_chat)
-    from threadline_client import desktop
-
+    chat_cli.add_arguments(sub.add_parser("chat", help="interactive terminal chat"))
     desktop.add_arguments(
         sub.add_parser("desktop", help="the chat as a local web app (fork tree, side by side)")
     )
@@ -50,10 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     store_cmd.add_arguments(sub.add_parser("store", help="manage where sessions are stored"))
     p_hist = sub.add_parser("history", help="print a session's transcript")
     p_hist.add_argument("session")
-    args = parser.parse_args(argv)
+    return top
 
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     if args.command == "serve":
-        from .rpc.boot import serve
+        from threadline.rpc.boot import serve
 
         return serve()
     if args.command == "models":
@@ -64,10 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         return chat_cli.run(args)
     if args.command == "desktop":
         return desktop.run(args)
-    import asyncio
-
-    from threadline_client import RpcError, ask
-
     try:
         if args.command == "ask":
             return asyncio.run(
@@ -89,7 +78,3 @@ def main(argv: list[str] | None = None) -> int:
     except ConnectionError as exc:
         print(f"threadline: {exc}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

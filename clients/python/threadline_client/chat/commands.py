@@ -1,0 +1,183 @@
+"""The slash commands (``/fork``, ``/compact``, ``/sessions``…): each a small request on
+the current :class:`~.controller.Chat`, its answer printed."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..client import RpcError
+from .controller import Chat
+from .rendering import block_text, short
+
+HELP = """\
+/fork [messageId]        branch this session (at a message, default: all of it) and switch to it
+/compact [instructions]  summarise older history to free context
+/sessions                list stored sessions
+/resume ID               switch to a stored session
+/model [id]              show the models, or switch this session's model
+/new [model]             start a new session (stored at its first prompt)
+/delete [ID]             delete this session (or that one) and its history
+/tools [on|off]          the built-in workspace tools (read, list, search, write files)
+/quit                    leave (also Ctrl-D)
+Ctrl-C interrupts a running turn; Ctrl-C again at the prompt exits."""
+
+
+class Commands:
+    """A line that starts with ``/``, run against the chat it was typed in."""
+
+    def __init__(self, chat: Chat) -> None:
+        self.chat = chat
+
+    async def run(self, line: str) -> None:
+        name, _, arg = line[1:].strip().partition(" ")
+        arg = arg.strip()
+        handlers: dict[str, Callable[[str], Awaitable[None]]] = {
+            "fork": self.cmd_fork,
+            "compact": self.cmd_compact,
+            "sessions": self.cmd_sessions,
+            "resume": self.cmd_resume,
+            "model": self.cmd_model,
+            "new": self.cmd_new,
+            "delete": self.cmd_delete,
+            "tools": self.cmd_tools,
+            "help": self.cmd_help,
+        }
+        if name in ("quit", "exit", "q"):
+            self.chat.quit.set()
+            return
+        handler = handlers.get(name)
+        if handler is None:
+            self.chat.console.print(Text(f"unknown command /{name} (try /help)", style="red"))
+            return
+        try:
+            await handler(arg)
+        except RpcError as exc:
+            self.chat.console.print(Text(f"/{name}: {exc.message}", style="red"))
+
+    async def cmd_help(self, arg: str) -> None:
+        self.chat.console.print(Text(HELP), highlight=False)
+
+    async def cmd_new(self, arg: str) -> None:
+        self.chat.start_new(arg or None)
+
+    async def cmd_delete(self, arg: str) -> None:
+        target = arg or self.chat.session_id
+        if not target:
+            self.chat.console.print(
+                Text("nothing to delete: this session is not stored yet", style="dim")
+            )
+            return
+        answer = await self.chat.ask(
+            Text(f"delete {target} and its history? [y/N] ", style="yellow")
+        )
+        if not isinstance(answer, str) or answer.strip().lower() not in ("y", "yes"):
+            self.chat.console.print(Text("kept", style="dim"))
+            return
+        await self.chat.client.request("session/delete", {"sessionId": target})
+        self.chat.console.print(Text(f"deleted {target}", style="green"), highlight=False)
+        if target == self.chat.session_id:
+            self.chat.start_new(self.chat.model or None)
+
+    async def cmd_tools(self, arg: str) -> None:
+        choice = arg.strip().lower()
+        if choice not in ("", "on", "off"):
+            self.chat.console.print(Text("usage: /tools [on|off]", style="red"))
+            return
+        if choice:
+            enabled = choice == "on"
+            if self.chat.session_id:
+                await self.chat.client.request(
+                    "session/set_config_option",
+                    {
+                        "sessionId": self.chat.session_id,
+                        "configId": "builtinTools",
+                        "value": enabled,
+                    },
+                )
+            self.chat.session_options["builtinTools"] = enabled
+        state = "on" if self.chat.builtin_tools else "off"
+        self.chat.console.print(Text(f"built-in tools: {state}", style="dim"), highlight=False)
+
+    def _no_session_yet(self, what: str) -> bool:
+        if self.chat.session_id:
+            return False
+        self.chat.console.print(Text(f"nothing to {what} yet: send a prompt first", style="dim"))
+        return True
+
+    async def cmd_fork(self, arg: str) -> None:
+        if self._no_session_yet("fork"):
+            return
+        params: dict[str, Any] = {"sessionId": self.chat.session_id, "cwd": self.chat.cwd}
+        if arg:
+            params["messageId"] = arg
+        result = await self.chat.client.request("session/fork", params)
+        parent, self.chat.session_id = self.chat.session_id, str(result["sessionId"])
+        at = result.get("forkedAtMessageId") or "the end"
+        self.chat.console.print(
+            Text(f"forked {parent} at {at} → {self.chat.session_id} (now current)", style="green"),
+            highlight=False,
+        )
+
+    async def cmd_compact(self, arg: str) -> None:
+        if self._no_session_yet("compact"):
+            return
+        params: dict[str, Any] = {"sessionId": self.chat.session_id}
+        if arg:
+            params["instructions"] = arg
+        self.chat.console.print(Text("compacting…", style="dim"))
+        r = await self.chat.client.request("session/compact", params)
+        self.chat.console.print(
+            Text(
+                f"compacted: {r.get('messagesBefore')} → {r.get('messagesAfter')} messages, "
+                f"{r.get('tokensBefore')} → {r.get('tokensAfter')} tokens",
+                style="green",
+            ),
+            highlight=False,
+        )
+        summary = block_text(r.get("summary"))
+        if summary:
+            self.chat.console.print(Text(short(summary, 300), style="dim"), highlight=False)
+
+    async def cmd_sessions(self, arg: str) -> None:
+        sessions = await self.chat.client.list_sessions()
+        id_width = max((len(str(s.get("sessionId"))) for s in sessions), default=8)
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        table.add_column("")
+        table.add_column("session", no_wrap=True, min_width=id_width)
+        table.add_column("updated", no_wrap=True)
+        table.add_column("msgs", justify="right", no_wrap=True)
+        table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
+        table.add_column("title", no_wrap=True, overflow="ellipsis")
+        for s in sessions:
+            meta = s.get("_meta") or {}
+            table.add_row(
+                "*" if s.get("sessionId") == self.chat.session_id else "",
+                str(s.get("sessionId")),
+                str(s.get("updatedAt") or "")[:16].replace("T", " "),
+                str(meta.get("messageCount", "")),
+                str(meta.get("model") or ""),
+                str(s.get("title") or ""),
+            )
+        self.chat.console.print(table, highlight=False)
+
+    async def cmd_resume(self, arg: str) -> None:
+        if not arg:
+            self.chat.console.print(Text("usage: /resume SESSION_ID (see /sessions)", style="red"))
+            return
+        await self.chat.resume(arg)
+
+    async def cmd_model(self, arg: str) -> None:
+        if arg:
+            await self.chat.set_model(arg)
+            return
+        for m in self.chat.models:
+            mark = "*" if m.get("modelId") == self.chat.model else " "
+            self.chat.console.print(
+                Text(f" {mark} {m.get('modelId')}  {m.get('name', '')}"), highlight=False
+            )
+        if self.chat.model and all(m.get("modelId") != self.chat.model for m in self.chat.models):
+            self.chat.console.print(Text(f" * {self.chat.model}"), highlight=False)

@@ -1,0 +1,399 @@
+"""One terminal conversation: the session it talks to, the sidecar's requests it
+answers (permission, ``tool/call``, ``fs/*``), turns and Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..client import RpcError, ThreadlineClient
+from .input import SIGINT, LineInput, Sigint
+from .rendering import TurnView, block_text, short
+from .tools import ChatTool
+
+PERMISSION_CHOICES: list[tuple[str, str]] = [
+    ("allow_once", "Allow once"),
+    ("allow_always", "Always allow"),
+    ("reject_once", "Reject"),
+    ("reject_always", "Always reject"),
+]
+
+
+PROMPT = "\u276f "  # a heavy angle quote marks the prompt
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _write_text(path: str, content: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(content)
+
+
+def _offered(models: Any) -> list[dict[str, Any]]:
+    """The models a person may pick: test models (``scripted:…``) are left out."""
+    return [
+        dict(m)
+        for m in models or []
+        if isinstance(m, dict) and not str(m.get("modelId", "")).startswith("scripted:")
+    ]
+
+
+class Chat:
+    """One terminal conversation: the read-prompt-stream loop, commands and Ctrl-C."""
+
+    def __init__(
+        self,
+        client: ThreadlineClient,
+        console: Console,
+        lines: LineInput,
+        *,
+        cwd: str,
+        session_options: Mapping[str, Any],
+        tools: Sequence[ChatTool],
+    ) -> None:
+        self.client = client
+        self.console = console
+        self.lines = lines
+        self.cwd = cwd
+        self.session_options = dict(session_options)
+        self.tools = {t.name: t for t in tools}
+        self.session_id = ""
+        self.default_model = ""
+        self.pending_model: str | None = None
+        """The model the next session is created with (at its first prompt)."""
+        self.model = ""
+        self.models: list[dict[str, Any]] = []
+        self.view: TurnView | None = None
+        self.turn: asyncio.Task[Any] | None = None
+        self.interrupting = False
+        self.last_was_sigint = False
+        self.quit = asyncio.Event()
+        self._read: asyncio.Future[str | Sigint | None] | None = None
+        self._ask_lock = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    async def ask(self, prompt: Text | str) -> str | Sigint | None:
+        """Print a prompt and read one line; Ctrl-C abandons the read."""
+        self.console.print(prompt, end="")
+        self.console.file.flush()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | Sigint | None] = loop.create_future()
+        self._read = answer
+        reader = loop.create_task(self.lines.readline())
+
+        def deliver(task: asyncio.Task[str | None]) -> None:
+            if answer.done() or task.cancelled():
+                return
+            if task.exception() is not None:
+                answer.set_result(None)
+            else:
+                answer.set_result(task.result())
+
+        reader.add_done_callback(deliver)
+        try:
+            return await answer
+        finally:
+            self._read = None
+            if not reader.done():
+                reader.cancel()
+
+    def on_sigint(self) -> None:
+        if self._read is not None and not self._read.done():
+            self.console.print()
+            self._read.set_result(SIGINT)
+            return
+        if self.turn is not None and not self.turn.done():
+            if self.interrupting:  # second Ctrl-C while the interrupt is under way: leave
+                self.console.print(Text("\n[leaving]", style="yellow"))
+                self.quit.set()
+                self.turn.cancel()
+                return
+            self.interrupting = True
+            self.last_was_sigint = True
+            self._start_interrupt()
+
+    def _start_interrupt(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._interrupt())
+        self._background.add(task)  # the loop keeps only a weak reference
+        task.add_done_callback(self._background.discard)
+
+    async def _interrupt(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.interrupt(self.session_id)
+
+    def on_update(self, session_id: str, update: dict[str, Any]) -> None:
+        if session_id != self.session_id:
+            return
+        kind = update.get("sessionUpdate")
+        view = self.view
+        if kind == "usage_update" and view is not None:
+            view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
+        elif kind == "compaction_update":
+            status = update.get("status")
+            if view is not None:
+                view.status = "compacting…" if status == "in_progress" else "thinking…"
+            if status != "in_progress" or view is None:
+                self.console.print(Text(f"  ⋯ compaction {status}", style="dim"))
+        elif view is None:
+            return
+        elif kind in ("agent_message_chunk", "agent_thought_chunk"):
+            text = block_text(update.get("content"))
+            view.chunk(
+                "thought" if kind == "agent_thought_chunk" else "text",
+                update.get("messageId"),
+                text,
+            )
+        elif kind == "tool_call":
+            view.tool_call(update)
+        elif kind == "tool_call_update":
+            view.tool_update(update)
+
+    async def on_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        async with self._ask_lock:
+            if self.view is not None:
+                self.view.pause()
+            self.lines.echo(True)
+            try:
+                return await self._ask_permission(params)
+            finally:
+                if self.turn is not None and not self.turn.done():
+                    self.lines.echo(False)
+                if self.view is not None:
+                    self.view.resume()
+
+    async def _ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        call = params.get("toolCall") or {}
+        options = params.get("options") or [
+            {"optionId": o, "name": n, "kind": o} for o, n in PERMISSION_CHOICES
+        ]
+        title = call.get("title") or call.get("toolCallId") or "a tool"
+        self.console.print(Text(f"\n  ? The model wants to run {title}", style="bold yellow"))
+        if call.get("rawInput"):
+            self.console.print(Text(f"    {short(call['rawInput'], 200)}", style="dim"))
+        menu = "  ".join(
+            f"[{i}] {o.get('name', o.get('optionId'))}" for i, o in enumerate(options, 1)
+        )
+        self.console.print(Text(f"    {menu}"))
+        while True:
+            answer = await self.ask(Text(f"    choose 1-{len(options)}: ", style="yellow"))
+            if isinstance(answer, Sigint) or answer is None:
+                self.on_sigint_during_permission()
+                return {"outcome": {"outcome": "cancelled"}}
+            choice = answer.strip()
+            picked = [
+                o
+                for i, o in enumerate(options, 1)
+                if choice in (str(i), o.get("optionId"), o.get("kind"))
+            ]
+            if picked:
+                return {"outcome": {"outcome": "selected", "optionId": picked[0]["optionId"]}}
+
+    def on_sigint_during_permission(self) -> None:
+        """Ctrl-C at a permission question cancels the question and the turn (ACP)."""
+        if self.turn is not None and not self.turn.done() and not self.interrupting:
+            self.interrupting = True
+            self.last_was_sigint = True
+            self._start_interrupt()
+
+    async def on_tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        tool = self.tools.get(str(params.get("name")))
+        if tool is None:
+            return {"content": [{"type": "text", "text": "unknown tool"}], "isError": True}
+        return await tool.handler(dict(params.get("arguments") or {}))
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def open(self, session_id: str | None, model: str | None) -> None:
+        init = await self.client.initialize(fs={"readTextFile": True, "writeTextFile": True})
+        meta = ((init.get("agentCapabilities") or {}).get("_meta") or {}).get("threadline") or {}
+        self.models = _offered(meta.get("models"))
+        self.default_model = str(meta.get("defaultModel") or "")
+        if session_id:
+            await self.resume(session_id)
+            if model:
+                await self.set_model(model)
+        else:
+            self.start_new(model)
+
+    def start_new(self, model: str | None) -> None:
+        """A new session, created (and stored) when the first prompt is sent."""
+        self.session_id = ""
+        self.pending_model = model
+        self.model = model or self.default_model
+        self.console.print(
+            Text(f"new session · model {short(self.model, 48)}", style="dim"), highlight=False
+        )
+
+    async def ensure_session(self) -> str:
+        if not self.session_id:
+            await self.new_session(self.pending_model)
+            self.pending_model = None
+        return self.session_id
+
+    async def new_session(self, model: str | None) -> None:
+        meta = dict(self.session_options)
+        if model:
+            meta["model"] = model
+        if self.tools:
+            meta["tools"] = [*meta.get("tools", []), *(t.wire() for t in self.tools.values())]
+        params: dict[str, Any] = {"cwd": self.cwd, "mcpServers": []}
+        if meta:
+            params["_meta"] = {"threadline": meta}
+        result = await self.client.request("session/new", params)
+        self.session_id = str(result["sessionId"])
+        self._take_config(result.get("configOptions"))
+        warning = ((result.get("_meta") or {}).get("threadline") or {}).get("warning")
+        if warning:
+            self.console.print(Text(f"warning: {warning}", style="yellow"), highlight=False)
+        self.console.print(
+            Text(f"session {self.session_id}", style="dim"),
+            highlight=False,
+        )
+
+    def _take_config(self, options: Any) -> None:
+        for opt in options or []:
+            if isinstance(opt, dict) and opt.get("id") == "model":
+                self.model = str(opt.get("currentValue", self.model))
+                self.models = (
+                    _offered(
+                        {"modelId": o.get("value"), "name": o.get("name")}
+                        for o in opt.get("options") or []
+                    )
+                    or self.models
+                )
+
+    async def resume(self, session_id: str) -> None:
+        await self.client.request("session/resume", {"sessionId": session_id, "cwd": self.cwd})
+        self.session_id = session_id
+        for s in await self.client.list_sessions():
+            if s.get("sessionId") == session_id:
+                self.model = str((s.get("_meta") or {}).get("model") or "")
+        self.console.print(
+            Text(f"resumed {session_id} · model {short(self.model, 48)}", style="dim"),
+            highlight=False,
+        )
+        history = await self.client.history(session_id)
+        for m in history[-4:]:
+            text = "".join(
+                b.get("text", "")
+                for b in m.get("content", [])
+                if b.get("type") in ("text", "summary")
+            )
+            if text:
+                who = "you" if m.get("role") == "user" else m.get("role", "")
+                self.console.print(Text(f"  [{m.get('messageId')}] {who}: ", style="dim"), end="")
+                self.console.print(Text(short(text, 200)), highlight=False)
+
+    async def set_model(self, model: str) -> None:
+        if not self.session_id:
+            self.pending_model = self.model = model
+            self.console.print(Text(f"model {self.model}", style="dim"), highlight=False)
+            return
+        result = await self.client.request(
+            "session/set_config_option",
+            {"sessionId": self.session_id, "configId": "model", "value": model},
+        )
+        self._take_config((result or {}).get("configOptions"))
+        self.console.print(Text(f"model {self.model}", style="dim"), highlight=False)
+
+    @property
+    def builtin_tools(self) -> bool:
+        return self.session_options.get("builtinTools", True) is not False
+
+    async def on_read_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/read_text_file``: the file on disk (``line`` is 1-based)."""
+        text = await asyncio.to_thread(_read_text, str(params["path"]))
+        lines = text.split("\n")
+        first = max(1, int(params.get("line") or 1))
+        limit = params.get("limit")
+        last = len(lines) if limit is None else min(len(lines), first + int(limit) - 1)
+        return {"content": "\n".join(lines[first - 1 : last])}
+
+    async def on_write_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``fs/write_text_file``: the sidecar asked permission (in this terminal) first."""
+        path, content = str(params["path"]), str(params["content"])
+        await asyncio.to_thread(_write_text, path, content)
+        return {}
+
+    # -- turns -------------------------------------------------------------------------
+
+    async def run_turn(self, text: str) -> None:
+        try:
+            await self.ensure_session()
+        except RpcError as exc:
+            self.console.print(Text(f"error: {exc.message}", style="red"))
+            return
+        self.view = TurnView(self.console)
+        self.interrupting = False
+        self.view.start()
+        self.turn = asyncio.get_running_loop().create_task(
+            self.client.prompt(self.session_id, text)
+        )
+        self.lines.echo(False)
+        try:
+            result = await self.turn
+        except asyncio.CancelledError:
+            if not self.quit.is_set():
+                raise
+            self.view.stop()
+            return
+        except (RpcError, ConnectionError) as exc:
+            self.view.stop()
+            if isinstance(exc, RpcError):
+                self.console.print(Text(f"error: {exc.message}", style="red"))
+                reason = (exc.data or {}).get("reason") if isinstance(exc.data, dict) else None
+                if reason:
+                    self.console.print(Text(f"  reason: {reason}", style="red"))
+            else:
+                self.console.print(Text(f"error: {exc}", style="red"))
+            return
+        finally:
+            self.turn = None
+            self.lines.echo(True, discard_typeahead=True)
+        view = self.view
+        view.stop()
+        self.view = None
+        stop = str(result.get("stopReason", ""))
+        if stop == "cancelled":
+            self.console.print(Text("[interrupted]", style="yellow"))
+        else:
+            self.last_was_sigint = False
+        self.console.print(view.usage_line(stop, result.get("usage")))
+
+    async def loop(self, command: Callable[[str], Awaitable[None]]) -> int:
+        """Read and run lines until the person leaves; ``command`` runs a slash command."""
+        while not self.quit.is_set():
+            line = await self.ask(Text(PROMPT, style="bold magenta"))
+            if line is None:  # Ctrl-D
+                self.console.print()
+                return 0
+            if isinstance(line, Sigint):
+                if self.last_was_sigint:
+                    return 0
+                self.last_was_sigint = True
+                self.console.print(Text("(Ctrl-C again or Ctrl-D to exit)", style="dim"))
+                continue
+            self.last_was_sigint = False
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/") and not line.startswith("//"):
+                await command(line)
+            else:
+                await self.run_turn(line[1:] if line.startswith("//") else line)
+            if self.client.closed.is_set():
+                self.console.print(Text("the sidecar exited", style="red"))
+                return 1
+        return 0

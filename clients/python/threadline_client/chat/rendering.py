@@ -1,0 +1,228 @@
+"""How a turn looks in the terminal: streamed markdown, thoughts, running tools, usage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.text import Text
+
+
+class _Tail:
+    """Render only the last lines that fit the terminal: a live area taller than the
+    screen cannot be redrawn, and the newest text is what a reader is watching."""
+
+    def __init__(self, renderable: RenderableType, reserve: int) -> None:
+        self.renderable = renderable
+        self.reserve = reserve
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        keep = max(3, console.size.height - self.reserve)
+        # Two columns short of the edge: a line that fills the last column leaves the
+        # cursor waiting to wrap, and the next byte (an echoed ^C) would start a line
+        # the live area does not know about, leaving a stale copy on screen.
+        narrower = options.update(height=None, width=max(10, options.max_width - 2))
+        lines = console.render_lines(self.renderable, narrower, pad=False)
+        for line in lines[-keep:]:
+            yield from line
+            yield Segment.line()
+
+
+class _Markdown(Markdown):
+    """Markdown whose HTML is shown as written: rich drops HTML blocks and tags, so an
+    answer that starts with ``<error>`` (or any tag) would not appear at all."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(markup)
+        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+        self.parsed = parser.parse(markup)
+
+
+def block_text(blocks: Any) -> str:
+    if isinstance(blocks, str):
+        return blocks
+    if isinstance(blocks, dict):
+        blocks = [blocks]
+    out: list[str] = []
+    for b in blocks or []:
+        if not isinstance(b, dict):
+            continue
+        inner = b.get("content") if b.get("type") == "content" else b
+        if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+            out.append(inner["text"])
+    return "".join(out)
+
+
+def short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _ToolLine:
+    title: str
+    status: str = "pending"
+
+
+class TurnView:
+    """What one turn looks like: streamed markdown, thoughts, running tools, usage.
+
+    Finished pieces (a message whose id changed, a text before a tool call) are printed
+    into the scrollback; only the piece still arriving and the running tools stay in
+    the live area, which the event loop redraws (no refresh thread).
+    """
+
+    REFRESH = 1 / 12
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live: Live | None = None
+        self.kind: str | None = None
+        self.message_id: str | None = None
+        self.text = ""
+        self.tools: dict[str, _ToolLine] = {}
+        self.context: tuple[int, int] | None = None
+        self.status: str | None = "thinking…"
+        """Shown with a spinner while nothing else moves: before the first token, and
+        while a compaction runs."""
+        self._dirty = False
+        self._ticker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.live = Live(
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            get_renderable=self._render,
+            vertical_overflow="visible",
+        )
+        self.live.start()
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.REFRESH)
+            if self.live is not None and (self._dirty or self.tools or self.status):
+                self._dirty = False
+                self.live.refresh()
+
+    def pause(self) -> None:
+        """Take the live area down (a question is about to be asked)."""
+        self.flush()
+        if self.live is not None:
+            self.live.stop()
+
+    def resume(self) -> None:
+        if self.live is not None:
+            self.live.start()
+
+    def stop(self) -> None:
+        self.flush()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        for tool in self.tools.values():
+            self.console.print(Text(f"  ✗ {tool.title} (not finished)", style="yellow"))
+        self.tools.clear()
+
+    def _render(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self.text:
+            parts.append(_Tail(self._piece(), reserve=len(self.tools) + 2))
+        for tool in self.tools.values():
+            parts.append(Spinner("dots", text=Text(f"{tool.title} ({tool.status})", style="cyan")))
+        if self.status and not self.tools:
+            parts.append(Spinner("dots", text=Text(self.status, style="dim")))
+        return Group(*parts)
+
+    def _piece(self) -> RenderableType:
+        if self.kind == "thought":
+            return Text(self.text, style="dim italic")
+        return _Markdown(self.text)
+
+    def flush(self) -> None:
+        """Print the piece being streamed into the scrollback and start a new one.
+
+        The live area is redrawn without the piece first: rich re-emits the live area
+        after anything printed above it, so it must not still hold the piece."""
+        piece = self._piece() if self.text else None
+        self.text = ""
+        self.kind = None
+        self._dirty = True
+        if self.live is not None and self.live.is_started:
+            self.live.refresh()
+        if piece is not None:
+            self.console.print(piece)
+
+    def chunk(self, kind: str, message_id: str | None, text: str) -> None:
+        self.status = None
+        if kind != self.kind or message_id != self.message_id:
+            self.flush()
+            self.kind, self.message_id = kind, message_id
+        self.text += text
+        self._dirty = True
+
+    def tool_call(self, update: dict[str, Any]) -> None:
+        self.flush()
+        call_id = str(update.get("toolCallId", ""))
+        title = str(update.get("title") or "tool")
+        raw = update.get("rawInput")
+        if raw:
+            title = f"{title} {short(raw, 60)}"
+        status = str(update.get("status") or "pending")
+        if status in ("completed", "failed"):
+            self._done(title, status, update)
+            return
+        self.tools[call_id] = _ToolLine(title, status)
+        self.console.print(Text(f"  ⚙ {title}", style="cyan"))
+        self._dirty = True
+
+    def tool_update(self, update: dict[str, Any]) -> None:
+        call_id = str(update.get("toolCallId", ""))
+        tool = self.tools.get(call_id)
+        status = str(update.get("status") or (tool.status if tool else "pending"))
+        if status in ("completed", "failed"):
+            self.tools.pop(call_id, None)
+            self._done(tool.title if tool else call_id, status, update)
+            self.status = "thinking…"  # the model reads the result next
+        elif tool is not None:
+            tool.status = status
+        self._dirty = True
+
+    def _done(self, title: str, status: str, update: dict[str, Any]) -> None:
+        cancelled = bool(((update.get("_meta") or {}).get("threadline") or {}).get("cancelled"))
+        output = short(block_text(update.get("content")), 100)
+        if cancelled:
+            line = Text(f"  ✗ {title} (cancelled)", style="yellow")
+        elif status == "failed":
+            line = Text(f"  ✗ {title} failed", style="red")
+        else:
+            line = Text(f"  ✓ {title}", style="green")
+        if output:
+            line.append(f"  {output}", style="dim")
+        self.console.print(line)
+
+    def usage_line(self, stop: str, usage: Mapping[str, Any] | None) -> Text:
+        parts = [stop]
+        if usage:
+            parts.append(
+                f"tokens in {usage.get('inputTokens', 0)} · out {usage.get('outputTokens', 0)}"
+            )
+        if self.context:
+            used, size = self.context
+            pct = f" ({100 * used // size}%)" if size else ""
+            parts.append(f"context {used}/{size}{pct}")
+        return Text("↳ " + " · ".join(parts), style="dim")
