@@ -44,7 +44,7 @@ FIGURE = "tool choice (embedded model)"
 
 def registry() -> ToolRegistry:
     """The tools of an editor session that can write files, as ``Session`` builds them."""
-    memory = [RememberTool(lambda m: None), ForgetTool(lambda m: None, dict)]
+    memory = [RememberTool(lambda text: "exp_1"), ForgetTool(lambda experience_id: False)]
     return build_registry(
         tools=EDITOR_TOOLS,
         client_capabilities={"fs": {"readTextFile": True, "writeTextFile": True}},

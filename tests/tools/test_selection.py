@@ -45,7 +45,7 @@ EDITOR = [
 
 def selector(tools: list[dict[str, Any]] = EDITOR) -> ToolSelector:
     """The default tool set of an editor that can write files, plus ``tools``."""
-    memory = [RememberTool(lambda m: None), ForgetTool(lambda m: None, dict)]
+    memory = [RememberTool(lambda text: "exp_1"), ForgetTool(lambda experience_id: False)]
     caps = {"fs": {"writeTextFile": True}}
     return ToolSelector(build_registry(tools=tools, client_capabilities=caps, extra_tools=memory))
 

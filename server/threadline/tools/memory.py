@@ -1,7 +1,9 @@
 """Built-in ``remember``/``forget`` tools: durable experiences that survive compaction.
 
-They commit ``ExperienceRemember``/``ExperienceForget`` mutations; the compiler puts
-the remembered facts in the system context of every later request.
+The session stores a fact through the callbacks it gives them (as an
+``ExperienceRemember``/``ExperienceForget`` mutation); the compiler puts the
+remembered facts in the system context of every later request. The tools only check
+what the model asked for, so they know nothing of mutations or the store.
 """
 
 from __future__ import annotations
@@ -9,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.ids import new_id
-from ..engine.mutations import ExperienceForget, ExperienceRemember, Mutation
 from .base import ToolContext, ToolKind, ToolOutcome
 
-Commit = Callable[[list[Mutation]], None]
-Experiences = Callable[[], dict[str, str]]
+Remember = Callable[[str], str]
+"""Stores a fact durably and returns its new id."""
+Forget = Callable[[str], bool]
+"""Drops a stored fact by id; False when there is none."""
 
 MAX_FACT = 500
 
@@ -35,8 +37,8 @@ class RememberTool:
     needs_permission = False
     timeout = 5.0
 
-    def __init__(self, commit: Commit) -> None:
-        self._commit = commit
+    def __init__(self, remember: Remember) -> None:
+        self._remember = remember
 
     def title(self, arguments: dict[str, Any]) -> str:
         return "Remember: " + str(arguments.get("text", ""))[:60]
@@ -52,8 +54,7 @@ class RememberTool:
             return ToolOutcome.text(
                 f"too long: keep a fact under {MAX_FACT} characters", is_error=True
             )
-        experience_id = new_id("exp")
-        self._commit([ExperienceRemember(experience_id, text)])
+        experience_id = self._remember(text)
         return ToolOutcome.text(f"remembered as {experience_id}")
 
 
@@ -70,9 +71,8 @@ class ForgetTool:
     needs_permission = False
     timeout = 5.0
 
-    def __init__(self, commit: Commit, experiences: Experiences) -> None:
-        self._commit = commit
-        self._experiences = experiences
+    def __init__(self, forget: Forget) -> None:
+        self._forget = forget
 
     def title(self, arguments: dict[str, Any]) -> str:
         return f"Forget {arguments.get('id', '')}"
@@ -82,7 +82,6 @@ class ForgetTool:
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         experience_id = str(arguments.get("id", ""))
-        if experience_id not in self._experiences():
+        if not self._forget(experience_id):
             return ToolOutcome.text(f"no remembered fact with id {experience_id!r}", is_error=True)
-        self._commit([ExperienceForget(experience_id)])
         return ToolOutcome.text(f"forgot {experience_id}")
