@@ -1,8 +1,10 @@
 """A fake `TurnHost`: the turn loop and the compactor run against it in-process.
 
 It keeps what a session would keep (the transcript, through real mutations) and
-records everything else the loop does to it: commits, announcements, the stream
+records everything else the loop does to it: commits, announced events, the stream
 journal, permission requests, so tests assert on exactly what the loop asked for.
+The events are also shown as a client that shows compactions would see them
+(`rpc/projection.py`), so tests read the very updates a client gets.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 
 from threadline.engine.compiler import compile_request
 from threadline.engine.config import SessionConfig
+from threadline.engine.events import Event
 from threadline.engine.mutations import Msg, Mutation
 from threadline.engine.transcript import Transcript
 from threadline.engine.turn import Turn
 from threadline.providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal
 from threadline.providers.scripted import ScriptedProvider
+from threadline.rpc.projection import Projection
 from threadline.tools.base import Tool, ToolContext, ToolKind, ToolOutcome
 from threadline.tools.registry import ToolRegistry
 
@@ -68,7 +72,8 @@ class FakeHost:
         self.allow = allow
         self.limit = compaction_limit
         self.commits: list[tuple[list[Mutation], bool]] = []
-        self.updates: list[dict[str, Any]] = []
+        self.events: list[Event] = []
+        self.projection = Projection(shows_compaction=True)
         self.asked: list[tuple[str, str]] = []
         self.titled: list[list[dict[str, Any]]] = []
 
@@ -78,6 +83,10 @@ class FakeHost:
 
     def kinds(self) -> list[str]:
         return [m.kind for m in self.committed]
+
+    @property
+    def updates(self) -> list[dict[str, Any]]:
+        return [u for e in self.events for u in self.projection.updates(e)]
 
     def updates_of(self, kind: str) -> list[dict[str, Any]]:
         return [u for u in self.updates if u["sessionUpdate"] == kind]
@@ -113,11 +122,8 @@ class FakeHost:
         for m in mutations:
             self.transcript.apply(m)
 
-    def announce(self, update: dict[str, Any]) -> None:
-        self.updates.append(update)
-
-    def shows_compaction(self) -> bool:
-        return True
+    def announce(self, event: Event) -> None:
+        self.events.append(event)
 
     def tool_context(self, call_id: str) -> ToolContext:
         return ToolContext(self.id, call_id, "/nowhere", (), NoClient())

@@ -202,5 +202,5 @@ async def test_compact_with_nothing_old_enough_changes_nothing() -> None:
         "compacted": False,
         "reason": "nothing old enough to summarise",
     }
-    assert host.commits == [] and host.updates == []
+    assert host.commits == [] and host.events == []
     assert provider.calls == 0

@@ -6,7 +6,9 @@ import anyio
 import pytest
 
 from tests.engine.fakes import EchoTool, FakeHost, scripted, text_prompt, turn
+from threadline.engine import events
 from threadline.engine.errors import ToolLoopFailed
+from threadline.engine.events import Event
 from threadline.engine.mutations import (
     AssistantMessage,
     AssistantTruncated,
@@ -94,7 +96,11 @@ async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None
     [(arguments, ctx)] = echo.runs
     assert arguments == {"text": "ping"}
     assert (ctx.session_id, ctx.tool_call_id) == ("sess_fake", use["id"])
-    # Shown as: pending call, in progress, completed with the result.
+    # Announced as typed events (the text and usage around them left out)...
+    assert [
+        type(e) for e in host.events if not isinstance(e, (events.MessageChunk, events.Usage))
+    ] == [events.ToolCallStarted, events.ToolProgress, events.ToolFinished]
+    # ...which a client is shown as: pending call, in progress, completed with the result.
     calls = [u for u in host.updates if u["sessionUpdate"].startswith("tool_call")]
     assert [(u["sessionUpdate"], u["status"]) for u in calls] == [
         ("tool_call", "pending"),
@@ -115,8 +121,8 @@ async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_canc
     results: list[dict[str, object]] = []
     shown = anyio.Event()
 
-    def announce(update: dict[str, object]) -> None:
-        FakeHost.announce(host, update)
+    def announce(event: Event) -> None:
+        FakeHost.announce(host, event)
         chunks = host.updates_of("agent_message_chunk")
         if "".join(c["content"]["text"] for c in chunks) == "partial answer":
             shown.set()

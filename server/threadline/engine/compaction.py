@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..providers.base import ChatMessage, ChatRequest
-from . import updates
+from .blocks import summary_block
 from .compiler import render_block
 from .ids import new_id, now_iso
 from .mutations import Msg
@@ -151,7 +151,7 @@ def summary_message(text: str, compaction_id: str, turn_id: str, model: str) -> 
         "messageId": new_id("msg"),
         "turnId": turn_id,
         "role": "assistant",
-        "content": [updates.summary_block(text, compaction_id)],
+        "content": [summary_block(text, compaction_id)],
         "createdAt": now_iso(),
         "model": model,
     }

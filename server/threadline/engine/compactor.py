@@ -9,10 +9,10 @@ compact first and ``session/compact`` share it. The result is one
 from __future__ import annotations
 
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 
 from ..providers.base import ChatRequest, ProviderError, TextDelta
-from . import compaction, updates
+from . import compaction, events
 from .compiler import result_chars, to_chat_messages
 from .errors import ProviderFailed
 from .host import CompactionHost
@@ -27,7 +27,7 @@ class CompactionFailed(ProviderFailed):
 async def compact(
     host: CompactionHost, *, instructions: str | None, keep_turns: int, turn_id: str
 ) -> dict[str, Any]:
-    """Summarise and commit one checkpoint; progress goes out as ``compaction_update``."""
+    """Summarise and commit one checkpoint, announcing its progress."""
     transcript = host.transcript
     config = host.config
     provider = await host.provider()
@@ -61,19 +61,13 @@ async def compact(
         return compaction.unchanged(
             tokens_before, messages_before, "nothing old enough to summarise"
         )
-    shown = host.shows_compaction()
-
-    def progress(update: updates.Update) -> None:
-        if shown:
-            host.announce(update)
-
-    progress(updates.compaction(compaction_id, "in_progress"))
+    host.announce(events.CompactionProgress(compaction_id, "in_progress"))
     try:
         rendered = compaction.render_for_summary(cut.summarize)
         request = compaction.summary_request(rendered, instructions, budget)
         parts: list[str] = []
-        async with aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
-            async for event in events:
+        async with aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
+            async for event in stream:
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                 elif isinstance(event, ProviderError):
@@ -85,8 +79,10 @@ async def compact(
         if not text:
             raise CompactionFailed("compaction failed: the model wrote an empty summary")
     except BaseException as exc:
-        status = "failed" if isinstance(exc, Exception) else "cancelled"
-        progress(updates.compaction(compaction_id, status, error=str(exc) or None))
+        status: Literal["failed", "cancelled"] = (
+            "failed" if isinstance(exc, Exception) else "cancelled"
+        )
+        host.announce(events.CompactionProgress(compaction_id, status, str(exc) or None))
         raise
     message = compaction.summary_message(text, compaction_id, turn_id, config.model)
     replaced = provider.count_tokens(
@@ -95,13 +91,11 @@ async def compact(
     if provider.count_tokens(ChatRequest(to_chat_messages([message]))) >= replaced:
         # A summary longer than what it replaces would only grow the prompt.
         reason = "the summary is not shorter than the history it would replace"
-        progress(updates.compaction(compaction_id, "failed", error=reason))
+        host.announce(events.CompactionProgress(compaction_id, "failed", reason))
         return compaction.unchanged(tokens_before, messages_before, reason)
     host.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
     tokens_after = tokens()
-    host.announce(
-        updates.compacted(message["messageId"], turn_id, message["content"][0], shown=shown)
-    )
+    host.announce(events.Compacted(message["messageId"], turn_id, message["content"][0]))
     return compaction.compacted(
         text, (tokens_before, tokens_after), (messages_before, len(transcript.working()))
     )

@@ -17,9 +17,9 @@ from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal
 from ..tools.base import Tool, ToolContext
 from ..tools.registry import ToolRegistry
 from .config import SessionConfig
+from .events import Event
 from .mutations import Msg, Mutation
 from .transcript import Transcript
-from .updates import Update
 
 
 class StreamJournal(Protocol):
@@ -79,12 +79,8 @@ class CompactionHost(Protocol):
         """Store, then apply; ``end_stream`` also ends the stream journal."""
         ...
 
-    def announce(self, update: Update) -> None:
+    def announce(self, event: Event) -> None:
         """Tell the session's clients; never blocks."""
-        ...
-
-    def shows_compaction(self) -> bool:
-        """Whether the client shows ACP's ``compaction_update``."""
         ...
 
 

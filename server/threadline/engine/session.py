@@ -18,7 +18,7 @@ from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
 from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
-from . import compactor, updates
+from . import compactor, events
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
@@ -203,11 +203,8 @@ class Session:
         if self.turn is None and self.busy is None:
             self.config = SessionConfig.from_json(row.config)
 
-    def announce(self, update: updates.Update) -> None:
-        self.link.notify_update(self.id, update)
-
-    def shows_compaction(self) -> bool:
-        return updates.shows_compaction(self.link.client_capabilities())
+    def announce(self, event: events.Event) -> None:
+        self.link.announce(self.id, event)
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         if self.title:
@@ -219,7 +216,7 @@ class Session:
         self.title = title
         now = now_iso()
         self.store.update_session(self.id, title=title, now=now)
-        self.announce(updates.session_info(title, now))
+        self.announce(events.SessionInfo(now, title=title))
 
     # -- tools ----------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from ..store.base import StoreError
 from ..tools.base import ToolOutcome
 from ..tools.schema import argument_problem
 from ..tools.selection import offer_meta
-from . import compactor, updates
+from . import blocks, compactor, events
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .host import TurnHost
 from .ids import new_id, now_iso
@@ -94,16 +94,16 @@ class _Stream:
         """Thoughts, text, then calls; exit calls become ``exit_signal`` blocks, which
         are never sent back to the model as calls and need no result. ``describe``
         gives the ``tool_use`` block of a call, with what the client is shown of it."""
-        blocks: list[dict[str, Any]] = list(self.thoughts)
+        out: list[dict[str, Any]] = list(self.thoughts)
         text = self.full_text()
         if self.streamed is not None:
-            blocks.append(updates.text_block(text, streamed=self.streamed))
+            out.append(blocks.text_block(text, streamed=self.streamed))
         elif text:
-            blocks.append({"type": "text", "text": text})
+            out.append({"type": "text", "text": text})
         if with_calls:
             for c in self.calls:
                 if c.name in exit_names:
-                    blocks.append(
+                    out.append(
                         {
                             "type": "exit_signal",
                             "id": c.id,
@@ -112,12 +112,12 @@ class _Stream:
                         }
                     )
                 elif describe is not None:
-                    blocks.append(describe(c))
+                    out.append(describe(c))
                 else:
-                    blocks.append(
+                    out.append(
                         {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                     )
-        return blocks
+        return out
 
 
 @dataclass(slots=True)
@@ -376,7 +376,7 @@ class Turn:
         self.totals.add(stream.usage)
         if stream.usage is not None:
             host.announce(
-                updates.usage_update(
+                events.Usage(
                     stream.usage.input_tokens + stream.usage.output_tokens,
                     provider.context_window,
                 )
@@ -443,7 +443,7 @@ class Turn:
         elif isinstance(event, ProviderError):
             stream.error = event
         elif isinstance(event, StatusNotice):
-            self.host.announce(updates.session_info(None, now_iso(), status=event.message))
+            self.host.announce(events.SessionInfo(now_iso(), status=event.message))
         elif isinstance(event, ToolCallDelta):  # pyright: ignore[reportUnnecessaryIsInstance]
             pass
 
@@ -464,13 +464,9 @@ class Turn:
         # One journal row per run, exactly what is announced.
         self.host.journal.append(runs)
         for kind, text in runs:
-            self._announce_chunk(stream, kind, text)
-
-    def _announce_chunk(self, stream: _Stream, kind: str, text: str) -> None:
-        update_kind = "agent_thought_chunk" if kind == "thought" else "agent_message_chunk"
-        self.host.announce(
-            updates.message_chunk(update_kind, stream.message_id, self.turn_id, text)
-        )
+            self.host.announce(
+                events.MessageChunk(stream.message_id, self.turn_id, text, kind == "thought")
+            )
 
     def _fallback_calls(self, stream: _Stream) -> None:
         """A text-only model may write a call as JSON; take it and strip it from the answer."""
@@ -524,7 +520,7 @@ class Turn:
         # Every call is shown as the answer stored it, refused ones too (their
         # result follows), exactly as session/load replays it.
         for block in self._call_blocks:
-            host.announce(updates.tool_call(block, self.turn_id))
+            host.announce(events.ToolCallStarted(block, self.turn_id))
         if part.unknown:
             for call in part.unknown:
                 self._answer(call, f"unknown tool {call.name!r}", is_error=True, status="failed")
@@ -592,7 +588,7 @@ class Turn:
         outcome = ToolOutcome.text(text, is_error=is_error)
         result = self._tool_result(call, outcome, status=status)
         self._commit(ToolResult(result))
-        self.host.announce(updates.tool_result(result["content"][0]))
+        self.host.announce(events.ToolFinished(result["content"][0]))
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
@@ -642,7 +638,7 @@ class Turn:
             outcome, status = outcomes[call.id]
             result = self._tool_result(call, outcome, status=status)
             self._commit(ToolResult(result))
-            self.host.announce(updates.tool_result(result["content"][0]))
+            self.host.announce(events.ToolFinished(result["content"][0]))
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
         if failures and self.config.strict_tools:
@@ -656,7 +652,7 @@ class Turn:
         gives (a tool that does not exist is shown by its name)."""
         tool = self.host.tools.get(call.name)
         if tool is None:
-            return updates.call_block(
+            return blocks.call_block(
                 call.id, call.name, call.arguments, title=call.name, kind="other", locations=[]
             )
         try:
@@ -667,7 +663,7 @@ class Turn:
             title = tool.title(call.arguments)
         except Exception:
             title = call.name
-        return updates.call_block(
+        return blocks.call_block(
             call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
         )
 
@@ -686,7 +682,7 @@ class Turn:
                     ),
                     "failed",
                 )
-        host.announce(updates.tool_progress(call.id, "in_progress"))
+        host.announce(events.ToolProgress(call.id))
         try:
             with anyio.fail_after(tool.timeout):
                 outcome = await tool.run(call.arguments, host.tool_context(call.id))
@@ -757,7 +753,7 @@ class Turn:
         elif stream is not None:
             host.journal.clear()
         for result in cancelled:
-            host.announce(updates.tool_result(result.message["content"][0]))
+            host.announce(events.ToolFinished(result.message["content"][0]))
 
 
 def _first_text(outcome: ToolOutcome) -> str:
