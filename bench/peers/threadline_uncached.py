@@ -26,10 +26,10 @@ def _no_put(self: folds.FoldCache, session_id: str, t: transcript.Transcript, se
 
 def _one_by_one(self: server.ThreadlineServer, sid: str, updates: Sequence[dict[str, Any]]) -> None:
     for update in updates:
-        self.notify_update(sid, update)
+        self.outbox.send_update(sid, update)
 
 
-def _no_replay_json(self: transcript.Transcript, project: Any) -> None:
+def _no_replay_json(self: transcript.Transcript, project: Any, variant: Any = None) -> None:
     return None
 
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from threadline.engine.events import Event
+from threadline.rpc.projection import Projection
 from threadline.tools.base import ToolContext
 
 ECHO_SERVER = str(Path(__file__).with_name("mcp_echo_server.py"))
@@ -43,8 +45,12 @@ class FakeEditor:
         self.permission = "allow_once"
         self.ignore_limit = False
 
-    def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
-        self.updates.append((session_id, update))
+    @property
+    def projection(self) -> Projection:
+        return Projection.for_client(self.caps)
+
+    def announce(self, session_id: str, event: Event) -> None:
+        self.updates.extend((session_id, u) for u in self.projection.updates(event))
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
         self.updates.extend((session_id, update) for update in updates)

@@ -3,8 +3,8 @@
 
 Every method of the protocol's table and every update kind of its union must have a
 fixture; each fixture must pass ACP's official schema (for ACP's methods) and
-Threadline's; and each update fixture must be exactly what the engine's projection
-(``engine/updates.py``) builds from the same input, so a change of wire shape shows up
+Threadline's; and each update fixture must be exactly what the projection
+(``rpc/projection.py``) builds from the same input, so a change of wire shape shows up
 here as a diff. ``THREADLINE_GOLDEN_WRITE=1`` rewrites the update fixtures.
 """
 
@@ -18,7 +18,8 @@ from typing import Any, get_args
 import pytest
 
 from tests.conformance import check_acp, check_threadline
-from threadline.engine import updates
+from threadline.engine import blocks
+from threadline.rpc import projection as updates
 from threadline_protocol.methods import METHODS
 from threadline_protocol.updates import SessionUpdate
 
@@ -29,7 +30,7 @@ SID = "sess_01a20b0c5e7f3b2a9c4d1e6f8a0b"
 MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
 CALL = "call_01a20b0c5e81aa11bb22cc33dd44"
 
-READ = updates.call_block(
+READ = blocks.call_block(
     CALL,
     "read_file",
     {"path": "main.py"},
@@ -80,13 +81,13 @@ BUILT: dict[str, dict[str, Any]] = {
     "compaction_update": updates.compacted(
         MID,
         "a1",
-        updates.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        blocks.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
         shown=True,
     ),
     "agent_message_chunk.summary": updates.compacted(
         MID,
         "a1",
-        updates.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        blocks.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
         shown=False,
     ),
     "compaction_update.failed": updates.compaction(

@@ -61,14 +61,13 @@ def test_a_replay_spliced_from_kept_json_is_the_same_bytes() -> None:
     the very bytes the dict path writes, in both framings."""
     import orjson
 
-    from threadline.engine import updates
+    from threadline.engine.blocks import call_block
+    from threadline.rpc import projection as updates
 
     batch = [
         updates.message_chunk("agent_message_chunk", "m1", "a1", "hi \u00e9"),
         updates.tool_call(
-            updates.call_block(
-                "c1", "read_file", {"p": "x"}, title="Read", kind="read", locations=[]
-            ),
+            call_block("c1", "read_file", {"p": "x"}, title="Read", kind="read", locations=[]),
             "a1",
         ),
         updates.message_chunk("agent_message_chunk", "m2", "a1", "there"),

@@ -140,10 +140,9 @@ def test_history_with_a_huge_integer_is_sent_whole() -> None:
 def test_kept_replay_json_follows_appends_and_compaction_marks() -> None:
     import orjson
 
-    from threadline.engine import updates
+    from threadline.rpc.projection import Projection
 
-    def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
-        return updates.replay(msg, compaction=True)
+    project = Projection(shows_compaction=True).replay
 
     def plain(t: Transcript) -> list[bytes]:
         return [orjson.dumps(u) for msg in t.history() for u in project(msg)]

@@ -1,4 +1,8 @@
-"""Compaction: the session's own model writes a handoff summary of older history.
+"""Compaction, the pure part: what to summarise, how the model is shown it, what it
+is asked, and the message and answer that come of it. `compactor.py` runs it (the
+model call, the commit); nothing here touches a session, so it is tested on its own.
+
+The session's own model writes a handoff summary of older history.
 
 The last ``keep_turns`` turns and the original task message stay verbatim; older
 tool results are shown to the summariser through their ``compactSummary`` when a tool
@@ -11,28 +15,15 @@ ones marked ``compacted``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..providers.base import (
-    ChatMessage,
-    ChatRequest,
-    ProviderError,
-    TextDelta,
-)
-from . import updates
-from .compiler import render_block, result_chars, to_chat_messages
-from .errors import ProviderFailed
+from ..providers.base import ChatMessage, ChatRequest
+from .blocks import summary_block
+from .compiler import render_block
 from .ids import new_id, now_iso
-from .mutations import ContextSummary, Msg
-
-if TYPE_CHECKING:
-    from .session import Session
-
-log = logging.getLogger(__name__)
+from .mutations import Msg
 
 SUMMARY_MAX_TOKENS = 600
 TOOL_RESULT_CHARS = 800
@@ -51,10 +42,6 @@ Files and facts touched:
 Open questions:
 Next step:
 Keep exact names, paths, numbers and identifiers. Write only the summary."""
-
-
-class CompactionFailed(ProviderFailed):
-    """The summary could not be written; the transcript is unchanged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,111 +139,43 @@ def summary_request(rendered: str, instructions: str | None, max_tokens: int) ->
     )
 
 
-async def compact(
-    session: Session, *, instructions: str | None, keep_turns: int, turn_id: str
-) -> dict[str, Any]:
-    """Summarise and commit one checkpoint; progress goes out as ``compaction_update``."""
-    transcript = session.transcript
-    provider = await session.provider()
-    compaction_id = new_id("cmp")
-    window = provider.context_window
+def summary_budget(max_tokens: int | None) -> int:
+    """Tokens the summary may take: a session that caps answers short gets a short
+    summary too (never tiny)."""
+    return max(128, min(SUMMARY_MAX_TOKENS, max_tokens or SUMMARY_MAX_TOKENS))
 
-    def tokens(working: list[Msg] | None = None) -> int:
-        return provider.count_tokens(
-            session.compile_request(
-                budget=session.config.tool_budget, context_window=window, working=working
-            )
-        )
 
-    tokens_before = tokens()
-    messages_before = len(transcript.working())
-    task = next((m for m in transcript.messages if m["role"] == "user"), None)
-    task_id = None
-    if task is not None and provider.count_tokens(ChatRequest(to_chat_messages([task]))) <= int(
-        window * TASK_SHARE
-    ):
-        task_id = task["messageId"]  # an over-large task is summarised like the rest
-    # A session over its limit must come back inside the context, whatever
-    # keep_turns asks (verbatim turns and the task message are summarised if need be).
-    budget = max(128, min(SUMMARY_MAX_TOKENS, session.config.max_tokens or SUMMARY_MAX_TOKENS))
-    over = tokens_before > (session.compaction_limit(provider) or window)
-    cut = plan(
-        transcript.working(),
-        keep_turns,
-        task_id,
-        (lambda kept: tokens(kept) + budget <= window) if over else None,
-    )
-
-    def noop(reason: str) -> dict[str, Any]:
-        return {
-            "summary": "",
-            "tokensBefore": tokens_before,
-            "tokensAfter": tokens_before,
-            "messagesBefore": messages_before,
-            "messagesAfter": messages_before,
-            "_meta": {"threadline": {"compacted": False, "reason": reason}},
-        }
-
-    if cut is None:
-        return noop("nothing old enough to summarise")
-    shown = updates.shows_compaction(session.link.client_capabilities())
-
-    def progress(update: updates.Update) -> None:
-        if shown:
-            session.announce(update)
-
-    progress(updates.compaction(compaction_id, "in_progress"))
-    try:
-        # A session that caps answers short gets a short summary too (never tiny).
-        request = summary_request(render_for_summary(cut.summarize), instructions, budget)
-        parts: list[str] = []
-        async with aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-                elif isinstance(event, ProviderError):
-                    raise CompactionFailed(
-                        f"compaction failed: {event.message}",
-                        {"reason": event.reason, "retryable": event.retryable},
-                    )
-        text = "".join(parts).strip()
-        if not text:
-            raise CompactionFailed("compaction failed: the model wrote an empty summary")
-    except BaseException as exc:
-        status = "failed" if isinstance(exc, Exception) else "cancelled"
-        progress(updates.compaction(compaction_id, status, error=str(exc) or None))
-        raise
-    message: Msg = {
+def summary_message(text: str, compaction_id: str, turn_id: str, model: str) -> Msg:
+    """The assistant message a summary is stored as (one ``summary`` block)."""
+    return {
         "messageId": new_id("msg"),
         "turnId": turn_id,
         "role": "assistant",
-        "content": [updates.summary_block(text, compaction_id)],
+        "content": [summary_block(text, compaction_id)],
         "createdAt": now_iso(),
-        "model": session.config.model,
+        "model": model,
     }
-    replaced = provider.count_tokens(
-        ChatRequest(to_chat_messages(cut.summarize, result_limit=result_chars(window)))
-    )
-    if provider.count_tokens(ChatRequest(to_chat_messages([message]))) >= replaced:
-        # A summary longer than what it replaces would only grow the prompt.
-        progress(
-            updates.compaction(
-                compaction_id,
-                "failed",
-                error="the summary is not shorter than the history it would replace",
-            )
-        )
-        return noop("the summary is not shorter than the history it would replace")
-    session.commit([ContextSummary(message, cut.up_to_message_id, cut.keep_ids)])
-    tokens_after = tokens()
-    session.announce(
-        updates.compacted(message["messageId"], turn_id, message["content"][0], shown=shown)
-    )
+
+
+def unchanged(tokens: int, messages: int, reason: str) -> dict[str, Any]:
+    """The answer of a compaction that committed nothing, and why."""
     return {
-        "summary": text,
-        "tokensBefore": tokens_before,
-        "tokensAfter": tokens_after,
-        "messagesBefore": messages_before,
-        "messagesAfter": len(transcript.working()),
+        "summary": "",
+        "tokensBefore": tokens,
+        "tokensAfter": tokens,
+        "messagesBefore": messages,
+        "messagesAfter": messages,
+        "_meta": {"threadline": {"compacted": False, "reason": reason}},
+    }
+
+
+def compacted(summary: str, tokens: tuple[int, int], messages: tuple[int, int]) -> dict[str, Any]:
+    """The answer of a compaction that committed its summary: ``(before, after)`` pairs."""
+    return {
+        "summary": summary,
+        "tokensBefore": tokens[0],
+        "tokensAfter": tokens[1],
+        "messagesBefore": messages[0],
+        "messagesAfter": messages[1],
         "_meta": {"threadline": {"compacted": True}},
     }

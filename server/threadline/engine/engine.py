@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import OrderedDict
@@ -22,7 +21,7 @@ from threadline_protocol import methods as pm
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
-from . import capabilities, updates
+from . import capabilities, events
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
@@ -36,10 +35,10 @@ from .watch import RemoteTurnWatcher
 
 log = logging.getLogger(__name__)
 
-SLASH_COMMANDS: list[tuple[str, str, str | None]] = [
+SLASH_COMMANDS: tuple[tuple[str, str, str | None], ...] = (
     ("compact", "Summarise older history to free context", "optional instructions"),
     ("fork", "Branch this session into a new one", "optional message id"),
-]
+)
 
 LIST_PAGE = 50
 LIST_SNAPSHOTS = 32
@@ -301,7 +300,7 @@ class Engine:
         session = self._load(row)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(
-            session.announce, updates.available_commands(SLASH_COMMANDS)
+            session.announce, events.AvailableCommands(SLASH_COMMANDS)
         )
         result: dict[str, Any] = {"sessionId": session_id, **self._model_options(config.model)}
         # A model that cannot answer for want of a key is said now, not at the first prompt.
@@ -348,7 +347,7 @@ class Engine:
             )
             text = f"Forked into session {forked['sessionId']}."
         turn_id = f"a{session.transcript.turn_number}"
-        session.announce(updates.message_chunk("agent_message_chunk", new_id("msg"), turn_id, text))
+        session.announce(events.MessageChunk(new_id("msg"), turn_id, text))
         return {"stopReason": "end_turn", "_meta": {"threadline": {"command": name}}}
 
     async def interrupt(self, session_id: str) -> dict[str, Any]:
@@ -461,18 +460,18 @@ class Engine:
     def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
-        compaction = updates.shows_compaction(self.link.client_capabilities())
-        project = functools.partial(updates.replay, compaction=compaction)
-        made = session.transcript.replay_json(project, variant=compaction)
+        projection = self.link.projection
+        made = session.transcript.replay_json(projection.replay, variant=projection.variant)
         if made is not None:
             session.link.notify_updates_json(session.id, made)
         else:
             history = session.transcript.history()
-            session.link.notify_updates(session.id, [u for m in history for u in project(m)])
+            replayed = [u for m in history for u in projection.replay(m)]
+            session.link.notify_updates(session.id, replayed)
         lease = self.leases.live_holder(session.id)
         if lease is not None and lease.kind == "turn" and session.turn is None:
             self._watch(session, lease.owner.id)
-        session.announce(updates.available_commands(SLASH_COMMANDS))
+        session.announce(events.AvailableCommands(SLASH_COMMANDS))
         return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
 
     def _watch(self, session: Session, owner_id: str) -> None:
@@ -485,7 +484,6 @@ class Engine:
             owner_id,
             store=self.store,
             sync=self._new_messages,
-            replay=self._replay,
         )
         self._watchers[session.id] = watcher
         watcher.start()
@@ -494,14 +492,6 @@ class Engine:
         before = len(session.transcript)
         self._sync(session)
         return session.transcript.messages[before:]
-
-    def _replay(
-        self, session: Session, message: dict[str, Any], compaction: bool | None = None
-    ) -> None:
-        if compaction is None:
-            compaction = updates.shows_compaction(self.link.client_capabilities())
-        for update in updates.replay(message, compaction=compaction):
-            session.announce(update)
 
     def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         session = self.get(params.session_id)

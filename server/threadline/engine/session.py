@@ -2,7 +2,9 @@
 
 State machine: idle → running → idle, with ``compacting``/``forking`` as short busy
 states and ``closed`` once unloaded. Only one turn runs at a time; other sessions run
-theirs concurrently.
+theirs concurrently. A session is the `TurnHost` its turns and compactions run
+against (``host.py``): they reach the store, the link and the permissions only
+through it.
 """
 
 from __future__ import annotations
@@ -11,14 +13,12 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from ..providers.base import ChatMessage, ChatRequest, Provider, ToolSpec
+from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
-from ..tools.base import Tool
+from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
-from . import compaction, updates
+from . import compactor, events
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
@@ -57,6 +57,25 @@ def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -
     return "\n".join(lines)
 
 
+class StoreJournal:
+    """A session's stream journal, kept in its store (`host.StreamJournal`)."""
+
+    __slots__ = ("session_id", "store")
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def begin(self, message_id: str, meta: dict[str, Any]) -> None:
+        self.store.begin_stream(self.session_id, message_id, meta)
+
+    def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        self.store.append_chunks(self.session_id, runs)
+
+    def clear(self) -> None:
+        self.store.clear_stream(self.session_id)
+
+
 class Session:
     def __init__(
         self,
@@ -83,6 +102,7 @@ class Session:
         self.turn: Turn | None = None
         self.busy: str | None = None
         self.permissions = PermissionBroker()
+        self.journal = StoreJournal(store, self.id)
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
         from ..tools.selection import ToolSelector
 
@@ -145,7 +165,7 @@ class Session:
 
     # -- mutations and updates ------------------------------------------------------------
 
-    def commit(self, mutations: list[Mutation], *, end_stream: bool = False) -> None:
+    def commit(self, mutations: Sequence[Mutation], *, end_stream: bool = False) -> None:
         """Store first, then apply: what the transcript shows is always durable. The
         append names the event it follows, so a history another process extended
         meanwhile is never interleaved with ours."""
@@ -174,8 +194,8 @@ class Session:
         if self.turn is None and self.busy is None:
             self.config = SessionConfig.from_json(row.config)
 
-    def announce(self, update: updates.Update) -> None:
-        self.link.notify_update(self.id, update)
+    def announce(self, event: events.Event) -> None:
+        self.link.announce(self.id, event)
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         if self.title:
@@ -187,7 +207,15 @@ class Session:
         self.title = title
         now = now_iso()
         self.store.update_session(self.id, title=title, now=now)
-        self.announce(updates.session_info(title, now))
+        self.announce(events.SessionInfo(now, title=title))
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        return ToolContext(self.id, call_id, self.cwd, tuple(self.config.roots), self.link)
+
+    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
+        return await self.permissions.ask(tool, call, self.tool_context(call.id))
 
     # -- model ----------------------------------------------------------------------------
 
@@ -231,19 +259,14 @@ class Session:
         turn = Turn(self, prompt)
         self.turn = turn
         try:
-            with anyio.CancelScope() as scope:
-                turn.scope = scope
-                return await turn.run()
-            return turn.cancelled_result()
+            return await turn.run()
         finally:
             self.turn = None
-            turn.done.set()
 
     async def interrupt(self) -> dict[str, Any]:
         turn = self.turn
-        if turn is None or turn.scope is None:
+        if turn is None or not turn.cancel():
             return {"interrupted": False}
-        turn.scope.cancel()
         await turn.done.wait()
         return {"interrupted": True, "turnId": turn.turn_id}
 
@@ -251,7 +274,7 @@ class Session:
         self.check_idle("compact")
         self.busy = "compacting"
         try:
-            return await compaction.compact(
+            return await compactor.compact(
                 self,
                 instructions=instructions,
                 keep_turns=keep_turns,
@@ -271,5 +294,5 @@ class Session:
     def request_interrupt(self) -> None:
         """Fire-and-forget form for ``session/cancel``."""
         turn = self.turn
-        if turn is not None and turn.scope is not None:
-            turn.scope.cancel()
+        if turn is not None:
+            turn.cancel()

@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -38,11 +38,12 @@ from ..providers.base import (
     UsageReport,
 )
 from ..store.base import StoreError
-from ..tools.base import ToolContext, ToolOutcome
+from ..tools.base import ToolOutcome
 from ..tools.schema import argument_problem
 from ..tools.selection import offer_meta
-from . import compaction, updates
+from . import blocks, compactor, events
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
+from .host import TurnHost
 from .ids import new_id, now_iso
 from .loopguard import RepeatedLineDetector
 from .mutations import (
@@ -55,9 +56,6 @@ from .mutations import (
 )
 from .toolcalls import parse_fallback_call
 from .transcript import cancelled_results
-
-if TYPE_CHECKING:
-    from .session import Session
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +94,16 @@ class _Stream:
         """Thoughts, text, then calls; exit calls become ``exit_signal`` blocks, which
         are never sent back to the model as calls and need no result. ``describe``
         gives the ``tool_use`` block of a call, with what the client is shown of it."""
-        blocks: list[dict[str, Any]] = list(self.thoughts)
+        out: list[dict[str, Any]] = list(self.thoughts)
         text = self.full_text()
         if self.streamed is not None:
-            blocks.append(updates.text_block(text, streamed=self.streamed))
+            out.append(blocks.text_block(text, streamed=self.streamed))
         elif text:
-            blocks.append({"type": "text", "text": text})
+            out.append({"type": "text", "text": text})
         if with_calls:
             for c in self.calls:
                 if c.name in exit_names:
-                    blocks.append(
+                    out.append(
                         {
                             "type": "exit_signal",
                             "id": c.id,
@@ -114,12 +112,12 @@ class _Stream:
                         }
                     )
                 elif describe is not None:
-                    blocks.append(describe(c))
+                    out.append(describe(c))
                 else:
-                    blocks.append(
+                    out.append(
                         {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                     )
-        return blocks
+        return out
 
 
 @dataclass(slots=True)
@@ -151,16 +149,20 @@ def usage_wire(
 
 
 class Turn:
-    def __init__(self, session: Session, prompt: list[dict[str, Any]]) -> None:
-        self.session = session
+    """Runs against a `TurnHost` (the session, or a test's fake), never the session
+    itself: what the loop may do to a session is exactly what the host offers."""
+
+    def __init__(self, host: TurnHost, prompt: list[dict[str, Any]]) -> None:
+        self.host = host
+        self.config = host.config
         self.prompt = prompt
-        self.number = session.transcript.turn_number + 1
+        self.number = host.transcript.turn_number + 1
         self.turn_id = f"a{self.number}"
         self.scope: anyio.CancelScope | None = None
         self.done = anyio.Event()
         self.stream: _Stream | None = None
         self.totals = _Totals()
-        self.budget = session.config.tool_budget
+        self.budget = self.config.tool_budget
         self.produced: list[str] = []
         self.last_message_id: str | None = None
         self.user_message_id: str | None = None
@@ -191,17 +193,35 @@ class Turn:
         return msg
 
     def _commit(self, *mutations: Mutation, end_stream: bool = False) -> None:
-        self.session.commit(list(mutations), end_stream=end_stream)
+        self.host.commit(mutations, end_stream=end_stream)
 
     # -- the loop -----------------------------------------------------------------------
 
     async def run(self) -> dict[str, Any]:
+        """The turn's answer; an interrupt (`cancel`) ends it with ``cancelled``, after
+        what it left is recorded."""
+        try:
+            with anyio.CancelScope() as scope:
+                self.scope = scope
+                return await self._loop()
+            return self.cancelled_result()
+        finally:
+            self.done.set()
+
+    def cancel(self) -> bool:
+        """Interrupt the turn; False when it has not started."""
+        if self.scope is None:
+            return False
+        self.scope.cancel()
+        return True
+
+    async def _loop(self) -> dict[str, Any]:
         try:
             message = self._message("user", self.prompt)
             self.user_message_id = message["messageId"]
-            self._refuse_oversize(await self.session.provider(), message)
+            self._refuse_oversize(await self.host.provider(), message)
             self._commit(UserMessage(message))
-            self.session.maybe_title(self.prompt)
+            self.host.maybe_title(self.prompt)
             while True:
                 stream = await self._model_call()
                 if stream.loop_detected:
@@ -250,7 +270,7 @@ class Turn:
     # -- model calls --------------------------------------------------------------------
 
     def _request(self, provider: Provider) -> ChatRequest:
-        request = self.session.compile_request(
+        request = self.host.compile_request(
             budget=self.budget,
             tools_off=self._tools_off or self.budget <= 0,
             ephemeral=self._ephemeral,
@@ -262,11 +282,11 @@ class Turn:
     def _refuse_oversize(self, provider: Provider, message: Msg) -> None:
         """Refuse input that cannot fit before it is stored: once committed, it would
         be part of every later request, and every later prompt would be refused too."""
-        session = self.session
+        host = self.host
         window = provider.context_window
 
         def needs(working: list[Msg]) -> int:
-            request = session.compile_request(
+            request = host.compile_request(
                 budget=self.budget, context_window=window, working=working
             )
             return provider.count_tokens(request)
@@ -278,8 +298,8 @@ class Turn:
                 "nothing was stored: send a shorter prompt or smaller attachments",
                 {"used": alone, "size": window, "stored": False},
             )
-        if session.compaction_limit(provider) is None:
-            used = needs([*session.transcript.working(), message])
+        if host.compaction_limit(provider) is None:
+            used = needs([*host.transcript.working(), message])
             if used > window:
                 raise ContextTooLarge(
                     f"with the session's history the prompt needs {used} tokens but the "
@@ -296,14 +316,13 @@ class Turn:
 
     async def _fitting_request(self, provider: Provider) -> ChatRequest:
         """The next request, compacted first when it passes the session's threshold."""
-        session = self.session
         request = self._request(provider)
         used = provider.count_tokens(request)
-        limit = session.compaction_limit(provider)
+        limit = self.host.compaction_limit(provider)
         if limit is not None and used > limit:
             for keep in (2, 1):
-                result = await compaction.compact(
-                    session, instructions=None, keep_turns=keep, turn_id=self.turn_id
+                result = await compactor.compact(
+                    self.host, instructions=None, keep_turns=keep, turn_id=self.turn_id
                 )
                 if result["summary"]:
                     break
@@ -319,17 +338,15 @@ class Turn:
         return request
 
     async def _model_call(self) -> _Stream:
-        session = self.session
-        provider = await session.provider()
+        host = self.host
+        provider = await host.provider()
         request = await self._fitting_request(provider)
-        self._offers.append(offer_meta(request.tools, self.session.tools))
+        self._offers.append(offer_meta(request.tools, host.tools))
         self._ephemeral = []
         self._unreported = (self._request_tokens, 0)
         stream = _Stream(new_id("msg"))
         self.stream = stream
-        session.store.begin_stream(
-            session.id, stream.message_id, {"turnId": self.turn_id, "model": provider.model_id}
-        )
+        host.journal.begin(stream.message_id, {"turnId": self.turn_id, "model": provider.model_id})
         guard = RepeatedLineDetector()
         send, recv = anyio.create_memory_object_stream[ProviderEvent](max_buffer_size=BURST_MAX)
         async with anyio.create_task_group() as tg:
@@ -358,8 +375,8 @@ class Turn:
         self._flush(stream)
         self.totals.add(stream.usage)
         if stream.usage is not None:
-            session.announce(
-                updates.usage_update(
+            host.announce(
+                events.Usage(
                     stream.usage.input_tokens + stream.usage.output_tokens,
                     provider.context_window,
                 )
@@ -371,7 +388,7 @@ class Turn:
                 self._commit_stream(stream, truncated=True)
             else:  # nothing came back (no API key…): no empty reply is stored
                 self.stream = None
-                session.store.clear_stream(session.id)
+                host.journal.clear()
             if stream.error is not None:
                 err = stream.error
                 raise ProviderFailed(
@@ -426,7 +443,7 @@ class Turn:
         elif isinstance(event, ProviderError):
             stream.error = event
         elif isinstance(event, StatusNotice):
-            self.session.announce(updates.session_info(None, now_iso(), status=event.message))
+            self.host.announce(events.SessionInfo(now_iso(), status=event.message))
         elif isinstance(event, ToolCallDelta):  # pyright: ignore[reportUnnecessaryIsInstance]
             pass
 
@@ -445,15 +462,11 @@ class Turn:
         runs.append((kind, "".join(buf)))
         stream.pending.clear()
         # One journal row per run, exactly what is announced.
-        self.session.store.append_chunks(self.session.id, runs)
+        self.host.journal.append(runs)
         for kind, text in runs:
-            self._announce_chunk(stream, kind, text)
-
-    def _announce_chunk(self, stream: _Stream, kind: str, text: str) -> None:
-        update_kind = "agent_thought_chunk" if kind == "thought" else "agent_message_chunk"
-        self.session.announce(
-            updates.message_chunk(update_kind, stream.message_id, self.turn_id, text)
-        )
+            self.host.announce(
+                events.MessageChunk(stream.message_id, self.turn_id, text, kind == "thought")
+            )
 
     def _fallback_calls(self, stream: _Stream) -> None:
         """A text-only model may write a call as JSON; take it and strip it from the answer."""
@@ -467,13 +480,13 @@ class Turn:
         stream.text = [remaining] if remaining else []
 
     def _commit_stream(self, stream: _Stream, *, truncated: bool) -> None:
-        provider_model = self.session.config.model
+        provider_model = self.config.model
         usage = stream.usage
         msg = self._message(
             "assistant",
             stream.content(
                 with_calls=not truncated,
-                exit_names=self.session.tools.exit_names,
+                exit_names=self.host.tools.exit_names,
                 describe=self._describe,
             ),
             model=provider_model,
@@ -502,12 +515,12 @@ class Turn:
 
     async def _handle_calls(self, stream: _Stream) -> str | None:
         """Run the calls of one assistant message; a stop reason ends the turn."""
-        session = self.session
-        part = session.tools.partition(stream.calls)
+        host = self.host
+        part = host.tools.partition(stream.calls)
         # Every call is shown as the answer stored it, refused ones too (their
         # result follows), exactly as session/load replays it.
         for block in self._call_blocks:
-            session.announce(updates.tool_call(block, self.turn_id))
+            host.announce(events.ToolCallStarted(block, self.turn_id))
         if part.unknown:
             for call in part.unknown:
                 self._answer(call, f"unknown tool {call.name!r}", is_error=True, status="failed")
@@ -544,7 +557,7 @@ class Turn:
                     )
                 self._tools_off = True
                 continue
-            tool = session.tools.get(call.name)
+            tool = host.tools.get(call.name)
             problem = argument_problem(tool, call.arguments)
             if tool is not None and problem is not None:
                 self._answer(call, f"invalid arguments: {problem}", is_error=True, status="failed")
@@ -575,7 +588,7 @@ class Turn:
         outcome = ToolOutcome.text(text, is_error=is_error)
         result = self._tool_result(call, outcome, status=status)
         self._commit(ToolResult(result))
-        self.session.announce(updates.tool_result(result["content"][0]))
+        self.host.announce(events.ToolFinished(result["content"][0]))
 
     def _tool_result(self, call: ToolCallFinal, outcome: ToolOutcome, *, status: str) -> Msg:
         block: dict[str, Any] = {
@@ -596,7 +609,7 @@ class Turn:
         """Parallelizable calls run together; a non-parallelizable call is a barrier."""
         batch: list[ToolCallFinal] = []
         for call in calls:
-            tool = self.session.tools.get(call.name)
+            tool = self.host.tools.get(call.name)
             if tool is not None and tool.parallelizable:
                 batch.append(call)
                 continue
@@ -625,10 +638,10 @@ class Turn:
             outcome, status = outcomes[call.id]
             result = self._tool_result(call, outcome, status=status)
             self._commit(ToolResult(result))
-            self.session.announce(updates.tool_result(result["content"][0]))
+            self.host.announce(events.ToolFinished(result["content"][0]))
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
-        if failures and self.session.config.strict_tools:
+        if failures and self.config.strict_tools:
             raise ToolLoopFailed(
                 "a tool failed: " + "; ".join(failures),
                 {"reason": "tool_execution_error", "partialText": self.partial_text()},
@@ -637,33 +650,29 @@ class Turn:
     def _describe(self, call: ToolCallFinal) -> dict[str, Any]:
         """The call's ``tool_use`` block, with the title, kind and locations its tool
         gives (a tool that does not exist is shown by its name)."""
-        tool = self.session.tools.get(call.name)
+        tool = self.host.tools.get(call.name)
         if tool is None:
-            return updates.call_block(
+            return blocks.call_block(
                 call.id, call.name, call.arguments, title=call.name, kind="other", locations=[]
             )
         try:
-            locations = tool.locations(call.arguments, self._ctx(call))
+            locations = tool.locations(call.arguments, self.host.tool_context(call.id))
         except Exception:
             locations = []
         try:
             title = tool.title(call.arguments)
         except Exception:
             title = call.name
-        return updates.call_block(
+        return blocks.call_block(
             call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
         )
 
-    def _ctx(self, call: ToolCallFinal) -> ToolContext:
-        s = self.session
-        return ToolContext(s.id, call.id, s.cwd, tuple(s.config.roots), s.link)
-
     async def _run_one(self, call: ToolCallFinal) -> tuple[ToolOutcome, str]:
-        session = self.session
-        tool = session.tools.get(call.name)
+        host = self.host
+        tool = host.tools.get(call.name)
         assert tool is not None
         if tool.needs_permission:
-            allowed = await session.permissions.ask(session, tool, call, self.turn_id)
+            allowed = await host.ask_permission(tool, call)
             if not allowed:
                 return (
                     ToolOutcome.text(
@@ -673,10 +682,10 @@ class Turn:
                     ),
                     "failed",
                 )
-        session.announce(updates.tool_progress(call.id, "in_progress"))
+        host.announce(events.ToolProgress(call.id))
         try:
             with anyio.fail_after(tool.timeout):
-                outcome = await tool.run(call.arguments, self._ctx(call))
+                outcome = await tool.run(call.arguments, host.tool_context(call.id))
         except TimeoutError:
             return (
                 ToolOutcome.text(f"{call.name} timed out after {tool.timeout:g} s", is_error=True),
@@ -702,21 +711,21 @@ class Turn:
                     self._message(
                         "assistant",
                         stream.content(with_calls=False),
-                        model=self.session.config.model,
+                        model=self.config.model,
                         truncated=True,
                         error="forked while the answer was streaming",
                     )
                 )
             )
         out.extend(
-            cancelled_results(self.session.transcript, "not finished when forked", self.turn_id)
+            cancelled_results(self.host.transcript, "not finished when forked", self.turn_id)
         )
         return out
 
     def _abort(self, reason: str) -> None:
         """Record what an interrupt or failure left behind. Synchronous: it must run
         even while the task is being cancelled."""
-        session = self.session
+        host = self.host
         mutations: list[Mutation] = []
         stream = self.stream
         if stream is not None:
@@ -724,27 +733,27 @@ class Turn:
             msg = self._message(
                 "assistant",
                 stream.content(with_calls=False),
-                model=session.config.model,
+                model=self.config.model,
                 truncated=True,
                 error=reason,
             )
             msg["messageId"] = stream.message_id
             mutations.append(AssistantTruncated(msg))
             self.last_message_id = stream.message_id
-        cancelled = cancelled_results(session.transcript, reason, self.turn_id)
+        cancelled = cancelled_results(host.transcript, reason, self.turn_id)
         mutations.extend(cancelled)
         if mutations:
             try:
                 self._commit(*mutations, end_stream=True)
             except StoreError as exc:
                 # The journal still holds what was shown; the next turn stores it.
-                log.warning("could not record the aborted turn of %s yet: %s", session.id, exc)
+                log.warning("could not record the aborted turn of %s yet: %s", host.id, exc)
             except Exception:
-                log.exception("could not record the aborted turn of %s", session.id)
+                log.exception("could not record the aborted turn of %s", host.id)
         elif stream is not None:
-            session.store.clear_stream(session.id)
+            host.journal.clear()
         for result in cancelled:
-            session.announce(updates.tool_result(result.message["content"][0]))
+            host.announce(events.ToolFinished(result.message["content"][0]))
 
 
 def _first_text(outcome: ToolOutcome) -> str:

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.base import SessionStore, StreamTail
-from . import updates
+from . import events
+from .blocks import shown_text
 from .errors import SessionNotFound
 from .mutations import Msg
 from .session import Session
@@ -35,13 +36,11 @@ class RemoteTurnWatcher:
         *,
         store: SessionStore,
         sync: Callable[[Session], list[Msg]],
-        replay: Callable[[Session, Msg], None],
     ) -> None:
         self.session = session
         self.owner_id = owner_id
         self.store = store
         self.sync = sync
-        self.replay = replay
         self.shown: dict[str, dict[str, int]] = {}
         """Characters of each block kind already announced, by message id."""
         self.last_chunk = 0
@@ -91,21 +90,22 @@ class RemoteTurnWatcher:
             self.last_chunk = chunk_id
             kind = "thought" if block == "thought" else "text"
             shown[kind] += len(text)
-            update = "agent_thought_chunk" if kind == "thought" else "agent_message_chunk"
-            self.session.announce(updates.message_chunk(update, tail.message_id, turn_id, text))
+            self.session.announce(
+                events.MessageChunk(tail.message_id, turn_id, text, kind == "thought")
+            )
 
     def _committed(self, message: Msg) -> None:
         """A message the owner committed: show it, less what its chunks showed."""
         shown = self.shown.pop(message["messageId"], None)
         if shown is None:
-            self.replay(self.session, message)
+            self.session.announce(events.Replayed(message))
             return
         left = dict(shown)
         content: list[dict[str, Any]] = []
         for block in message["content"]:
             kind = block.get("type")
             if kind in ("text", "thought"):
-                text = updates.shown_text(block)
+                text = shown_text(block)
                 skip = min(left[kind], len(text))
                 left[kind] -= skip
                 if skip < len(text):
@@ -113,4 +113,4 @@ class RemoteTurnWatcher:
             else:
                 content.append(block)
         with contextlib.suppress(KeyError):
-            self.replay(self.session, {**message, "content": content})
+            self.session.announce(events.Replayed({**message, "content": content}))

@@ -31,8 +31,10 @@ from threadline_protocol.methods import ClientCapabilities
 
 from ..engine.engine import Engine
 from ..engine.errors import EngineError, as_engine_error
+from ..engine.events import Event
 from .framing import FrameDecoder, FrameError
 from .outbox import Outbox
+from .projection import Projection
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,8 @@ class ThreadlineServer(JsonRPCServer):
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
+        self.projection = Projection.for_client(self.client_caps)
+        """What this client is shown of engine events and of history (``initialize``)."""
         self.cancel_method: CancelMethod | None = None
         """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
@@ -112,8 +116,9 @@ class ThreadlineServer(JsonRPCServer):
 
     # -- ClientLink ----------------------------------------------------------------------
 
-    def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
-        self.outbox.send_update(session_id, update)
+    def announce(self, session_id: str, event: Event) -> None:
+        for update in self.projection.updates(event):
+            self.outbox.send_update(session_id, update)
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
         self.outbox.send_updates(session_id, updates)
@@ -143,6 +148,7 @@ class ThreadlineServer(JsonRPCServer):
     def client_connected(self, capabilities: ClientCapabilities) -> None:
         """Remember what ``initialize`` said about the client."""
         self.client_caps = capabilities.wire()
+        self.projection = Projection.for_client(self.client_caps)
         self.cancel_method = capabilities.threadline().cancel_method
         self.initialized = True
 

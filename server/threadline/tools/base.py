@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from ..engine.link import ClientLink
+from typing import Any, Literal, Protocol
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+
+
+class ClientChannel(Protocol):
+    """What a tool may ask of the editor: a server-to-client request (``fs/*``,
+    ``tool/call``, ``session/request_permission``) and what the editor said it can do.
+    The engine's client link is one; tools need nothing else of the connection."""
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any: ...
+
+    def client_capabilities(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +24,7 @@ class ToolContext:
     tool_call_id: str
     cwd: str
     roots: tuple[str, ...]
-    link: ClientLink
+    link: ClientChannel
 
 
 @dataclass(slots=True)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..providers.base import ToolCallFinal
-from .base import Tool
-
-if TYPE_CHECKING:
-    from ..engine.session import Session
+from .base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -27,24 +24,26 @@ class PermissionBroker:
     def __init__(self) -> None:
         self._always: dict[str, bool] = {}
 
-    async def ask(self, session: Session, tool: Tool, call: ToolCallFinal, turn_id: str) -> bool:
+    async def ask(self, tool: Tool, call: ToolCallFinal, ctx: ToolContext) -> bool:
+        """``ctx`` is the call's own context: the request goes to its client, and the
+        files it would touch are worked out as the tool will see them."""
         remembered = self._always.get(tool.name)
         if remembered is not None:
             return remembered
         params: dict[str, Any] = {
-            "sessionId": session.id,
+            "sessionId": ctx.session_id,
             "toolCall": {
                 "toolCallId": call.id,
                 "title": tool.title(call.arguments),
                 "kind": tool.kind,
                 "status": "pending",
                 "rawInput": call.arguments,
-                "locations": _locations(tool, call, session),
+                "locations": _locations(tool, call, ctx),
             },
             "options": OPTIONS,
         }
         try:
-            result = await session.link.request("session/request_permission", params)
+            result = await ctx.link.request("session/request_permission", params)
         except Exception as exc:  # a client that cannot answer has not allowed anything
             log.info("permission request failed: %s", exc)
             return False
@@ -59,11 +58,8 @@ class PermissionBroker:
         return allowed
 
 
-def _locations(tool: Tool, call: ToolCallFinal, session: Session) -> list[dict[str, Any]]:
+def _locations(tool: Tool, call: ToolCallFinal, ctx: ToolContext) -> list[dict[str, Any]]:
     """The files the call would touch, so the user sees them before allowing it."""
-    from .base import ToolContext
-
-    ctx = ToolContext(session.id, call.id, session.cwd, tuple(session.config.roots), session.link)
     try:
         return tool.locations(call.arguments, ctx)
     except Exception:

@@ -1,16 +1,14 @@
-"""The projection from transcript blocks to ACP ``session/update`` payloads.
+"""The projection from engine events and stored messages to ACP ``session/update``s.
 
-A live turn and a ``session/load`` replay go through the same functions: the turn
-announces a tool call from the ``tool_use`` block it just stored, and a result from
-the ``tool_result`` block it just stored; ``replay`` walks the stored messages and
-calls the very same functions. So what a client is shown on load is what a live
-client saw, minus the transitional updates that are not history (a call's
-``in_progress``, a compaction's ``in_progress``, usage, status notices), and with each
-block's text in one chunk instead of the bursts it streamed in.
-
-Whatever is shown must therefore be stored: a ``tool_use`` block records the
-``title``, ``kind`` and ``locations`` its tool gave when the call was made, a
-``tool_result`` its ``rawOutput``, a ``summary`` its ``compactionId``.
+The engine announces typed events (`engine/events.py`); a client's link projects
+them here. A live event and a ``session/load`` replay go through the same functions:
+the turn announces a tool call with the ``tool_use`` block it just stored, and a
+result with the ``tool_result`` block it just stored; ``replay`` walks the stored
+messages and calls the very same functions. So what a client is shown on load is
+what a live client saw, minus the transitional updates that are not history (a
+call's ``in_progress``, a compaction's ``in_progress``, usage, status notices), and
+with each block's text in one chunk instead of the bursts it streamed in. Whatever is
+shown must therefore be stored (`engine/blocks.py`).
 
 These run on the streaming hot path, so they build dicts directly; the golden
 fixtures (``tests/golden``) and the conformance hook of the test client check every
@@ -19,10 +17,14 @@ one against the protocol models and ACP's own schema.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ..engine import events
+from ..engine.blocks import Block, shown_text
+from ..engine.mutations import Msg
+
 Update = dict[str, Any]
-Block = dict[str, Any]
 
 
 def _turn_meta(turn_id: str) -> dict[str, Any]:
@@ -64,43 +66,6 @@ def marked(update: Update, marks: dict[str, Any]) -> Update:
     if marks:
         update["_meta"]["threadline"].update(marks)
     return update
-
-
-def text_block(text: str, *, streamed: str) -> Block:
-    """An answer's text without the tool call the model wrote in it, remembering the
-    text as it streamed (what clients were shown) in ``_meta.threadline.streamed``."""
-    return {"type": "text", "text": text, "_meta": {"threadline": {"streamed": streamed}}}
-
-
-def shown_text(block: Block) -> str:
-    """The text clients were shown for a stored text block."""
-    meta = block.get("_meta")
-    if isinstance(meta, dict):
-        tl = meta.get("threadline")
-        if isinstance(tl, dict) and isinstance(tl.get("streamed"), str):
-            return tl["streamed"]
-    return str(block.get("text", ""))
-
-
-def call_block(
-    call_id: str,
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    title: str,
-    kind: str,
-    locations: list[dict[str, Any]],
-) -> Block:
-    """A ``tool_use`` block with what the client is shown of it."""
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": name,
-        "input": arguments,
-        "title": title,
-        "kind": kind,
-        "locations": locations,
-    }
 
 
 def tool_call(block: Block, turn_id: str) -> Update:
@@ -164,10 +129,6 @@ def compaction(
     return u
 
 
-def summary_block(text: str, compaction_id: str) -> Block:
-    return {"type": "summary", "text": text, "compactionId": compaction_id}
-
-
 def shows_compaction(client_capabilities: dict[str, Any]) -> bool:
     """ACP lets an agent send ``compaction_update`` only to a client that advertised
     ``session.compaction``."""
@@ -196,7 +157,7 @@ def session_info(title: str | None, updated_at: str, status: str | None = None) 
     return u
 
 
-def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
+def available_commands(commands: Sequence[tuple[str, str, str | None]]) -> Update:
     return {
         "sessionUpdate": "available_commands_update",
         "availableCommands": [
@@ -206,7 +167,7 @@ def available_commands(commands: list[tuple[str, str, str | None]]) -> Update:
     }
 
 
-def replay(message: dict[str, Any], *, compaction: bool) -> list[Update]:
+def replay(message: Msg, *, compaction: bool) -> list[Update]:
     """One stored message as the updates a live client was shown for it;
     ``compaction``: the client shows ``compaction_update``. Text chunks also carry
     what is known only in hindsight (`replay_marks`) in ``_meta.threadline``, which
@@ -232,3 +193,54 @@ def replay(message: dict[str, Any], *, compaction: bool) -> list[Update]:
         elif t in ("tool_use", "exit_signal"):
             out.append(tool_call(block, turn))
     return out
+
+
+class Projection:
+    """One client's projection: what it is shown for each engine event, and for each
+    stored message on ``session/load`` (`engine.events.ReplayProjection`). The one
+    difference between clients is whether they show ``compaction_update`` (else a
+    summary is an agent message, and compaction progress is not shown)."""
+
+    __slots__ = ("shows_compaction",)
+
+    def __init__(self, *, shows_compaction: bool) -> None:
+        self.shows_compaction = shows_compaction
+
+    @classmethod
+    def for_client(cls, client_capabilities: dict[str, Any]) -> Projection:
+        return cls(shows_compaction=shows_compaction(client_capabilities))
+
+    @property
+    def variant(self) -> bool:
+        return self.shows_compaction
+
+    def replay(self, message: Msg) -> list[Update]:
+        return replay(message, compaction=self.shows_compaction)
+
+    def updates(self, event: events.Event) -> list[Update]:
+        """The ``session/update`` payloads a live event is shown as (none for progress
+        a client does not show). Streamed text comes first: it is most of them."""
+        match event:
+            case events.MessageChunk(message_id, turn_id, text, thought):
+                kind = "agent_thought_chunk" if thought else "agent_message_chunk"
+                return [message_chunk(kind, message_id, turn_id, text)]
+            case events.ToolCallStarted(block, turn_id):
+                return [tool_call(block, turn_id)]
+            case events.ToolProgress(tool_call_id):
+                return [tool_progress(tool_call_id, "in_progress")]
+            case events.ToolFinished(block):
+                return [tool_result(block)]
+            case events.Usage(used, size):
+                return [usage_update(used, size)]
+            case events.SessionInfo(updated_at, title, status):
+                return [session_info(title, updated_at, status)]
+            case events.CompactionProgress(compaction_id, status, error):
+                if not self.shows_compaction:
+                    return []
+                return [compaction(compaction_id, status, error=error)]
+            case events.Compacted(message_id, turn_id, block):
+                return [compacted(message_id, turn_id, block, shown=self.shows_compaction)]
+            case events.AvailableCommands(commands):
+                return [available_commands(commands)]
+            case events.Replayed(message):
+                return self.replay(message)

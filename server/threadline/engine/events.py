@@ -1,0 +1,125 @@
+"""What the engine tells a session's clients, as typed events.
+
+The engine announces these (``Session.announce`` → ``ClientLink.announce``); how a
+client is shown them is the connection's business: `rpc/projection.py` makes ACP
+``session/update`` payloads of them. Events that come from stored content carry the
+stored block itself, so the live update and the one ``session/load`` replays from
+history are made by the same function of the same block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .blocks import Block
+from .mutations import Msg
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChunk:
+    """Text of the answer being streamed (a coalesced burst), or a command's reply."""
+
+    message_id: str
+    turn_id: str
+    text: str
+    thought: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A call as its answer stored it: a ``tool_use`` block (pending), or an
+    ``exit_signal`` block (a signal is recorded, never run)."""
+
+    block: Block
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A call started running: live only, not history."""
+
+    tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    """A call's stored ``tool_result`` block (completed, failed or cancelled)."""
+
+    block: Block
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens the last model call used, and the context window's size."""
+
+    used: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A new title, or a provider's status notice (a retry…)."""
+
+    updated_at: str
+    title: str | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionProgress:
+    """A compaction started, failed or was cancelled: live only."""
+
+    compaction_id: str
+    status: Literal["in_progress", "failed", "cancelled"]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """A compaction committed its stored ``summary`` block."""
+
+    message_id: str
+    turn_id: str
+    block: Block
+
+
+@dataclass(frozen=True, slots=True)
+class AvailableCommands:
+    """The slash commands a prompt may be: ``(name, description, input hint)``."""
+
+    commands: tuple[tuple[str, str, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A committed message shown as ``session/load`` shows it (the messages of a turn
+    another process runs, as they land)."""
+
+    message: Msg
+
+
+Event = (
+    MessageChunk
+    | ToolCallStarted
+    | ToolProgress
+    | ToolFinished
+    | Usage
+    | SessionInfo
+    | CompactionProgress
+    | Compacted
+    | AvailableCommands
+    | Replayed
+)
+
+
+class ReplayProjection(Protocol):
+    """How a client is shown stored history again (``session/load``), given by its
+    link: the transcript keeps what ``replay`` made of each message, as JSON, for as
+    long as ``variant`` (what the client shows differently) stays the same."""
+
+    @property
+    def variant(self) -> Hashable: ...
+
+    def replay(self, message: Msg) -> list[dict[str, Any]]: ...

@@ -1,0 +1,118 @@
+"""The compiler's request for a small transcript, message by message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadline.engine.compiler import (
+    DEFAULT_SYSTEM_PROMPT,
+    compile_request,
+    result_chars,
+)
+from threadline.engine.mutations import Msg
+from threadline.providers.base import ChatMessage, ToolCallFinal, ToolSpec
+
+
+def msg(mid: str, role: str, *content: dict[str, Any]) -> Msg:
+    return {
+        "messageId": mid,
+        "turnId": "u1" if role == "user" else "a1",
+        "role": role,
+        "content": list(content),
+        "createdAt": "2026-11-24T00:00:00.000Z",
+    }
+
+
+def result(call_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "toolUseId": call_id,
+        "toolName": "read_file",
+        "content": [{"type": "text", "text": text}],
+        **extra,
+    }
+
+
+TRANSCRIPT: list[Msg] = [
+    msg(
+        "m1",
+        "user",
+        {"type": "text", "text": "Explain main.py"},
+        {"type": "resource", "resource": {"uri": "file:///main.py", "text": "print(1)"}},
+        {"type": "image", "mimeType": "image/png", "data": "AAAA"},
+    ),
+    msg(
+        "m2",
+        "assistant",
+        {"type": "thought", "text": "Read it first.", "signature": "sig"},
+        {"type": "text", "text": "Reading."},
+        {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "main.py"}},
+        {"type": "tool_use", "id": "c2", "name": "orphan", "input": {}},
+        {"type": "exit_signal", "id": "x1", "name": "done", "arguments": {}},
+    ),
+    msg("m3", "tool", result("c1", "line\n" * 4000, isError=False)),
+    msg("m4", "assistant", {"type": "text", "text": "It prints 1."}),
+]
+
+
+def test_a_small_transcript_compiles_to_these_messages() -> None:
+    spec = ToolSpec("read_file", "Read a file", {"type": "object"})
+    request = compile_request(
+        system_prompt=None,
+        experiences={"exp_1": "The user prefers short answers."},
+        working=TRANSCRIPT,
+        tools=[spec],
+        bios="Tools: two calls left.",
+        ephemeral=[ChatMessage("user", "Answer now.")],
+        max_tokens=256,
+        temperature=0.2,
+        context_window=1000,
+    )
+    limit = result_chars(1000)
+    assert limit == 1000  # the floor, for a tiny window
+    system, user, answer, tool, final, nudge = request.messages
+    assert system == ChatMessage(
+        "system",
+        DEFAULT_SYSTEM_PROMPT
+        + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers."
+        + "\n\nTools: two calls left.",
+    )
+    assert user == ChatMessage(
+        "user",
+        "Explain main.py\n\n[resource file:///main.py]\nprint(1)\n\n[image image/png omitted]",
+    )
+    # Only the answered call goes back; the orphan and the exit signal never do.
+    assert answer.role == "assistant"
+    assert answer.content == "Reading."
+    assert answer.tool_calls == [
+        ToolCallFinal("c1", "read_file", {"path": "main.py"}, '{"path": "main.py"}')
+    ]
+    assert answer.thoughts == [{"text": "Read it first.", "signature": "sig"}]
+    # The result is cut to what fits, with a note the model can act on.
+    assert tool.role == "tool"
+    assert (tool.tool_call_id, tool.tool_name, tool.is_error) == ("c1", "read_file", False)
+    assert tool.content.startswith("line\n" * 200)
+    assert tool.content[limit:].startswith(
+        "\n[cut: this result has 20000 characters; only the first 1000"
+    )
+    assert final == ChatMessage("assistant", "It prints 1.")
+    assert nudge.role == "user" and nudge.content == "Answer now." and nudge.ephemeral
+    assert request.tools == [spec]
+    assert (request.tool_choice, request.max_tokens, request.temperature) == ("auto", 256, 0.2)
+
+
+def test_a_summary_is_sent_as_a_user_message_and_no_tools_means_no_choice() -> None:
+    summary = msg(
+        "s1", "assistant", {"type": "summary", "text": "Goal: explain.", "compactionId": "c"}
+    )
+    request = compile_request(
+        system_prompt="Be brief.", experiences={}, working=[summary, TRANSCRIPT[3]]
+    )
+    system, first, last = request.messages
+    assert system.content == "Be brief."
+    assert first == ChatMessage(
+        "user",
+        "Summary of the conversation so far (earlier messages were compacted):\nGoal: explain.",
+    )
+    assert last.content == "It prints 1."
+    assert request.tool_choice == "none" and request.tools == []

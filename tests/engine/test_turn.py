@@ -1,0 +1,192 @@
+"""The turn loop in-process, against a fake host and a scripted model."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tests.engine.fakes import EchoTool, FakeHost, scripted, text_prompt, turn
+from threadline.engine import events
+from threadline.engine.errors import ToolLoopFailed
+from threadline.engine.events import Event
+from threadline.engine.mutations import (
+    AssistantMessage,
+    AssistantTruncated,
+    ToolResult,
+    UserMessage,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def test_a_plain_answer_is_streamed_journaled_and_committed() -> None:
+    provider = scripted([{"text": "Hello"}, {"text": ", world"}])
+    host = FakeHost(provider)
+    t = turn(host, "say hello")
+    result = await t.run()
+
+    assert result["stopReason"] == "end_turn"
+    assert host.kinds() == ["user_message", "assistant_message"]
+    user, answer = host.committed
+    assert isinstance(user, UserMessage) and isinstance(answer, AssistantMessage)
+    assert user.message["content"] == text_prompt("say hello")
+    assert user.message["turnId"] == "u1"
+    assert answer.message["turnId"] == "a1"
+    assert answer.message["content"] == [{"type": "text", "text": "Hello, world"}]
+    assert answer.message["stopReason"] == "end_turn"
+    assert answer.message["model"] == "scripted:test"
+    # The answer ends the journal; the user message does not.
+    assert [end for _, end in host.commits] == [False, True]
+    # Journaled before announced, under the id the answer is stored with.
+    [(message_id, meta)] = host.journal.began
+    assert message_id == answer.message["messageId"] == result["_meta"]["threadline"]["messageId"]
+    assert meta == {"turnId": "a1", "model": provider.model_id}
+    assert "".join(text for _, text in host.journal.runs) == "Hello, world"
+    chunks = host.updates_of("agent_message_chunk")
+    assert "".join(c["content"]["text"] for c in chunks) == "Hello, world"
+    assert {c["messageId"] for c in chunks} == {message_id}
+    assert host.titled == [text_prompt("say hello")]
+    # Usage as the scripted model reported it: the request's size, two deltas.
+    usage = result["usage"]
+    assert usage["outputTokens"] == 2
+    assert usage["inputTokens"] > 0
+    assert usage["totalTokens"] == usage["inputTokens"] + 2
+    [shown] = host.updates_of("usage_update")
+    assert shown == {
+        "sessionUpdate": "usage_update",
+        "used": usage["inputTokens"] + 2,
+        "size": provider.context_window,
+    }
+    assert result["_meta"]["threadline"]["userMessageId"] == user.message["messageId"]
+
+
+async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None:
+    echo = EchoTool()
+    provider = scripted(
+        [{"tool_call": {"name": "echo", "arguments": {"text": "ping"}, "id": "model_id"}}],
+        [{"text": "It said ping."}],
+    )
+    host = FakeHost(provider, tools=[echo])
+    result = await turn(host, "echo ping").run()
+
+    assert result["stopReason"] == "end_turn"
+    assert host.kinds() == ["user_message", "assistant_message", "tool_result", "assistant_message"]
+    call_msg, result_msg, final = host.committed[1:]
+    [use] = call_msg.message["content"]
+    # The engine mints its own call ids, whatever the provider said.
+    assert use["id"].startswith("call_") and use["id"] != "model_id"
+    assert use == {
+        "type": "tool_use",
+        "id": use["id"],
+        "name": "echo",
+        "input": {"text": "ping"},
+        "title": "Echo ping",
+        "kind": "other",
+        "locations": [{"path": "/nowhere/echo.txt"}],
+    }
+    assert call_msg.message["stopReason"] == "end_turn"
+    assert isinstance(result_msg, ToolResult)
+    [block] = result_msg.message["content"]
+    assert block["toolUseId"] == use["id"]
+    assert block["status"] == "completed"
+    assert block["isError"] is False
+    assert block["content"] == [{"type": "text", "text": "echo: ping"}]
+    assert final.message["content"] == [{"type": "text", "text": "It said ping."}]
+    # The tool ran once, with its own call's context.
+    [(arguments, ctx)] = echo.runs
+    assert arguments == {"text": "ping"}
+    assert (ctx.session_id, ctx.tool_call_id) == ("sess_fake", use["id"])
+    # Announced as typed events (the text and usage around them left out)...
+    assert [
+        type(e) for e in host.events if not isinstance(e, (events.MessageChunk, events.Usage))
+    ] == [events.ToolCallStarted, events.ToolProgress, events.ToolFinished]
+    # ...which a client is shown as: pending call, in progress, completed with the result.
+    calls = [u for u in host.updates if u["sessionUpdate"].startswith("tool_call")]
+    assert [(u["sessionUpdate"], u["status"]) for u in calls] == [
+        ("tool_call", "pending"),
+        ("tool_call_update", "in_progress"),
+        ("tool_call_update", "completed"),
+    ]
+    assert calls[2]["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "echo: ping"}}
+    ]
+    # No permission was needed, none asked.
+    assert host.asked == []
+
+
+async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_cancelled() -> None:
+    provider = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
+    host = FakeHost(provider)
+    t = turn(host, "tell me")
+    results: list[dict[str, object]] = []
+    shown = anyio.Event()
+
+    def announce(event: Event) -> None:
+        FakeHost.announce(host, event)
+        chunks = host.updates_of("agent_message_chunk")
+        if "".join(c["content"]["text"] for c in chunks) == "partial answer":
+            shown.set()
+
+    host.announce = announce  # type: ignore[method-assign]
+
+    async def run() -> None:
+        results.append(await t.run())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(5):
+            await shown.wait()
+        assert t.cancel()
+
+    [result] = results
+    assert result["stopReason"] == "cancelled"
+    assert host.kinds() == ["user_message", "assistant_truncated"]
+    truncated = host.committed[-1]
+    assert isinstance(truncated, AssistantTruncated)
+    assert truncated.message["content"] == [{"type": "text", "text": "partial answer"}]
+    assert truncated.message["truncated"] is True
+    assert truncated.message["error"] == "cancelled by the user"
+    assert truncated.message["messageId"] == host.journal.began[0][0]
+    assert host.commits[-1][1] is True  # ends the journal
+    # The model never reported usage: it is estimated, one token a delta.
+    usage = result["usage"]
+    assert isinstance(usage, dict)
+    assert usage["outputTokens"] == 2
+    assert t.done.is_set()
+    assert host.transcript.messages[-1]["truncated"] is True
+
+
+async def test_a_refused_permission_fails_the_call_without_running_it() -> None:
+    echo = EchoTool(needs_permission=True)
+    provider = scripted(
+        [{"tool_call": {"name": "echo", "arguments": {"text": "rm -rf"}}}],
+        [{"text": "I will not."}],
+    )
+    host = FakeHost(provider, tools=[echo], allow=False)
+    result = await turn(host, "go").run()
+
+    assert result["stopReason"] == "end_turn"
+    assert echo.runs == []
+    call_id = host.committed[1].message["content"][0]["id"]
+    assert host.asked == [("echo", call_id)]
+    [block] = host.committed[2].message["content"]
+    assert block["status"] == "failed"
+    assert block["isError"] is True
+    assert "refused permission" in block["content"][0]["text"]
+    final = host.updates_of("tool_call_update")
+    # Refused calls never go in progress: straight to failed.
+    assert [(u["toolCallId"], u["status"]) for u in final] == [(call_id, "failed")]
+    assert host.committed[-1].message["content"] == [{"type": "text", "text": "I will not."}]
+
+
+async def test_an_unknown_tool_is_answered_and_fails_the_turn() -> None:
+    provider = scripted([{"text": "Let me "}, {"tool_call": {"name": "nope", "arguments": {}}}])
+    host = FakeHost(provider, tools=[EchoTool()])
+    with pytest.raises(ToolLoopFailed) as caught:
+        await turn(host).run()
+    assert caught.value.data["reason"] == "tool_parse_error"
+    assert caught.value.data["partialText"] == "Let me "
+    # Every call still has exactly one result.
+    assert host.kinds() == ["user_message", "assistant_message", "tool_result"]
+    assert host.transcript.open_calls == {}
+    assert host.committed[-1].message["content"][0]["content"][0]["text"] == "unknown tool 'nope'"

@@ -1,0 +1,119 @@
+"""Engine events as a client is shown them (``rpc/projection.py``): every golden
+``session/update`` a live event can make comes out of its event unchanged, and what a
+client does not show (compactions, for one that did not ask) stays out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from threadline.engine import events
+from threadline.engine.blocks import call_block, summary_block
+from threadline.rpc.projection import Projection
+
+UPDATES = Path(__file__).resolve().parent.parent / "golden" / "session_update"
+MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
+CALL = "call_01a20b0c5e81aa11bb22cc33dd44"
+CMP = "cmp_01a20b0c5e84aa11bb22cc33dd44"
+NOW = "2026-11-24T00:00:00.000Z"
+READ = call_block(
+    CALL,
+    "read_file",
+    {"path": "main.py"},
+    title="Read main.py",
+    kind="read",
+    locations=[{"path": "/home/ada/project/main.py"}],
+)
+RESULT: dict[str, Any] = {
+    "type": "tool_result",
+    "toolUseId": CALL,
+    "toolName": "read_file",
+    "content": [{"type": "text", "text": "print('hi')"}],
+    "isError": False,
+    "status": "completed",
+    "rawOutput": {"source": "disk", "totalLines": 1},
+}
+SUMMARY = summary_block("Goal: explain main.py.", CMP)
+
+# The live event each golden fixture is shown for, and whether the client shows compactions.
+EVENTS: dict[str, tuple[events.Event, bool]] = {
+    "agent_message_chunk": (events.MessageChunk(MID, "a1", "It prints"), True),
+    "agent_thought_chunk": (events.MessageChunk(MID, "a1", "Read it.", thought=True), True),
+    "tool_call": (events.ToolCallStarted(READ, "a1"), True),
+    "tool_call.exit_signal": (
+        events.ToolCallStarted(
+            {"type": "exit_signal", "id": CALL, "name": "task_done", "arguments": {"ok": True}},
+            "a1",
+        ),
+        True,
+    ),
+    "tool_call_update": (events.ToolFinished(RESULT), True),
+    "tool_call_update.in_progress": (events.ToolProgress(CALL), True),
+    "tool_call_update.cancelled": (
+        events.ToolFinished(
+            {
+                **RESULT,
+                "content": [
+                    {"type": "text", "text": "Tool call cancelled: cancelled by the user."}
+                ],
+                "isError": True,
+                "status": "cancelled",
+                "rawOutput": None,
+            }
+        ),
+        True,
+    ),
+    "usage_update": (events.Usage(876, 8192), True),
+    "session_info_update": (events.SessionInfo(NOW, title="Read main.py"), True),
+    "session_info_update.status": (events.SessionInfo(NOW, status="retrying in 2 s"), True),
+    "available_commands_update": (
+        events.AvailableCommands(
+            (
+                ("compact", "Summarise older history", "optional instructions"),
+                ("fork", "Fork", None),
+            )
+        ),
+        True,
+    ),
+    "compaction_update": (events.Compacted(MID, "a1", SUMMARY), True),
+    "agent_message_chunk.summary": (events.Compacted(MID, "a1", SUMMARY), False),
+    "compaction_update.failed": (
+        events.CompactionProgress(CMP, "failed", "the model wrote an empty summary"),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVENTS))
+def test_a_live_event_is_shown_as_its_golden_update(name: str) -> None:
+    event, shows = EVENTS[name]
+    golden = json.loads((UPDATES / f"{name}.json").read_text())["update"]
+    assert Projection(shows_compaction=shows).updates(event) == [golden]
+
+
+def test_compaction_progress_is_not_shown_to_a_client_that_did_not_ask() -> None:
+    event = events.CompactionProgress(CMP, "in_progress")
+    assert Projection.for_client({}).updates(event) == []
+    shown = Projection.for_client({"session": {"compaction": {}}})
+    assert shown.variant is True
+    assert shown.updates(event) == [
+        {"sessionUpdate": "compaction_update", "compactionId": CMP, "status": "in_progress"}
+    ]
+
+
+def test_a_replayed_message_is_shown_as_session_load_shows_it() -> None:
+    message = {
+        "messageId": MID,
+        "turnId": "a1",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Reading."}, READ],
+        "truncated": True,
+    }
+    projection = Projection(shows_compaction=False)
+    replayed = projection.updates(events.Replayed(message))
+    assert replayed == projection.replay(message)
+    assert [u["sessionUpdate"] for u in replayed] == ["agent_message_chunk", "tool_call"]
+    assert replayed[0]["_meta"] == {"threadline": {"turnId": "a1", "truncated": True}}
