@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, WrapSerializer
 from pydantic.alias_generators import to_camel
 
 
@@ -43,3 +43,16 @@ class StrictWireModel(WireModel):
 def meta_field() -> Any:
     """ACP's extension slot, ``_meta`` on the wire."""
     return Field(default=None, alias="_meta")
+
+
+def _as_made(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+    if isinstance(value, list) and all(isinstance(v, BaseModel) for v in value):
+        return handler(value)
+    return value
+
+
+Preserialised = WrapSerializer(_as_made)
+"""For a field a sender may fill, through ``model_construct``, with what is already
+wire data (JSON text its writer splices, or plain dicts) instead of models: that is
+passed through as it is. The server's long histories go out this way, copied rather
+than serialised again on each ``session/history``."""

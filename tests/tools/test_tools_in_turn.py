@@ -59,7 +59,8 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
             {"cwd": str(ws), "mcpServers": [], "_meta": {"threadline": {"model": model}}}
         )
     )
-    session = engine.get(created["sessionId"])
+    assert isinstance(created, pm.NewSessionResult)  # no MCP servers: answered at once
+    session = engine.get(created.session_id)
     st = await build_tools(
         cwd=session.cwd,
         tools=session.config.tools,
@@ -77,7 +78,7 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
     finally:
         await st.aclose()
         store.close()
-    assert answer["stopReason"] == "end_turn"
+    assert answer.stop_reason == "end_turn"
 
     # The engine mints every call id; map the script's names onto them, in call order.
     minted = [
