@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, WrapSerializer
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -45,14 +45,14 @@ def meta_field() -> Any:
     return Field(default=None, alias="_meta")
 
 
-def _as_made(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-    if isinstance(value, list) and all(isinstance(v, BaseModel) for v in value):
-        return handler(value)
-    return value
+class Prewritten(WireModel):
+    """A message its sender fills, through ``model_construct``, with values that are
+    already wire data (JSON text its writer splices, plain dicts): written field by
+    field as they are (:meth:`written`), without pydantic's serializer. So the server's
+    long histories are copied, not serialised again, and the first one builds no
+    schema. Validating one (a client reading it) is as for any model."""
 
-
-Preserialised = WrapSerializer(_as_made)
-"""For a field a sender may fill, through ``model_construct``, with what is already
-wire data (JSON text its writer splices, or plain dicts) instead of models: that is
-passed through as it is. The server's long histories go out this way, copied rather
-than serialised again on each ``session/history``."""
+    def written(self) -> dict[str, Any]:
+        """The fields the sender set, under their wire names, values as they are."""
+        fields = type(self).model_fields
+        return {fields[name].alias or name: getattr(self, name) for name in self.model_fields_set}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
-from .base import Preserialised, StrictWireModel, WireModel, meta_field
+from .base import Prewritten, StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
@@ -307,10 +307,9 @@ class CompactResult(WireModel):
     """``threadline.compacted`` is false (with ``reason``) when nothing changed."""
 
 
-class HistoryResult(WireModel):
-    messages: Annotated[list[Message], Preserialised]
-    """The server builds this with ``model_construct`` from each message's JSON, made
-    once (a long session's history is spliced, not serialised again)."""
+class HistoryResult(Prewritten):
+    messages: list[Message]
+    """The server fills this with the JSON it keeps of each message (``Prewritten``)."""
 
 
 class ContextParts(WireModel):

@@ -20,6 +20,7 @@ import pytest
 from tests.conformance import check_acp, check_threadline
 from threadline.engine import updates
 from threadline.rpc.server import wire
+from threadline_protocol.base import Prewritten
 from threadline_protocol.methods import METHODS
 from threadline_protocol.updates import SessionUpdate
 
@@ -163,4 +164,10 @@ def test_model_writes_the_golden_wire(method: str, part: str) -> None:
     key a default adds, none lost, none renamed."""
     fixture = json.loads(method_file(method).read_text())[part]
     model = getattr(METHODS[method], part)
-    assert wire(model.model_validate(fixture)) == fixture
+    if issubclass(model, Prewritten):  # filled with wire data, never with models
+        model.model_validate(fixture)
+        fields = {f.alias or name: name for name, f in model.model_fields.items()}
+        built = model.model_construct(**{fields[k]: v for k, v in fixture.items()})
+    else:
+        built = model.model_validate(fixture)
+    assert wire(built) == fixture

@@ -475,8 +475,8 @@ class Engine:
             )
 
     def history(self, session_id: str) -> pm.HistoryResult:
-        """Built without validation: the messages are the stored ones, spliced as the
-        JSON the transcript keeps of each (``Preserialised``)."""
+        """Built without validation: the messages are the stored ones, as the JSON the
+        transcript keeps of each (``Prewritten``: spliced, not serialised again)."""
         return pm.HistoryResult.model_construct(
             messages=self.get(session_id).transcript.history_json()
         )

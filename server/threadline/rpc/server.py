@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Literal
 from pydantic import BaseModel, ValidationError
 
 from threadline_protocol import methods as pm
+from threadline_protocol.base import Prewritten
 from threadline_protocol.errors import ErrorCode
 from threadline_protocol.methods import ClientCapabilities
 
@@ -55,9 +56,11 @@ def wire(model: BaseModel | None) -> Any:
     """A protocol model as it goes on the wire: the keys its builder set, by alias.
     What the builder left unset is left out (an optional the engine had nothing for),
     what it set to None is a JSON null (``forkedAtMessageId`` of a fork at the start).
-    Values already made as wire data (``Preserialised``) pass through to the outbox."""
+    A ``Prewritten`` model's values are wire data already, handed to the outbox as is."""
     if model is None:
         return None
+    if isinstance(model, Prewritten):
+        return model.written()
     return model.model_dump(by_alias=True, exclude_unset=True)
 
 
