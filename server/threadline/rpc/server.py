@@ -64,14 +64,6 @@ def wire(model: BaseModel | None) -> Any:
     return model.model_dump(by_alias=True, exclude_unset=True)
 
 
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
 class ThreadlineServer:
     def __init__(
         self,
@@ -379,7 +371,7 @@ class ThreadlineServer:
                 "invalid params: " + "; ".join(_describe(e) for e in errors),
                 [dict(e) for e in errors],
             )
-        elif isinstance(exc, (EngineError, RpcError)):
+        elif isinstance(exc, EngineError):
             self._send_error(msg_id, exc.code, exc.message, exc.data)
         else:
             log.exception("request %r failed", msg_id, exc_info=exc)
