@@ -43,3 +43,16 @@ class StrictWireModel(WireModel):
 def meta_field() -> Any:
     """ACP's extension slot, ``_meta`` on the wire."""
     return Field(default=None, alias="_meta")
+
+
+class Prewritten(WireModel):
+    """A message its sender fills, through ``model_construct``, with values that are
+    already wire data (JSON text its writer splices, plain dicts): written field by
+    field as they are (:meth:`written`), without pydantic's serializer. So the server's
+    long histories are copied, not serialised again, and the first one builds no
+    schema. Validating one (a client reading it) is as for any model."""
+
+    def written(self) -> dict[str, Any]:
+        """The fields the sender set, under their wire names, values as they are."""
+        fields = type(self).model_fields
+        return {fields[name].alias or name: getattr(self, name) for name in self.model_fields_set}

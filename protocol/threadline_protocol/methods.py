@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, field_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
-from .base import StrictWireModel, WireModel, meta_field
+from .base import Prewritten, StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
@@ -84,15 +84,24 @@ class ModelInfo(WireModel):
 
 
 class ThreadlineCapabilities(ThreadlineBlock):
-    """Threadline's extension block under ``agentCapabilities._meta.threadline``."""
+    """Threadline's extension block under ``agentCapabilities._meta.threadline``.
 
-    protocol_version: str = THREADLINE_PROTOCOL_VERSION
-    interrupt: bool = True
-    compact: bool = False
-    history: bool = True
-    fork: bool = False
-    models: list[ModelInfo] = Field(default_factory=list)
-    default_model: str | None = None
+    Every key is always sent (``engine/capabilities.py``), so none is optional here."""
+
+    protocol_version: str
+    """Threadline's own protocol version (``THREADLINE_PROTOCOL_VERSION``)."""
+    interrupt: bool
+    """``session/interrupt`` is served."""
+    compact: bool
+    """``session/compact`` is served."""
+    history: bool
+    """``session/history`` is served."""
+    fork: bool
+    """``session/fork`` is served."""
+    models: list[ModelInfo]
+    """The models ``session/new`` accepts (``_meta.threadline.model``)."""
+    default_model: str
+    """The model a session gets when it names none."""
 
 
 class AgentCapabilitiesMeta(WireModel):
@@ -298,8 +307,9 @@ class CompactResult(WireModel):
     """``threadline.compacted`` is false (with ``reason``) when nothing changed."""
 
 
-class HistoryResult(WireModel):
+class HistoryResult(Prewritten):
     messages: list[Message]
+    """The server fills this with the JSON it keeps of each message (``Prewritten``)."""
 
 
 class ContextParts(WireModel):
@@ -339,13 +349,16 @@ class ListSessionsParams(StrictWireModel):
 
 
 class SessionInfoMeta(ThreadlineBlock):
-    """``_meta`` of a ``session/list`` entry."""
+    """``_meta`` of a ``session/list`` entry: every key always sent, null when unknown."""
 
-    parent_session_id: str | None = None
-    forked_at_message_id: str | None = None
-    """The parent's message a fork branches at (null unless a fork)."""
-    message_count: int = 0
-    model: str | None = None
+    parent_session_id: str | None
+    """The session this one was forked from (null unless a fork)."""
+    forked_at_message_id: str | None
+    """The parent's message a fork branches at (null unless a fork, or a fork of an
+    empty session)."""
+    message_count: int
+    model: str | None
+    """The session's model (null for a session stored without one)."""
 
 
 class SessionInfo(WireModel):
@@ -463,8 +476,22 @@ class LspCancelParams(WireModel):
     id: str | int
 
 
+Dispatch = Literal["inline", "task", "notification", "connection"]
+"""How the server serves a client→server method:
+
+* ``inline``: answered as its frame is read, so pipelined requests are answered in
+  the order they came (``session/new`` then ``session/prompt`` in one write);
+* ``task``: run in a task of its own that sends its own answer, so a later request is
+  not held up behind it, and ``session/interrupt`` is answered only after the prompt
+  it stopped;
+* ``notification``: handled as it is read; never answered;
+* ``connection``: handled by the connection itself (``exit``, withdrawing requests),
+  not by the engine."""
+
+
 class MethodSpec(BaseModel):
-    """One row of the method table: direction, params and result models."""
+    """One row of the method table: direction, params and result models, and how the
+    server serves it (``dispatch``, for client→server methods only)."""
 
     name: str
     direction: Literal["client_to_server", "server_to_client"]
@@ -472,6 +499,18 @@ class MethodSpec(BaseModel):
     params: type[BaseModel] | None
     result: type[BaseModel] | None
     description: str
+    dispatch: Dispatch | None = None
+
+    @model_validator(mode="after")
+    def _dispatch_fits(self) -> MethodSpec:
+        if self.direction == "server_to_client":
+            if self.dispatch is not None and self.dispatch != "connection":
+                raise ValueError(f"{self.name}: the server does not serve its own requests")
+        elif self.dispatch is None:
+            raise ValueError(f"{self.name}: a client→server method needs a dispatch")
+        elif (self.kind == "notification") != (self.dispatch in ("notification", "connection")):
+            raise ValueError(f"{self.name}: a {self.kind} cannot be dispatched {self.dispatch}")
+        return self
 
 
 def _m(
@@ -480,6 +519,7 @@ def _m(
     result: type[BaseModel] | None,
     description: str,
     *,
+    dispatch: Dispatch | None = None,
     kind: Literal["request", "notification"] = "request",
     direction: Literal["client_to_server", "server_to_client"] = "client_to_server",
 ) -> MethodSpec:
@@ -490,38 +530,108 @@ def _m(
         params=params,
         result=result,
         description=description,
+        dispatch=dispatch,
     )
 
 
 METHODS: dict[str, MethodSpec] = {
     m.name: m
     for m in (
-        _m("initialize", InitializeParams, InitializeResult, "Handshake; must come first."),
-        _m("shutdown", None, None, "Prepare to exit; answers null."),
-        _m("exit", None, None, "End the process.", kind="notification"),
-        _m("session/new", NewSessionParams, NewSessionResult, "Open a session."),
-        _m("session/prompt", PromptParams, PromptResult, "Run one turn; streams updates."),
-        _m("session/interrupt", SessionRef, InterruptResult, "Stop the running turn."),
-        _m("session/cancel", SessionRef, None, "ACP's interrupt.", kind="notification"),
-        _m("session/fork", ForkParams, ForkResult, "Branch a session at a message."),
-        _m("session/compact", CompactParams, CompactResult, "Summarise older history."),
-        _m("session/history", SessionRef, HistoryResult, "The whole transcript."),
+        _m(
+            "initialize",
+            InitializeParams,
+            InitializeResult,
+            "Handshake; must come first.",
+            dispatch="inline",
+        ),
+        _m("shutdown", None, None, "Prepare to exit; answers null.", dispatch="task"),
+        _m("exit", None, None, "End the process.", kind="notification", dispatch="connection"),
+        _m("session/new", NewSessionParams, NewSessionResult, "Open a session.", dispatch="inline"),
+        _m(
+            "session/prompt",
+            PromptParams,
+            PromptResult,
+            "Run one turn; streams updates.",
+            dispatch="task",
+        ),
+        _m(
+            "session/interrupt",
+            SessionRef,
+            InterruptResult,
+            "Stop the running turn.",
+            dispatch="task",
+        ),
+        _m(
+            "session/cancel",
+            SessionRef,
+            None,
+            "ACP's interrupt.",
+            kind="notification",
+            dispatch="notification",
+        ),
+        _m(
+            "session/fork",
+            ForkParams,
+            ForkResult,
+            "Branch a session at a message.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/compact",
+            CompactParams,
+            CompactResult,
+            "Summarise older history.",
+            dispatch="task",
+        ),
+        _m(
+            "session/history",
+            SessionRef,
+            HistoryResult,
+            "The whole transcript.",
+            dispatch="inline",
+        ),
         _m(
             "session/context",
             SessionRef,
             ContextResult,
             "The next request's size by part (system, tools, history, summary).",
+            dispatch="task",
         ),
-        _m("session/load", LoadSessionParams, LoadSessionResult, "Replay history as updates."),
-        _m("session/resume", LoadSessionParams, LoadSessionResult, "Reattach without replay."),
-        _m("session/list", ListSessionsParams, ListSessionsResult, "Sessions, newest first."),
-        _m("session/close", SessionRef, EmptyResult, "Free a session's live state."),
-        _m("session/delete", SessionRef, EmptyResult, "Delete a session."),
+        _m(
+            "session/load",
+            LoadSessionParams,
+            LoadSessionResult,
+            "Replay history as updates.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/resume",
+            LoadSessionParams,
+            LoadSessionResult,
+            "Reattach without replay.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/list",
+            ListSessionsParams,
+            ListSessionsResult,
+            "Sessions, newest first.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/close",
+            SessionRef,
+            EmptyResult,
+            "Free a session's live state.",
+            dispatch="task",
+        ),
+        _m("session/delete", SessionRef, EmptyResult, "Delete a session.", dispatch="task"),
         _m(
             "session/set_config_option",
             SetConfigOptionParams,
             SetConfigOptionResult,
             "Change a session option such as the model.",
+            dispatch="inline",
         ),
         _m(
             "session/update",
@@ -566,6 +676,7 @@ METHODS: dict[str, MethodSpec] = {
             "Withdraw a request (to ACP clients; accepted from any client).",
             kind="notification",
             direction="server_to_client",
+            dispatch="connection",
         ),
         _m(
             "$/cancelRequest",
@@ -574,6 +685,7 @@ METHODS: dict[str, MethodSpec] = {
             "Withdraw a request (to LSP clients; accepted from any client).",
             kind="notification",
             direction="server_to_client",
+            dispatch="connection",
         ),
     )
 }

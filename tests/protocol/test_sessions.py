@@ -106,11 +106,13 @@ async def test_acp_cancel_notification_interrupts(sidecar: SidecarClient) -> Non
 
 async def test_cancel_request_answers_32800_and_records_truncation(sidecar: SidecarClient) -> None:
     sid = await sidecar.new_session(model=HANG)
+    msg_id = "prompt-to-cancel"
     future = sidecar.protocol.send_request(
-        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+        "session/prompt",
+        {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]},
+        msg_id=msg_id,
     )
     await sidecar.wait_update(lambda u: u["sessionId"] == sid and "answer" in str(u))
-    msg_id = next(k for k, v in sidecar.protocol._request_futures.items() if v is future)
     sidecar.notify("$/cancelRequest", {"id": msg_id})
     with pytest.raises(JsonRpcException) as err:
         await asyncio.wait_for(asyncio.wrap_future(future), 5)

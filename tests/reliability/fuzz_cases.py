@@ -23,6 +23,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from threadline_protocol.methods import METHODS
+
 FOUND = (
     "test_integer_id_over_4300_digits_is_answered",
     "test_json_nested_deeper_than_the_parser_limit_is_answered",
@@ -43,24 +45,15 @@ PARSER_DEPTH = 900
 HUGE_INT = 10**5000
 """An id the default ``int`` conversion limit of 4300 digits rejects."""
 
-KNOWN_METHODS = (
-    "initialize",
-    "session/new",
-    "session/prompt",
-    "session/interrupt",
-    "session/history",
-    "session/load",
-    "session/resume",
-    "session/list",
-    "session/close",
-    "session/delete",
-    "session/set_config_option",
-    "session/fork",
-    "session/compact",
-)
 NEVER_SENT = ("shutdown", "exit")
 """``shutdown`` makes the server refuse everything after it and ``exit`` ends it: they
 are tested on their own, not fuzzed into a long-lived server."""
+KNOWN_METHODS = tuple(
+    name
+    for name, spec in METHODS.items()
+    if spec.direction == "client_to_server" and spec.kind == "request" and name not in NEVER_SENT
+)
+"""The protocol's requests from the client (its table, ``METHODS``), fuzzed."""
 
 LIVE = "$LIVE"
 """Placeholder for the id of the session the fuzz test keeps alive (scripted:echo)."""
@@ -146,6 +139,7 @@ def templates() -> dict[str, dict[str, Any]]:
         },
         "session/interrupt": {"sessionId": live_or_missing},
         "session/history": {"sessionId": live_or_missing},
+        "session/context": {"sessionId": live_or_missing},
         "session/load": {"sessionId": live_or_missing, "cwd": "/tmp", "mcpServers": []},
         "session/resume": {"sessionId": live_or_missing, "mcpServers": []},
         "session/list": {"cwd": "/tmp"},
@@ -166,6 +160,7 @@ SAFE_FOR_LIVE = frozenset(
         "session/prompt",
         "session/interrupt",
         "session/history",
+        "session/context",
         "session/load",
         "session/resume",
         "session/fork",
@@ -175,16 +170,8 @@ SAFE_FOR_LIVE = frozenset(
 """Methods that may target the live session; close, delete and set_config_option only
 ever get missing or random ids, so the live session keeps its model and stays open."""
 
-ASYNC_METHODS = frozenset(
-    {
-        "session/prompt",
-        "session/interrupt",
-        "session/close",
-        "session/delete",
-        "session/compact",
-    }
-)
-"""Handled in a task: answered later than requests that follow them."""
+ASYNC_METHODS = frozenset(name for name, spec in METHODS.items() if spec.dispatch == "task")
+"""Served in a task: answered later than requests that follow them."""
 
 
 def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

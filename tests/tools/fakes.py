@@ -16,9 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from threadline.engine.events import Event
 from threadline.rpc.projection import Projection
 from threadline.tools.base import ToolContext
+from threadline_protocol import methods as pm
 
 ECHO_SERVER = str(Path(__file__).with_name("mcp_echo_server.py"))
 
@@ -64,7 +67,24 @@ class FakeEditor:
     def methods(self) -> list[str]:
         return [m for m, _ in self.requests]
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request_permission(
+        self, params: pm.RequestPermissionParams
+    ) -> pm.RequestPermissionResult:
+        answer = await self.request("session/request_permission", params)
+        return pm.RequestPermissionResult.model_validate(answer)
+
+    async def read_text_file(self, params: pm.ReadTextFileParams) -> pm.ReadTextFileResult:
+        return pm.ReadTextFileResult.model_validate(await self.request("fs/read_text_file", params))
+
+    async def write_text_file(self, params: pm.WriteTextFileParams) -> None:
+        await self.request("fs/write_text_file", params)
+
+    async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
+        return pm.ToolCallCallResult.model_validate(await self.request("tool/call", params))
+
+    async def request(self, method: str, model: BaseModel) -> Any:
+        """Record the request as the wire has it, and answer as an editor does."""
+        params = model.model_dump(by_alias=True, exclude_unset=True)
         self.requests.append((method, params))
         if method == "fs/read_text_file":
             return self._read(params)

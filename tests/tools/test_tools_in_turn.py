@@ -63,7 +63,7 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
         )
     )
     assert inspect.isawaitable(created)  # MCP servers start before the answer
-    session = engine.get((await created)["sessionId"])
+    session = engine.get((await created).session_id)
     try:
         answer = await engine.prompt(
             pm.PromptParams.model_validate(
@@ -73,7 +73,7 @@ async def test_workspace_and_mcp_tools_in_a_turn(tmp_path: Path) -> None:
     finally:
         await session.toolset.aclose()
         store.close()
-    assert answer["stopReason"] == "end_turn"
+    assert answer.stop_reason == "end_turn"
 
     # The engine mints every call id; map the script's names onto them, in call order.
     minted = [

@@ -20,6 +20,8 @@ import pytest
 from tests.conformance import check_acp, check_threadline
 from threadline.engine import blocks
 from threadline.rpc import projection as updates
+from threadline.rpc.server import wire
+from threadline_protocol.base import Prewritten
 from threadline_protocol.methods import METHODS
 from threadline_protocol.updates import SessionUpdate
 
@@ -143,3 +145,30 @@ def test_update_fixture_passes_both_schemas(path: Path) -> None:
     fixture = json.loads(path.read_text())
     assert fixture["update"]["sessionUpdate"] == path.stem.split(".")[0]
     assert problems("session/update", "params", fixture) == []
+
+
+WRITTEN = [
+    (name, part)
+    for name, spec in METHODS.items()
+    for part in ("params", "result")
+    if getattr(spec, part) is not None
+    and (part == "result") == (spec.direction == "client_to_server")
+    and spec.kind == "request"
+]
+"""What the server writes through a model: the results it answers, the params of the
+requests it sends."""
+
+
+@pytest.mark.parametrize(("method", "part"), WRITTEN, ids=lambda v: str(v))
+def test_model_writes_the_golden_wire(method: str, part: str) -> None:
+    """The model the server fills, written as ``rpc/`` writes it, is the fixture: no
+    key a default adds, none lost, none renamed."""
+    fixture = json.loads(method_file(method).read_text())[part]
+    model = getattr(METHODS[method], part)
+    if issubclass(model, Prewritten):  # filled with wire data, never with models
+        model.model_validate(fixture)
+        fields = {f.alias or name: name for name, f in model.model_fields.items()}
+        built = model.model_construct(**{fields[k]: v for k, v in fixture.items()})
+    else:
+        built = model.model_validate(fixture)
+    assert wire(built) == fixture

@@ -12,11 +12,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Generator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from threadline_protocol import methods as pm
+from threadline_protocol.meta import McpInfo, PromptResultInfo
 
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
@@ -27,6 +28,7 @@ from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
 from .ids import new_id, now_iso
 from .link import ClientLink
+from .measure import context_parts
 from .mutations import AssistantTruncated, Msg, Mutation
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -45,6 +47,9 @@ LIST_SNAPSHOTS = 32
 """Page walks of ``session/list`` remembered at once (each is a list of ids)."""
 REMOTE_INTERRUPT_WAIT = 10.0
 """Seconds ``session/interrupt`` waits for another process to end the turn."""
+
+SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult)
+"""The results that start a session's MCP servers (and so report their failures)."""
 
 
 def slash_command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
@@ -227,8 +232,11 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def initialize_result(self, server_version: str) -> dict[str, Any]:
-        return capabilities.initialize_result(server_version, self.providers)
+    def initialize_result(self, server_version: str) -> pm.InitializeResult:
+        """The same answer ``rpc/boot.py`` gives before pydantic is imported, as a model."""
+        return pm.InitializeResult.model_validate(
+            capabilities.initialize_result(server_version, self.providers)
+        )
 
     async def shutdown(self) -> None:
         """Interrupt every running turn so its partial state is recorded."""
@@ -247,26 +255,33 @@ class Engine:
 
     # -- sessions ---------------------------------------------------------------------
 
-    def _model_options(self, current: str) -> dict[str, Any]:
-        models = self.providers.available()
-        ids = [m["modelId"] for m in models]
-        if current not in ids:
-            models = [*models, {"modelId": current, "name": current}]
-        return {
-            "models": {"currentModelId": current, "availableModels": models},
-            "configOptions": [self._model_config_option(current, models)],
-        }
+    def _models(self, current: str) -> list[pm.ModelInfo]:
+        """The configured models, and the session's own if it is no longer one of them."""
+        models = [pm.ModelInfo.model_validate(m) for m in self.providers.available()]
+        if all(m.model_id != current for m in models):
+            models.append(pm.ModelInfo(model_id=current, name=current))
+        return models
 
     @staticmethod
-    def _model_config_option(current: str, models: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "id": "model",
-            "name": "Model",
-            "type": "select",
-            "category": "model",
-            "currentValue": current,
-            "options": [{"value": m["modelId"], "name": m["name"]} for m in models],
-        }
+    def _model_config_option(
+        current: str, models: list[pm.ModelInfo]
+    ) -> list[pm.SessionConfigOption]:
+        return [
+            pm.SessionConfigOption(
+                id="model",
+                name="Model",
+                type="select",
+                category="model",
+                current_value=current,
+                options=[pm.ConfigSelectOption(value=m.model_id, name=m.name) for m in models],
+            )
+        ]
+
+    def _warning(self, model: str) -> pm.McpMeta | None:
+        """A model that cannot answer for want of a key is said when it is chosen, not
+        at the first prompt."""
+        warning = self.providers.key_problem(model)
+        return None if warning is None else pm.McpMeta(threadline=McpInfo(warning=warning))
 
     def _validated_model(self, model: str | None) -> str:
         try:
@@ -276,7 +291,7 @@ class Engine:
 
     def new_session(
         self, params: pm.NewSessionParams
-    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    ) -> pm.NewSessionResult | Awaitable[pm.NewSessionResult]:
         """Synchronous (so a pipelined prompt finds the session), unless MCP servers
         must start: then the result comes from the returned awaitable."""
         opts = params.threadline()
@@ -302,34 +317,42 @@ class Engine:
         asyncio.get_running_loop().call_soon(
             session.announce, events.AvailableCommands(SLASH_COMMANDS)
         )
-        result: dict[str, Any] = {"sessionId": session_id, **self._model_options(config.model)}
-        # A model that cannot answer for want of a key is said now, not at the first prompt.
-        if warning := self.providers.key_problem(config.model):
-            result["_meta"] = {"threadline": {"warning": warning}}
+        models = self._models(config.model)
+        result = pm.NewSessionResult(
+            session_id=session_id,
+            models=pm.SessionModelState(current_model_id=config.model, available_models=models),
+            config_options=self._model_config_option(config.model, models),
+        )
+        if meta := self._warning(config.model):
+            result.meta = meta
         if not params.mcp_servers:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
 
     async def _with_mcp(
-        self, session: Session, servers: Sequence[pm.McpServer], result: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, session: Session, servers: Sequence[pm.McpServer], result: SetUp
+    ) -> SetUp:
         """Start the session's MCP servers; one that fails is reported, not fatal."""
         await session.toolset.add_mcp_servers([s.wire() for s in servers])
         failures = session.toolset.failures
         if failures:
-            result.setdefault("_meta", {}).setdefault("threadline", {})["mcpFailures"] = failures
+            meta = result.meta or pm.McpMeta()
+            info = meta.threadline or McpInfo()
+            info.mcp_failures = dict(failures)
+            meta.threadline = info
+            result.meta = meta
         return result
 
-    async def prompt(self, params: pm.PromptParams) -> dict[str, Any]:
+    async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
         session = self.get(params.session_id)
         blocks = [b.wire() for b in params.prompt]
         command = slash_command(blocks)
         if command is not None:
             return await self._run_command(session, *command)
         with self._leased(session, "turn", f"a{session.transcript.turn_number + 1}"):
-            return await session.prompt(blocks)
+            return pm.PromptResult.model_validate(await session.prompt(blocks))
 
-    async def _run_command(self, session: Session, name: str, arg: str) -> dict[str, Any]:
+    async def _run_command(self, session: Session, name: str, arg: str) -> pm.PromptResult:
         """``/compact`` and ``/fork`` typed in a prompt (ACP's slash commands)."""
         if name == "compact":
             with self._leased(session, "compact"):
@@ -345,18 +368,21 @@ class Engine:
             forked = self.fork(
                 pm.ForkParams(sessionId=session.id, messageId=arg or None)  # type: ignore[call-arg]
             )
-            text = f"Forked into session {forked['sessionId']}."
+            text = f"Forked into session {forked.session_id}."
         turn_id = f"a{session.transcript.turn_number}"
         session.announce(events.MessageChunk(new_id("msg"), turn_id, text))
-        return {"stopReason": "end_turn", "_meta": {"threadline": {"command": name}}}
+        return pm.PromptResult(
+            stop_reason="end_turn",
+            meta=pm.PromptResultMeta(threadline=PromptResultInfo(command=name)),
+        )
 
-    async def interrupt(self, session_id: str) -> dict[str, Any]:
+    async def interrupt(self, session_id: str) -> pm.InterruptResult:
         session = self.get(session_id)
         if session.turn is not None:
-            return await session.interrupt()
+            return pm.InterruptResult.model_validate(await session.interrupt())
         lease = self.leases.live_holder(session_id)
         if lease is None or lease.kind != "turn":
-            return {"interrupted": False}
+            return pm.InterruptResult(interrupted=False)
         self.store.request_interrupt(session_id)
         # The owner sees the request at its next heartbeat and records what was left.
         with anyio.move_on_after(REMOTE_INTERRUPT_WAIT):
@@ -366,7 +392,7 @@ class Engine:
                     break
                 await anyio.sleep(0.02)
         self._sync(session)
-        return {"interrupted": True, "turnId": lease.turn_id}
+        return pm.InterruptResult(interrupted=True, turn_id=lease.turn_id)
 
     def cancel(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
@@ -379,7 +405,7 @@ class Engine:
 
     # -- fork and compact ------------------------------------------------------------------
 
-    def fork(self, params: pm.ForkParams) -> dict[str, Any]:
+    def fork(self, params: pm.ForkParams) -> pm.ForkResult:
         """One new row pointing at the parent's log; a running turn is snapshotted as if
         interrupted, in the child only, while the parent's turn keeps running."""
         live = self.get(params.session_id)
@@ -423,11 +449,9 @@ class Engine:
         self.store.update_session(
             child.id, title=f"{parent_row.title or 'session ' + parent_row.id} · fork"
         )
-        return {
-            "sessionId": child.id,
-            "parentSessionId": parent_row.id,
-            "forkedAtMessageId": forked_at,
-        }
+        return pm.ForkResult(
+            session_id=child.id, parent_session_id=parent_row.id, forked_at_message_id=forked_at
+        )
 
     def _remote_snapshot(self, parent: Session) -> list[Mutation]:
         """A fork of a turn running in another process: its partial answer (from the
@@ -442,22 +466,28 @@ class Engine:
         out.extend(cancelled_results(parent.transcript, "not finished when forked"))
         return out
 
-    async def compact(self, params: pm.CompactParams) -> dict[str, Any]:
+    async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
         session = self.get(params.session_id)
         with self._leased(session, "compact"):
-            return await session.compact(params.instructions, params.keep_turns)
+            return pm.CompactResult.model_validate(
+                await session.compact(params.instructions, params.keep_turns)
+            )
 
-    def history(self, session_id: str) -> dict[str, Any]:
-        return {"messages": self.get(session_id).transcript.history_json()}
+    def history(self, session_id: str) -> pm.HistoryResult:
+        """Built without validation: the messages are the stored ones, as the JSON the
+        transcript keeps of each (``Prewritten``: spliced, not serialised again)."""
+        return pm.HistoryResult.model_construct(
+            messages=self.get(session_id).transcript.history_json()
+        )
 
-    async def context(self, session_id: str) -> dict[str, Any]:
+    async def context(self, session_id: str) -> pm.ContextResult:
         """The next request's size by part (system, tools, history, summary)."""
-        from .measure import context_parts
-
         session = self.get(session_id)
         return context_parts(session, await session.provider())
 
-    def load(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    def load(
+        self, params: pm.LoadSessionParams
+    ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
         """ACP replay: every message as updates, then ``{}``."""
         session = self.get(params.session_id)
         projection = self.link.projection
@@ -472,7 +502,7 @@ class Engine:
         if lease is not None and lease.kind == "turn" and session.turn is None:
             self._watch(session, lease.owner.id)
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
-        return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
+        return self._set_up(session, params.mcp_servers)
 
     def _watch(self, session: Session, owner_id: str) -> None:
         """Stream a turn that runs in another process to this client, as it goes."""
@@ -493,11 +523,19 @@ class Engine:
         self._sync(session)
         return session.transcript.messages[before:]
 
-    def resume(self, params: pm.LoadSessionParams) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        session = self.get(params.session_id)
-        return self._with_mcp(session, params.mcp_servers, {}) if params.mcp_servers else {}
+    def resume(
+        self, params: pm.LoadSessionParams
+    ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
+        return self._set_up(self.get(params.session_id), params.mcp_servers)
 
-    def list_sessions(self, params: pm.ListSessionsParams) -> dict[str, Any]:
+    def _set_up(
+        self, session: Session, servers: Sequence[pm.McpServer]
+    ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
+        """``{}`` at once, or once the MCP servers asked for have started."""
+        result = pm.LoadSessionResult()
+        return self._with_mcp(session, servers, result) if servers else result
+
+    def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         """Pages are cut from one snapshot of the ordering, taken at the first page, so
         a walk lists every session once even while other processes move them to the
         top; rows themselves are read fresh (and a session deleted meanwhile is left
@@ -506,23 +544,23 @@ class Engine:
         wanted = ids[offset : offset + LIST_PAGE]
         found = self.store.get_sessions(wanted)
         page = [found[i] for i in wanted if i in found]
-        out: dict[str, Any] = {
-            "sessions": [
-                {
-                    "sessionId": r.id,
-                    "cwd": r.cwd,
-                    "title": r.title,
-                    "updatedAt": r.updated_at,
-                    "_meta": {
-                        "parentSessionId": r.parent_id,
-                        "forkedAtMessageId": r.forked_at_message_id,
-                        "messageCount": r.message_count,
-                        "model": r.config.get("model"),
-                    },
-                }
+        out = pm.ListSessionsResult(
+            sessions=[
+                pm.SessionInfo(
+                    session_id=r.id,
+                    cwd=r.cwd,
+                    title=r.title,
+                    updated_at=r.updated_at,
+                    meta=pm.SessionInfoMeta(
+                        parent_session_id=r.parent_id,
+                        forked_at_message_id=r.forked_at_message_id,
+                        message_count=r.message_count,
+                        model=r.config.get("model"),
+                    ),
+                )
                 for r in page
             ]
-        }
+        )
         end = offset + LIST_PAGE
         if end < len(ids):
             token = params.cursor.split(":")[1] if params.cursor else new_id("page")
@@ -530,7 +568,7 @@ class Engine:
             self._pages.move_to_end(token)
             while len(self._pages) > LIST_SNAPSHOTS:
                 self._pages.popitem(last=False)
-            out["nextCursor"] = f"page:{token}:{end}"
+            out.next_cursor = f"page:{token}:{end}"
         return out
 
     def _page_walk(self, cwd: str | None, cursor: str | None) -> tuple[list[str], int]:
@@ -547,7 +585,7 @@ class Engine:
             {"cursor": cursor},
         )
 
-    async def close(self, session_id: str) -> dict[str, Any]:
+    async def close(self, session_id: str) -> pm.EmptyResult:
         session = self.get(session_id)
         watcher = self._watchers.pop(session_id, None)
         if watcher is not None:
@@ -556,9 +594,9 @@ class Engine:
         await session.toolset.aclose()
         if self.sessions.pop(session_id, None) is session:
             self._folds.put(session_id, session.transcript, session.seq)
-        return {}
+        return pm.EmptyResult()
 
-    async def delete(self, session_id: str) -> dict[str, Any]:
+    async def delete(self, session_id: str) -> pm.EmptyResult:
         session = self.sessions.get(session_id)
         if session is None and self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
@@ -572,9 +610,9 @@ class Engine:
         if session is not None:
             self.sessions.pop(session_id, None)
             await session.toolset.aclose()
-        return {}
+        return pm.EmptyResult()
 
-    def set_config_option(self, params: pm.SetConfigOptionParams) -> dict[str, Any]:
+    def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.get(params.session_id)
         if params.config_id == "builtinTools":
             if not isinstance(params.value, bool):
@@ -583,7 +621,7 @@ class Engine:
             self.leases.check_free(session.id)
             session.set_builtin_tools(params.value)
             self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-            return {"configOptions": self._model_options(session.config.model)["configOptions"]}
+            return pm.SetConfigOptionResult(config_options=self._config_options(session))
         if params.config_id != "model":
             raise InvalidParams(
                 f"unknown config option {params.config_id!r}", {"configId": params.config_id}
@@ -594,13 +632,14 @@ class Engine:
         self.leases.check_free(session.id)
         session.config.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-        result: dict[str, Any] = {
-            "configOptions": self._model_options(session.config.model)["configOptions"]
-        }
-        # As at session/new: a model that cannot answer for want of a key is said now.
-        if warning := self.providers.key_problem(session.config.model):
-            result["_meta"] = {"threadline": {"warning": warning}}
+        result = pm.SetConfigOptionResult(config_options=self._config_options(session))
+        if meta := self._warning(session.config.model):  # as at session/new
+            result.meta = meta
         return result
+
+    def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
+        current = session.config.model
+        return self._model_config_option(current, self._models(current))
 
 
 def _truncated_from(inflight: InflightStream, transcript: Transcript) -> Msg:

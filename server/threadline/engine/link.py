@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from threadline_protocol import methods as pm
+
 from .events import Event, ReplayProjection
+
+
+class ClientError(Exception):
+    """The client answered a request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 class ClientLink(Protocol):
@@ -28,8 +40,27 @@ class ClientLink(Protocol):
         """`notify_updates` for updates already written as JSON (orjson's bytes)."""
         ...
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a server-to-client request and wait for its result (cancellable)."""
+    # Requests to the client: each waits for the answer and is cancellable (the client
+    # is told the request is withdrawn). A client's error answer raises
+    # :class:`ClientError`; an answer that is not the method's result raises
+    # pydantic's ``ValidationError``.
+
+    async def request_permission(
+        self, params: pm.RequestPermissionParams
+    ) -> pm.RequestPermissionResult:
+        """``session/request_permission``: ask the user before a tool runs."""
+        ...
+
+    async def read_text_file(self, params: pm.ReadTextFileParams) -> pm.ReadTextFileResult:
+        """``fs/read_text_file``: the file as the editor has it, unsaved text included."""
+        ...
+
+    async def write_text_file(self, params: pm.WriteTextFileParams) -> None:
+        """``fs/write_text_file``: any answer that is not an error means written."""
+        ...
+
+    async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
+        """``tool/call``: run a client-defined tool."""
         ...
 
     def client_capabilities(self) -> dict[str, Any]: ...

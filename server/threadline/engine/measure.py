@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from threadline_protocol.methods import ContextParts, ContextResult
+
 from ..providers.base import ChatRequest, Provider
 from .compiler import to_chat_messages
 from .session import Session
 
 
-def context_parts(session: Session, provider: Provider) -> dict[str, Any]:
+def context_parts(session: Session, provider: Provider) -> ContextResult:
     request = session.compile_request(
         budget=session.config.tool_budget, context_window=provider.context_window
     )
@@ -27,11 +29,11 @@ def context_parts(session: Session, provider: Provider) -> dict[str, Any]:
     summary = provider.count_tokens(ChatRequest(to_chat_messages(summaries))) if summaries else 0
     tools = max(0, used - without_tools)
     history = max(0, used - tools - system - summary)
-    return {
-        "used": used,
-        "size": provider.context_window,
-        "parts": {"system": system, "tools": tools, "history": history, "summary": summary},
-    }
+    return ContextResult(
+        used=used,
+        size=provider.context_window,
+        parts=ContextParts(system=system, tools=tools, history=history, summary=summary),
+    )
 
 
 def _is_summary(message: dict[str, Any]) -> bool:

@@ -1,96 +1,113 @@
-"""The method table: validate params with a protocol model, call one engine method.
+"""Each method the client may send, and the one engine call that serves it.
 
-No logic lives here; a handler that needs more than a line belongs in the engine.
+No logic lives here; a call that needs more than a line belongs in the engine. The
+params come validated with the method's model (``Route.params``); how each method is
+served (inline or in a task) is the protocol's table's word (``MethodSpec.dispatch``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from threadline_protocol import methods as pm
+from threadline_protocol.methods import METHODS
 
 from .. import __version__
-from .server import Handler, NotificationHandler, ThreadlineServer
+from .routes import Call, routes
+from .server import ThreadlineServer
 
 
 def initialized(server: ThreadlineServer, params: dict[str, Any]) -> None:
-    """Take in ``initialize``'s params (also for one answered early by ``rpc/boot.py``)."""
+    """Take in ``initialize``'s params answered early by ``rpc/boot.py``."""
     server.client_connected(pm.InitializeParams.model_validate(params).client_capabilities)
 
 
-def initialize(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    initialized(server, params)
+def initialize(server: ThreadlineServer, params: pm.InitializeParams) -> pm.InitializeResult:
+    server.client_connected(params.client_capabilities)
     return server.engine.initialize_result(__version__)
 
 
-async def shutdown(server: ThreadlineServer, params: dict[str, Any]) -> Any:
+async def shutdown(server: ThreadlineServer, params: None) -> None:
     server.shutting_down = True
     await server.engine.shutdown()
-    return None
 
 
-def session_new(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.new_session(pm.NewSessionParams.model_validate(params))
+def session_new(
+    server: ThreadlineServer, params: pm.NewSessionParams
+) -> pm.NewSessionResult | Awaitable[pm.NewSessionResult]:
+    return server.engine.new_session(params)
 
 
-async def session_prompt(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.prompt(pm.PromptParams.model_validate(params))
+def session_prompt(server: ThreadlineServer, params: pm.PromptParams) -> Awaitable[pm.PromptResult]:
+    return server.engine.prompt(params)
 
 
-async def session_interrupt(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.interrupt(pm.SessionRef.model_validate(params).session_id)
+def session_interrupt(
+    server: ThreadlineServer, params: pm.SessionRef
+) -> Awaitable[pm.InterruptResult]:
+    return server.engine.interrupt(params.session_id)
 
 
-def session_history(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.history(pm.SessionRef.model_validate(params).session_id)
+def session_cancel(server: ThreadlineServer, params: pm.SessionRef) -> None:
+    server.engine.cancel(params.session_id)
 
 
-async def session_context(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.context(pm.SessionRef.model_validate(params).session_id)
+def session_history(server: ThreadlineServer, params: pm.SessionRef) -> pm.HistoryResult:
+    return server.engine.history(params.session_id)
 
 
-def session_load(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.load(pm.LoadSessionParams.model_validate(params))
+def session_context(server: ThreadlineServer, params: pm.SessionRef) -> Awaitable[pm.ContextResult]:
+    return server.engine.context(params.session_id)
 
 
-def session_resume(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.resume(pm.LoadSessionParams.model_validate(params))
+def session_load(
+    server: ThreadlineServer, params: pm.LoadSessionParams
+) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
+    return server.engine.load(params)
 
 
-def session_list(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.list_sessions(pm.ListSessionsParams.model_validate(params))
+def session_resume(
+    server: ThreadlineServer, params: pm.LoadSessionParams
+) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
+    return server.engine.resume(params)
 
 
-async def session_close(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.close(pm.SessionRef.model_validate(params).session_id)
+def session_list(server: ThreadlineServer, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
+    return server.engine.list_sessions(params)
 
 
-async def session_delete(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.delete(pm.SessionRef.model_validate(params).session_id)
+def session_close(server: ThreadlineServer, params: pm.SessionRef) -> Awaitable[pm.EmptyResult]:
+    return server.engine.close(params.session_id)
 
 
-def session_set_config_option(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.set_config_option(pm.SetConfigOptionParams.model_validate(params))
+def session_delete(server: ThreadlineServer, params: pm.SessionRef) -> Awaitable[pm.EmptyResult]:
+    return server.engine.delete(params.session_id)
 
 
-def session_fork(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return server.engine.fork(pm.ForkParams.model_validate(params))
+def session_set_config_option(
+    server: ThreadlineServer, params: pm.SetConfigOptionParams
+) -> pm.SetConfigOptionResult:
+    return server.engine.set_config_option(params)
 
 
-async def session_compact(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-    return await server.engine.compact(pm.CompactParams.model_validate(params))
+def session_fork(server: ThreadlineServer, params: pm.ForkParams) -> pm.ForkResult:
+    return server.engine.fork(params)
 
 
-def session_cancel(server: ThreadlineServer, params: dict[str, Any]) -> None:
-    server.engine.cancel(pm.SessionRef.model_validate(params).session_id)
+def session_compact(
+    server: ThreadlineServer, params: pm.CompactParams
+) -> Awaitable[pm.CompactResult]:
+    return server.engine.compact(params)
 
 
-HANDLERS: dict[str, Handler] = {
+CALLS: dict[str, Call] = {
     "initialize": initialize,
     "shutdown": shutdown,
     "session/new": session_new,
     "session/prompt": session_prompt,
     "session/interrupt": session_interrupt,
+    "session/cancel": session_cancel,
     "session/history": session_history,
     "session/context": session_context,
     "session/load": session_load,
@@ -103,6 +120,6 @@ HANDLERS: dict[str, Handler] = {
     "session/compact": session_compact,
 }
 
-NOTIFICATIONS: dict[str, NotificationHandler] = {
-    "session/cancel": session_cancel,
-}
+ROUTES = routes(METHODS, CALLS)
+"""Built at import: a method of the table without a call here (or the reverse) fails
+loudly (``MethodTableError``)."""

@@ -21,7 +21,7 @@ from ..store.base import StoreError
 from ..store.factory import describe_store, open_store
 from ..userconfig import ConfigError, store_url
 from .boot import Prelude
-from .handlers import HANDLERS, NOTIFICATIONS, initialized
+from .handlers import ROUTES, initialized
 from .outbox import Outbox
 from .server import ThreadlineServer
 
@@ -64,9 +64,7 @@ def run(
         print(f"threadline: {exc}", file=sys.stderr)
         outbox.close()
         return 2
-    server = ThreadlineServer(
-        lambda link: Engine(store, providers, link), HANDLERS, NOTIFICATIONS, stdin, outbox
-    )
+    server = ThreadlineServer(lambda link: Engine(store, providers, link), ROUTES, stdin, outbox)
     if prelude.initialized is not None:
         initialized(server, prelude.initialized)
     recovered = server.engine.recover()

@@ -1,13 +1,14 @@
-"""The JSON-RPC connection: pygls' server and protocol, adapted to Threadline's contract.
+"""The JSON-RPC connection: Threadline's contract over stdin and stdout.
 
-pygls keeps the request bookkeeping for server→client requests (futures, response
-matching) and the cattrs converter. Messages are parsed here, as plain dicts, so no
-params are lost to typed structuring; pydantic validates them in the handlers.
-What else the contract needs lives here too: both framings, a response for *every*
-request (no params, ``params: []``, invalid params, unknown methods, bad JSON, before
-``initialize``), responses sent from the request's own task (so an interrupt is
-answered only after the prompt it stopped), and all output through the non-blocking
-outbox.
+Messages are parsed here, as plain dicts, so no params are lost to typed structuring;
+pydantic validates them with each method's model (``routes.py``), and results, which
+the engine returns as protocol models, are written as they go on the wire here. What
+else the contract needs lives here too: both framings, a response for *every* request
+(no params, ``params: []``, invalid params, unknown methods, bad JSON, before
+``initialize``), each method served the way the protocol's table says (inline, in
+order, or in a task that sends its own answer, so an interrupt is answered only after
+the prompt it stopped), server→client requests (``pending.py``), and all output
+through the non-blocking outbox.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, Literal
 
-from lsprotocol.types import ResponseError
-from pydantic import ValidationError
-from pygls.protocol import JsonRPCProtocol, default_converter
-from pygls.server import JsonRPCServer
+from pydantic import BaseModel, ValidationError
 
+from threadline_protocol import methods as pm
+from threadline_protocol.base import Prewritten
 from threadline_protocol.errors import ErrorCode
 from threadline_protocol.methods import ClientCapabilities
 
@@ -34,16 +34,11 @@ from ..engine.errors import EngineError, as_engine_error
 from ..engine.events import Event
 from .framing import FrameDecoder, FrameError
 from .outbox import Outbox
+from .pending import PendingRequests
 from .projection import Projection
+from .routes import Route
 
 log = logging.getLogger(__name__)
-
-AsyncHandler = Callable[["ThreadlineServer", dict[str, Any]], Awaitable[Any]]
-SyncHandler = Callable[["ThreadlineServer", dict[str, Any]], Any]
-Handler = AsyncHandler | SyncHandler
-"""Synchronous handlers answer inline, so pipelined requests keep their order
-(``session/new`` then ``session/prompt`` in one write); async ones get a task."""
-NotificationHandler = Callable[["ThreadlineServer", dict[str, Any]], None]
 
 CANCEL_METHODS = ("$/cancelRequest", "$/cancel_request")
 
@@ -59,48 +54,34 @@ def cancel_notification(method: CancelMethod, request_id: str | int) -> dict[str
     return {"jsonrpc": "2.0", "method": method, "params": {"id": request_id}}
 
 
-class ThreadlineProtocol(JsonRPCProtocol):
-    """Routes pygls' own sends (server→client requests) into the outbox."""
-
-    outbox: Outbox | None = None
-
-    def _send_data(self, data: Any) -> None:
-        if not data or self.outbox is None:
-            return
-        if hasattr(data, "__attrs_attrs__"):
-            data = self._converter.unstructure(data)
-        self.outbox.send(data)
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+def wire(model: BaseModel | None) -> Any:
+    """A protocol model as it goes on the wire: the keys its builder set, by alias.
+    What the builder left unset is left out (an optional the engine had nothing for),
+    what it set to None is a JSON null (``forkedAtMessageId`` of a fork at the start).
+    A ``Prewritten`` model's values are wire data already, handed to the outbox as is."""
+    if model is None:
+        return None
+    if isinstance(model, Prewritten):
+        return model.written()
+    return model.model_dump(by_alias=True, exclude_unset=True)
 
 
-class ThreadlineServer(JsonRPCServer):
-    protocol: ThreadlineProtocol  # pyright: ignore[reportIncompatibleVariableOverride]
-
+class ThreadlineServer:
     def __init__(
         self,
         engine_factory: Callable[[ThreadlineServer], Engine],
-        handlers: dict[str, Handler],
-        notifications: dict[str, NotificationHandler],
+        routes: Mapping[str, Route],
         stdin: BinaryIO,
         stdout: BinaryIO | Outbox,
     ) -> None:
-        super().__init__(ThreadlineProtocol, default_converter)
         if isinstance(stdout, Outbox):  # made by rpc/boot.py, which answered initialize
             self.outbox = stdout
             self.outbox.on_broken = self._output_closed
         else:
             self.outbox = Outbox(stdout, on_broken=self._output_closed)
-        self.protocol.outbox = self.outbox
         self._stdin = stdin
-        self.handlers = handlers
-        self.notifications = notifications
+        self.routes = routes
+        self.pending = PendingRequests()
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
@@ -110,7 +91,6 @@ class ThreadlineServer(JsonRPCServer):
         """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._next_request = 0
         self.stopped = asyncio.Event()
         self.engine = engine_factory(self)
 
@@ -126,15 +106,32 @@ class ThreadlineServer(JsonRPCServer):
     def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
         self.outbox.send_updates_json(session_id, updates)
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        self._next_request += 1
-        msg_id = f"tl-{self._next_request}"
-        future = self.protocol.send_request(method, params, msg_id=msg_id)
+    async def request_permission(
+        self, params: pm.RequestPermissionParams
+    ) -> pm.RequestPermissionResult:
+        answer = await self._request("session/request_permission", params)
+        return pm.RequestPermissionResult.model_validate(answer)
+
+    async def read_text_file(self, params: pm.ReadTextFileParams) -> pm.ReadTextFileResult:
+        return pm.ReadTextFileResult.model_validate(
+            await self._request("fs/read_text_file", params)
+        )
+
+    async def write_text_file(self, params: pm.WriteTextFileParams) -> None:
+        await self._request("fs/write_text_file", params)
+
+    async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
+        return pm.ToolCallCallResult.model_validate(await self._request("tool/call", params))
+
+    async def _request(self, method: str, params: BaseModel) -> Any:
+        """Send a request to the client and wait for its answer's ``result``."""
+        msg_id, answer = self.pending.open()
+        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": wire(params)})
         try:
-            return await asyncio.wrap_future(future)
+            return await answer
         except asyncio.CancelledError:
             # Withdraw the request: the client may drop its prompt or tool run.
-            self.protocol._request_futures.pop(msg_id, None)
+            self.pending.withdraw(msg_id)
             self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
             raise
 
@@ -298,17 +295,7 @@ class ThreadlineServer(JsonRPCServer):
         self._on_request(msg_id, method, params)
 
     def _on_response(self, message: dict[str, Any]) -> None:
-        err = message.get("error")
-        if isinstance(err, dict):
-            code = err.get("code")
-            error = ResponseError(
-                code=code if isinstance(code, int) else int(ErrorCode.INTERNAL_ERROR),
-                message=str(err.get("message", "")),
-                data=err.get("data"),
-            )
-            self.protocol._handle_response(message["id"], None, error)
-        else:
-            self.protocol._handle_response(message["id"], message.get("result"))
+        self.pending.settle(message["id"], message)
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "exit":
@@ -323,11 +310,11 @@ class ThreadlineServer(JsonRPCServer):
                 if task is not None:
                     task.cancel()
             return
-        handler = self.notifications.get(method)
-        if handler is None or not isinstance(params, dict):
+        route = self.routes.get(method)
+        if route is None or route.spec.dispatch != "notification" or not isinstance(params, dict):
             return
         try:
-            handler(self, params)
+            route.call(self, route.params(params))
         except (ValidationError, EngineError) as exc:
             log.info("ignored notification %s: %s", method, exc)
 
@@ -341,33 +328,33 @@ class ThreadlineServer(JsonRPCServer):
         if self.shutting_down:
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "server is shutting down")
             return
-        handler = self.handlers.get(method)
-        if handler is None:
+        route = self.routes.get(method)
+        if route is None or route.spec.kind != "request":
             self._send_error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
             return
-        if not inspect.iscoroutinefunction(handler):
-            self._answer(msg_id, lambda: handler(self, params))
+
+        def call() -> Any:
+            return route.call(self, route.params(params))
+
+        if route.spec.dispatch == "inline":
+            self._answer(msg_id, call)
             return
-        task = asyncio.ensure_future(self._run(msg_id, handler, params))
-        self._tasks[msg_id] = task
+        self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, call))
 
     def _answer(self, msg_id: Any, call: Callable[[], Any]) -> None:
-        """Run a synchronous handler inline. One that still has slow work to do (say,
-        starting MCP servers) returns an awaitable, which is finished in a task."""
+        """Serve a request inline. One that still has slow work to do (say, starting
+        MCP servers) returns an awaitable, which is finished in a task."""
         try:
             result = call()
+            if inspect.isawaitable(result):
+                awaitable = result
+                self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, lambda: awaitable))
+                return
+            payload = wire(result)
         except Exception as exc:
             self._send_failure(msg_id, exc)
             return
-        if inspect.isawaitable(result):
-            awaitable = result
-
-            async def finish(server: ThreadlineServer, params: dict[str, Any]) -> Any:
-                return await awaitable
-
-            self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, finish, {}))
-            return
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
 
     def _send_failure(self, msg_id: Any, exc: Exception) -> None:
         """Answer a failed request. The last resort is a bare -32603: building the
@@ -390,17 +377,20 @@ class ThreadlineServer(JsonRPCServer):
                 "invalid params: " + "; ".join(_describe(e) for e in errors),
                 [dict(e) for e in errors],
             )
-        elif isinstance(exc, (EngineError, RpcError)):
+        elif isinstance(exc, EngineError):
             self._send_error(msg_id, exc.code, exc.message, exc.data)
         else:
             log.exception("request %r failed", msg_id, exc_info=exc)
             self._send_error(msg_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
 
-    async def _run(self, msg_id: Any, handler: AsyncHandler, params: dict[str, Any]) -> None:
-        """Run a handler and answer from this same task, exactly once, whatever fails."""
+    async def _run(self, msg_id: Any, call: Callable[[], Any]) -> None:
+        """Serve a request and answer from this same task, exactly once, whatever fails."""
         answered = False
         try:
-            result = await handler(self, params)
+            result = call()
+            if inspect.isawaitable(result):
+                result = await result
+            payload = wire(result)
         except asyncio.CancelledError:
             answered = True
             self._send_error(msg_id, ErrorCode.REQUEST_CANCELLED, "request cancelled")
@@ -409,7 +399,7 @@ class ThreadlineServer(JsonRPCServer):
             self._send_failure(msg_id, exc)
         else:
             answered = True
-            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
         finally:
             self._tasks.pop(msg_id, None)
             if not answered:  # a BaseException other than cancellation

@@ -5,15 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from threadline_protocol import methods as pm
+
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
 
 class ClientChannel(Protocol):
-    """What a tool may ask of the editor: a server-to-client request (``fs/*``,
-    ``tool/call``, ``session/request_permission``) and what the editor said it can do.
-    The engine's client link is one; tools need nothing else of the connection."""
+    """What a tool may ask of the editor, and what the editor said it can do. The
+    engine's client link (``engine/link.py``) is one; tools need nothing else of the
+    connection. Each call waits for the answer and is withdrawn if cancelled."""
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any: ...
+    async def request_permission(
+        self, params: pm.RequestPermissionParams
+    ) -> pm.RequestPermissionResult: ...
+
+    async def read_text_file(self, params: pm.ReadTextFileParams) -> pm.ReadTextFileResult: ...
+
+    async def write_text_file(self, params: pm.WriteTextFileParams) -> None: ...
+
+    async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult: ...
 
     def client_capabilities(self) -> dict[str, Any]: ...
 

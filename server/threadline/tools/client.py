@@ -30,17 +30,14 @@ class ClientTool:
         return []
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        result = await ctx.link.request(
-            "tool/call",
-            {
-                "sessionId": ctx.session_id,
-                "toolCallId": ctx.tool_call_id,
-                "name": self.name,
-                "arguments": arguments,
-            },
+        call = pm.ToolCallCall(
+            session_id=ctx.session_id,
+            tool_call_id=ctx.tool_call_id,
+            name=self.name,
+            arguments=arguments,
         )
         try:
-            answer = pm.ToolCallCallResult.model_validate(result)
+            answer = await ctx.link.call_tool(call)
         except ValidationError as exc:
             # Nothing the client sent reaches the transcript unless it is valid.
             problems = "; ".join(_describe(e) for e in exc.errors(include_url=False)[:5])
@@ -51,7 +48,7 @@ class ClientTool:
         return ToolOutcome(
             content=[block.wire() for block in answer.content],
             is_error=answer.is_error,
-            raw_output=result,
+            raw_output=answer.model_dump(by_alias=True, exclude_unset=True),
         )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from threadline_protocol import methods as pm
+
 from ..providers.base import ToolCallFinal
 from .base import Tool, ToolContext
 
@@ -43,14 +45,15 @@ class PermissionBroker:
             "options": OPTIONS,
         }
         try:
-            result = await ctx.link.request("session/request_permission", params)
+            answer = await ctx.link.request_permission(
+                pm.RequestPermissionParams.model_validate(params)
+            )
         except Exception as exc:  # a client that cannot answer has not allowed anything
             log.info("permission request failed: %s", exc)
             return False
-        outcome = (result or {}).get("outcome") if isinstance(result, dict) else None
-        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+        if not isinstance(answer.outcome, pm.PermissionSelected):
             return False
-        option = str(outcome.get("optionId", ""))
+        option = answer.outcome.option_id
         kind = next((o["kind"] for o in OPTIONS if o["optionId"] == option), option)
         allowed = kind.startswith("allow")
         if kind.endswith("always"):

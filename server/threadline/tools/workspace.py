@@ -24,6 +24,9 @@ from typing import Any, BinaryIO, TypeVar
 import anyio
 import anyio.to_thread
 import regex
+from pydantic import ValidationError
+
+from threadline_protocol import methods as pm
 
 from .base import Tool, ToolContext, ToolKind, ToolOutcome
 from .sandbox import PathRefused, Resolved, Sandbox
@@ -390,12 +393,13 @@ class ReadFile:
             "limit": want + 1,  # one more than shown, to learn whether more follow
         }
         try:
-            result = await ctx.link.request("fs/read_text_file", params)
+            content = (
+                await ctx.link.read_text_file(pm.ReadTextFileParams.model_validate(params))
+            ).content
+        except ValidationError:
+            raise ToolArgError("the editor answered fs/read_text_file without text") from None
         except Exception as exc:
             raise ToolArgError(f"the editor could not read it: {exc}") from exc
-        content = result.get("content") if isinstance(result, dict) else None
-        if not isinstance(content, str):
-            raise ToolArgError("the editor answered fs/read_text_file without text")
         got = content.split("\n")
         if got[-1] == "":
             got.pop()
@@ -859,7 +863,7 @@ class WriteFile:
             return _refusal(_named(exc, arguments.get("path")))
         params = {"sessionId": ctx.session_id, "path": resolved.path, "content": content}
         try:
-            await ctx.link.request("fs/write_text_file", params)
+            await ctx.link.write_text_file(pm.WriteTextFileParams.model_validate(params))
         except Exception as exc:
             return ToolOutcome.text(
                 f"the editor could not write {resolved.shown}: {exc}", is_error=True

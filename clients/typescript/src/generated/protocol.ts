@@ -636,13 +636,12 @@ export interface SessionInfo {
   [key: string]: unknown;
 }
 
-/** ``_meta`` of a ``session/list`` entry. */
+/** ``_meta`` of a ``session/list`` entry: every key always sent, null when unknown. */
 export interface SessionInfoMeta {
-  forkedAtMessageId?: string | null;
-  /** @default 0 */
-  messageCount?: number;
-  model?: string | null;
-  parentSessionId?: string | null;
+  forkedAtMessageId: string | null;
+  messageCount: number;
+  model: string | null;
+  parentSessionId: string | null;
 }
 
 export interface SessionInfoUpdate {
@@ -734,20 +733,19 @@ export interface ThoughtBlock {
   [key: string]: unknown;
 }
 
-/** Threadline's extension block under ``agentCapabilities._meta.threadline``. */
+/**
+ * Threadline's extension block under ``agentCapabilities._meta.threadline``.
+ *
+ * Every key is always sent (``engine/capabilities.py``), so none is optional here.
+ */
 export interface ThreadlineCapabilities {
-  /** @default false */
-  compact?: boolean;
-  defaultModel?: string | null;
-  /** @default false */
-  fork?: boolean;
-  /** @default true */
-  history?: boolean;
-  /** @default true */
-  interrupt?: boolean;
-  models?: ModelInfo[];
-  /** @default "0.1" */
-  protocolVersion?: string;
+  compact: boolean;
+  defaultModel: string;
+  fork: boolean;
+  history: boolean;
+  interrupt: boolean;
+  models: ModelInfo[];
+  protocolVersion: string;
 }
 
 /** ``_meta.threadline`` of ``session/new``. */
