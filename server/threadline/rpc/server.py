@@ -7,7 +7,7 @@ else the contract needs lives here too: both framings, a response for *every* re
 (no params, ``params: []``, invalid params, unknown methods, bad JSON, before
 ``initialize``), each method served the way the protocol's table says (inline, in
 order, or in a task that sends its own answer, so an interrupt is answered only after
-the prompt it stopped), server→client requests (``pending.py``), and all output
+the prompt it stopped), server→client requests (``pending.py``, on pygls' protocol), and all output
 through the non-blocking outbox.
 """
 
@@ -81,7 +81,7 @@ class ThreadlineServer:
             self.outbox = Outbox(stdout, on_broken=self._output_closed)
         self._stdin = stdin
         self.routes = routes
-        self.pending = PendingRequests()
+        self.pending = PendingRequests(self.outbox.send)
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
@@ -124,16 +124,13 @@ class ThreadlineServer:
         return pm.ToolCallCallResult.model_validate(await self._request("tool/call", params))
 
     async def _request(self, method: str, params: BaseModel) -> Any:
-        """Send a request to the client and wait for its answer's ``result``."""
-        msg_id, answer = self.pending.open()
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": wire(params)})
-        try:
-            return await answer
-        except asyncio.CancelledError:
-            # Withdraw the request: the client may drop its prompt or tool run.
-            self.pending.withdraw(msg_id)
-            self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
-            raise
+        """Send a request to the client and wait for its answer's ``result``; a request
+        this task stops waiting for is withdrawn (the client may drop its prompt or
+        tool run)."""
+        return await self.pending.ask(method, wire(params), self._withdraw)
+
+    def _withdraw(self, msg_id: str) -> None:
+        self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
 
     def withdraw_method(self) -> CancelMethod:
         """What the client named at ``initialize``, else its framing decides: one JSON
@@ -295,7 +292,7 @@ class ThreadlineServer:
         self._on_request(msg_id, method, params)
 
     def _on_response(self, message: dict[str, Any]) -> None:
-        self.pending.settle(message["id"], message)
+        self.pending.settle(message)
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "exit":
