@@ -27,13 +27,8 @@ from threadline.providers.base import (
     ToolSpec,
     UsageReport,
 )
-from threadline.providers.local import (
-    LocalModel,
-    LocalModelError,
-    LocalProvider,
-    find_model_path,
-    render_segments,
-)
+from threadline.providers.local import LocalModel, LocalModelError, LocalProvider, find_model_path
+from threadline.providers.local.chatml import render_segments
 
 WEATHER = ToolSpec(
     name="get_weather",
