@@ -29,13 +29,8 @@ from threadline.providers.openai_compat import (
     _offline_encoding,
     to_openai_messages,
 )
-from threadline.providers.policies import (
-    PolicyProvider,
-    PolicySettings,
-    RateLimiter,
-    parse_retry_after,
-    scrub,
-)
+from threadline.providers.policies import PolicyProvider, PolicySettings, RateLimiter
+from threadline.providers.policies.failures import parse_retry_after, scrub
 
 
 def test_retry_after_forms() -> None:

@@ -48,7 +48,7 @@ from .base import (
     UsageReport,
     rough_token_count,
 )
-from .policies import failure_from_exception
+from .policies.failures import failure_from_exception
 from .sdk_stream import MissingKey, relay
 
 log = logging.getLogger(__name__)

@@ -71,7 +71,7 @@ from .base import (
     UsageReport,
     rough_token_count,
 )
-from .policies import failure_from_exception
+from .policies.failures import failure_from_exception
 from .sdk_stream import Assembler, MissingKey, relay
 from .traits import ServerTraits, TraitStore, server_key
 

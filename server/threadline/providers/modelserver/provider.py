@@ -29,7 +29,7 @@ from ...settings import data_dir
 from ...userconfig import ModelEntry, Secret
 from ..base import ChatRequest, ProviderError, ProviderEvent, StatusNotice
 from ..openai_compat import OpenAICompatProvider, OpenAIOptions
-from ..policies import OUTPUT_EVENTS
+from ..policies.failures import OUTPUT_EVENTS
 from ..traits import TraitStore, optional_bool, tool_results_option
 from . import procfs
 from .home import ServerRecord
