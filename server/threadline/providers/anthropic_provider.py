@@ -45,7 +45,7 @@ from .base import (
     ThoughtDelta,
     ToolCallDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
 from .policies.failures import failure_from_exception
@@ -266,31 +266,21 @@ class _ToolBlock:
     parts: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Usage:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
+def _merged_usage(known: Usage, reported: Any) -> Usage:
+    """``known`` updated with an SDK usage object. The API reports the prompt in three
+    parts (uncached, cache read, cache write), in ``message_start`` and again, partly,
+    in ``message_delta``: a part it leaves out keeps its earlier count."""
 
-    def update(self, usage: Any) -> None:
-        for attr, name in (
-            ("input", "input_tokens"),
-            ("output", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_write", "cache_creation_input_tokens"),
-        ):
-            value = getattr(usage, name, None)
-            if isinstance(value, int):
-                setattr(self, attr, value)
+    def part(name: str, before: int) -> int:
+        value = getattr(reported, name, None)
+        return value if isinstance(value, int) else before
 
-    def report(self) -> UsageReport:
-        return UsageReport(
-            input_tokens=self.input + self.cache_read + self.cache_write,
-            output_tokens=self.output,
-            cache_read_tokens=self.cache_read,
-            cache_write_tokens=self.cache_write,
-        )
+    read = part("cache_read_input_tokens", known.cache_read_tokens)
+    write = part("cache_creation_input_tokens", known.cache_write_tokens)
+    uncached = part(
+        "input_tokens", known.input_tokens - known.cache_read_tokens - known.cache_write_tokens
+    )
+    return Usage(uncached + read + write, part("output_tokens", known.output_tokens), read, write)
 
 
 class EventAssembler:
@@ -299,7 +289,7 @@ class EventAssembler:
     def __init__(self) -> None:
         self._tools: dict[int, _ToolBlock] = {}
         self._signatures: dict[int, list[str]] = {}
-        self._usage = _Usage()
+        self._usage = Usage()
         self._stop: str | None = None
         self._stopped = False
 
@@ -307,7 +297,7 @@ class EventAssembler:
         event = raw
         kind = getattr(event, "type", None)
         if kind == "message_start":
-            self._usage.update(event.message.usage)
+            self._usage = _merged_usage(self._usage, event.message.usage)
         elif kind == "content_block_start":
             yield from self._start(event.index, event.content_block)
         elif kind == "content_block_delta":
@@ -321,7 +311,7 @@ class EventAssembler:
                 yield ThoughtDelta("", signature)
         elif kind == "message_delta":
             self._stop = event.delta.stop_reason or self._stop
-            self._usage.update(event.usage)
+            self._usage = _merged_usage(self._usage, event.usage)
         elif kind == "message_stop":
             self._stopped = True
 
@@ -364,7 +354,7 @@ class EventAssembler:
                 True,
             )
             return
-        yield self._usage.report()
+        yield self._usage
         yield Done(STOP_REASONS.get(self._stop or "end_turn", "stop"))
 
 

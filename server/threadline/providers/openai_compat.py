@@ -68,7 +68,7 @@ from .base import (
     ThoughtDelta,
     ToolCallDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
 from .policies.failures import failure_from_exception
@@ -275,7 +275,7 @@ class OpenAICompatProvider:
                         yield earlier
                     held.clear()
                     yield event
-                elif isinstance(event, UsageReport | Done) and not answered:
+                elif isinstance(event, Usage | Done) and not answered:
                     held.append(event)  # an empty answer is retried, not reported
                 else:
                     yield event
@@ -482,7 +482,7 @@ class StreamAssembler:
         self._count_tokens = count_tokens
         self._calls: dict[int, _CallParts] = {}
         self._finish: str | None = None
-        self._usage: UsageReport | None = None
+        self._usage: Usage | None = None
         self._output_chars = 0
 
     def feed(self, raw: Any) -> Iterator[ProviderEvent]:
@@ -538,7 +538,7 @@ class StreamAssembler:
         for index in sorted(self._calls):
             parts = self._calls[index]
             yield _final_call(parts.id, parts.name, "".join(parts.arguments))
-        yield self._usage or UsageReport(
+        yield self._usage or Usage(
             input_tokens=self._count_tokens(self._request),
             output_tokens=max(1, self._output_chars // 4),
         )
@@ -572,7 +572,7 @@ def events_from_completion(
     yield (
         _usage(usage)
         if usage is not None
-        else UsageReport(count_tokens(request), max(1, len(message.content or "") // 4))
+        else Usage(count_tokens(request), max(1, len(message.content or "") // 4))
     )
     finish = FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
     yield Done("tool_calls" if calls and finish == "stop" else finish)
@@ -592,10 +592,10 @@ def _final_call(call_id: str | None, name: str, raw: str) -> ToolCallFinal:
     )
 
 
-def _usage(usage: Any) -> UsageReport:
+def _usage(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return UsageReport(
+    return Usage(
         input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_tokens=int(cached or 0),

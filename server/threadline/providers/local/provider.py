@@ -30,7 +30,7 @@ from ..base import (
     ProviderEvent,
     StatusNotice,
     TextDelta,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
 from .chatml import offers_tools, render_segments
@@ -232,7 +232,7 @@ class LocalProvider:
                 emit=emit,
                 text_out=text_out,
             )
-        emit(UsageReport(input_tokens=len(prompt), output_tokens=gen.generated))
+        emit(Usage(input_tokens=len(prompt), output_tokens=gen.generated))
         emit(Done(finish))
 
 

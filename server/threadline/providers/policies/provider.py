@@ -10,7 +10,7 @@ from contextlib import aclosing
 
 import anyio
 
-from ..base import ChatRequest, Provider, ProviderError, ProviderEvent, StatusNotice, UsageReport
+from ..base import ChatRequest, Provider, ProviderError, ProviderEvent, StatusNotice, Usage
 from .failures import OUTPUT_EVENTS, ProviderFailure, failure_from_exception
 from .ratelimit import RateLimiter
 from .settings import PolicySettings
@@ -115,8 +115,8 @@ class PolicyProvider:
                         break
                     if isinstance(event, OUTPUT_EVENTS):
                         streamed = True
-                    elif isinstance(event, UsageReport):
-                        RateLimiter.settle(reservation, event.input_tokens + event.output_tokens)
+                    elif isinstance(event, Usage):
+                        RateLimiter.settle(reservation, event.total_tokens)
                     yield event
             if failure is None:
                 return
