@@ -1,7 +1,7 @@
 """The Provider for the embedded model: a worker thread per ``stream()``.
 
-Generation runs in its own worker thread. Events are pushed to the async side through
-an anyio memory object stream with ``anyio.from_thread.run_sync(..., token=...)``.
+Generation runs in its own worker thread; events reach the async side through a
+:class:`~.handoff.Handoff`, which never makes the thread wait for the event loop.
 Closing the async generator, or cancelling the task iterating it, sets the job's
 cancel flag, which the worker checks between tokens, between prefill chunks and while
 waiting for the model lock.
@@ -10,17 +10,13 @@ waiting for the model lock.
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectSendStream
 
 from ..base import (
     ChatRequest,
@@ -35,6 +31,7 @@ from ..base import (
 )
 from .chatml import offers_tools, render_segments
 from .generation import Cancelled, Generator
+from .handoff import Handoff, HandoffClosed
 from .model import LocalModel, LocalModelError
 from .tool_calls import MAX_TOOL_CALLS, TOOL_ARGS_MAX_TOKENS, ToolCallPolicy, generate_with_tools
 
@@ -120,12 +117,11 @@ class LocalProvider:
         except LocalModelError as e:
             yield ProviderError(reason="local_model_unavailable", message=str(e))
             return
-        send, receive = anyio.create_memory_object_stream[ProviderEvent](math.inf)
-        token = anyio.lowlevel.current_token()
+        handoff = Handoff[ProviderEvent]()
         job = _Job()
         job.thread = threading.Thread(
             target=self._run_job,
-            args=(job, request, send, token),
+            args=(job, request, handoff),
             name="threadline-local-generate",
             daemon=True,
         )
@@ -134,8 +130,8 @@ class LocalProvider:
         job.thread.start()
         terminal = False
         try:
-            async with receive:
-                async for event in receive:
+            while (events := await handoff.take()) is not None:
+                for event in events:
                     if isinstance(event, (Done, ProviderError)):
                         terminal = True
                     yield event
@@ -146,24 +142,19 @@ class LocalProvider:
         finally:
             if job.finished is None:
                 job.request_cancel()
+            handoff.abandon()
 
     # -- worker thread -----------------------------------------------------
 
-    def _run_job(
-        self,
-        job: _Job,
-        request: ChatRequest,
-        send: MemoryObjectSendStream[ProviderEvent],
-        token: anyio.lowlevel.EventLoopToken,
-    ) -> None:
+    def _run_job(self, job: _Job, request: ChatRequest, handoff: Handoff[ProviderEvent]) -> None:
         cancel = job.cancel
 
         def emit(event: ProviderEvent) -> None:
             if cancel.is_set():
                 raise Cancelled
             try:
-                anyio.from_thread.run_sync(send.send_nowait, event, token=token)
-            except Exception as e:  # receiver closed, loop gone
+                handoff.put(event)
+            except HandoffClosed as e:  # the consumer has gone
                 cancel.set()
                 raise Cancelled from e
 
@@ -184,8 +175,7 @@ class LocalProvider:
         finally:
             job.finished = time.perf_counter()
             self._jobs.discard(job)
-            with contextlib.suppress(Exception):  # the loop may be gone
-                anyio.from_thread.run_sync(send.close, token=token)
+            handoff.finish()
 
     def _generate(
         self,
