@@ -52,3 +52,15 @@ def test_puts_after_the_consumer_abandoned_fail_and_write_nothing() -> None:
     with pytest.raises(HandoffClosed):
         handoff.put(2)
     handoff.finish()  # the producer's own ending never touches the closed pipe
+
+
+async def test_with_a_burst_interval_an_item_put_without_a_wake_still_arrives() -> None:
+    handoff = Handoff[int](burst_seconds=0.05)
+    handoff.put(1)  # wakes at once
+    assert await handoff.take() == [1]
+    handoff.put(2)  # within the interval: no wake; the consumer looks again after it
+    with anyio.fail_after(2):
+        assert await handoff.take() == [2]
+    handoff.finish()
+    assert await handoff.take() is None
+    handoff.abandon()

@@ -37,6 +37,10 @@ from .tool_calls import MAX_TOOL_CALLS, TOOL_ARGS_MAX_TOKENS, ToolCallPolicy, ge
 
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.2
+BURST_SECONDS = 0.05
+"""Tokens reach the engine at most this often (the first at once), so at 100+ tokens/s
+it journals and announces a few at a time instead of each one: measured 490 → 460 ms
+of sidecar CPU per 64-token answer, for at most 50 ms more before a token shows."""
 
 
 @dataclass(eq=False)
@@ -117,7 +121,7 @@ class LocalProvider:
         except LocalModelError as e:
             yield ProviderError(reason="local_model_unavailable", message=str(e))
             return
-        handoff = Handoff[ProviderEvent]()
+        handoff = Handoff[ProviderEvent](BURST_SECONDS)
         job = _Job()
         job.thread = threading.Thread(
             target=self._run_job,
