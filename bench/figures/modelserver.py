@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from threadline.providers.local import DEFAULT_N_THREADS, find_model_path
+from threadline.providers.local import find_model_path
+from threadline.providers.local.model import DEFAULT_N_THREADS
 from threadline.providers.modelserver import procfs
 from threadline.providers.modelserver.home import all_servers
 from threadline.providers.modelserver.launcher import stop

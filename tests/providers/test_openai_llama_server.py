@@ -37,7 +37,7 @@ from threadline.providers.base import (
     ToolCallDelta,
     ToolCallFinal,
     ToolSpec,
-    UsageReport,
+    Usage,
 )
 from threadline.providers.openai_compat import (
     OpenAICompatProvider,
@@ -141,7 +141,7 @@ async def test_streams_text_deltas(llama_server: str) -> None:
     assert len(deltas) >= 3, "the answer did not arrive as a stream of deltas"
     assert text_of(events).strip()
     assert events[-1] in (Done("stop"), Done("length"))
-    [usage] = [e for e in events if isinstance(e, UsageReport)]
+    [usage] = [e for e in events if isinstance(e, Usage)]
     # llama-cpp-python sends no usage in streams: the provider estimates it.
     assert usage.input_tokens > 0 and usage.output_tokens > 0
     assert await p.reachable() == (True, "1 models served")
@@ -216,7 +216,7 @@ async def test_auto_tool_choice_without_streaming_reports_server_usage(
     calls = [e for e in events if isinstance(e, ToolCallFinal)]
     assert calls or text_of(events).strip(), "neither a call nor an answer"
     assert all(c.name == "get_weather" for c in calls)
-    [usage] = [e for e in events if isinstance(e, UsageReport)]
+    [usage] = [e for e in events if isinstance(e, Usage)]
     assert usage.input_tokens > 20 and usage.output_tokens > 0  # the server's own counts
     if calls:
         assert events[-1] == Done("tool_calls")

@@ -14,7 +14,7 @@ import pytest
 
 from tests.providers.fault_server import FaultServer, Scenario, ok, status
 from tests.providers.helpers import collect, errors, notices, text_of
-from threadline.providers.base import ChatMessage, ChatRequest, Done, TextDelta, UsageReport
+from threadline.providers.base import ChatMessage, ChatRequest, Done, TextDelta, Usage
 from threadline.providers.openai_compat import OpenAICompatProvider, OpenAIOptions
 from threadline.providers.policies import PolicyProvider, PolicySettings, RateLimiter
 from threadline.userconfig import Secret
@@ -53,7 +53,7 @@ async def test_429_then_success_honours_retry_after(fault: FaultServer) -> None:
     assert "HTTP 429" in waits[0].message and "attempt 2 of 4" in waits[0].message
     assert text_of(events) == "Hi there"
     assert events[-1] == Done("stop")
-    assert UsageReport(12, 5) in events
+    assert Usage(12, 5) in events
     first, second = fault.chat_requests()
     assert second.at - first.at >= 1.0, "the retry came before Retry-After elapsed"
     # The notice comes before anything else, so the client sees the wait as it starts.
@@ -230,7 +230,7 @@ async def test_token_rate_limit_uses_reported_usage(fault: FaultServer) -> None:
     p = provider(fault, tokens_per_period=20, period=1.0)
     started = time.monotonic()
     first = await collect(p, request())
-    assert UsageReport(12, 5) in first
+    assert Usage(12, 5) in first
     second = await collect(p, request())
     [wait] = notices(second)
     assert wait.retry_in is not None and 0.5 < wait.retry_in <= 1.0

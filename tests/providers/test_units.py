@@ -19,7 +19,7 @@ from threadline.providers.base import (
     TextDelta,
     ThoughtDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
 from threadline.providers.openai_compat import (
@@ -29,13 +29,8 @@ from threadline.providers.openai_compat import (
     _offline_encoding,
     to_openai_messages,
 )
-from threadline.providers.policies import (
-    PolicyProvider,
-    PolicySettings,
-    RateLimiter,
-    parse_retry_after,
-    scrub,
-)
+from threadline.providers.policies import PolicyProvider, PolicySettings, RateLimiter
+from threadline.providers.policies.failures import parse_retry_after, scrub
 
 
 def test_retry_after_forms() -> None:
@@ -161,7 +156,7 @@ def test_assembler_builds_calls_from_fragments() -> None:
         ToolCallFinal("a", "get_weather", {"city": 1}, '{"city": 1}'),
         ToolCallFinal("b", "lookup", {}, "{}"),
     ]
-    assert events[-2:] == [UsageReport(9, 4), Done("tool_calls")]
+    assert events[-2:] == [Usage(9, 4), Done("tool_calls")]
 
 
 def test_assembler_without_finish_reason_is_interrupted() -> None:
@@ -191,3 +186,28 @@ def test_token_count_never_downloads(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert p.count_tokens(request) == rough_token_count(request)
     assert fetched == [] and list(tmp_path.iterdir()) == []
     _offline_encoding.cache_clear()
+
+
+def test_usage_adds_up_and_goes_on_the_wire_as_the_protocol_spells_it() -> None:
+    from threadline_protocol.messages import Usage as WireUsage
+
+    turn = Usage(100, 20, cache_read_tokens=60) + Usage(130, 5, cache_write_tokens=9)
+    assert turn == Usage(230, 25, 60, 9)
+    assert turn.total_tokens == 255
+    wire = turn.wire()
+    assert wire == {
+        "inputTokens": 230,
+        "outputTokens": 25,
+        "cachedReadTokens": 60,
+        "cachedWriteTokens": 9,
+        "totalTokens": 255,
+    }
+    as_protocol = WireUsage(
+        input_tokens=230,
+        output_tokens=25,
+        cached_read_tokens=60,
+        cached_write_tokens=9,
+        total_tokens=255,
+    )
+    assert WireUsage.model_validate(wire) == as_protocol
+    assert as_protocol.wire() == wire

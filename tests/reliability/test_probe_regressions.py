@@ -37,8 +37,8 @@ from tests.support import (
     start_sidecar,
 )
 from tests.tools.fakes import FakeEditor, make_ctx
-from threadline.tools import sandbox, workspace
-from threadline.tools.workspace import ListDirectory, ReadFile, SearchText
+from threadline.tools import sandbox
+from threadline.tools.workspace import ListDirectory, ReadFile, SearchText, search_text
 from threadline_protocol.methods import HistoryResult
 
 WINDOW = 8192
@@ -740,7 +740,7 @@ async def test_search_text_says_it_stopped_at_the_file_limit_not_the_result_limi
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hitting the file-count limit was reported as "stopped at the result limit"."""
-    monkeypatch.setattr(workspace, "SEARCH_MAX_FILES", 5)
+    monkeypatch.setattr(search_text, "SEARCH_MAX_FILES", 5)
     for i in range(12):
         (tmp_path / f"f{i:02d}.txt").write_text("needle\n" if i == 0 else "hay\n")
     outcome = await SearchText().run({"pattern": "needle"}, make_ctx(tmp_path, FakeEditor()))

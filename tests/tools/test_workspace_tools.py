@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 
 from tests.tools.fakes import FakeEditor, build_workspace, escape_corpus, make_ctx
-from threadline.tools import workspace
 from threadline.tools.base import ToolOutcome
 from threadline.tools.workspace import (
     ListDirectory,
     ReadFile,
     SearchText,
     WriteFile,
+    read_file,
+    search_text,
     workspace_tools,
 )
 
@@ -167,7 +168,7 @@ async def test_long_lines_are_cut_and_huge_lines_never_load_whole(ws: tuple[Path
     ctx = make_ctx(root, FakeEditor())
     (root / "wide.txt").write_text("x" * 10_000 + "\nshort\n")
     text = text_of(await ReadFile().run({"path": "wide.txt"}, ctx))
-    assert f"[…{10_000 - workspace.LINE_MAX_CHARS} more characters]" in text
+    assert f"[…{10_000 - read_file.LINE_MAX_CHARS} more characters]" in text
     assert text.endswith("\nshort")
     # 20 MiB on one line: counted right, shown cut, and fast.
     write_one_huge_line(root / "one_line.txt", 20 << 20)
@@ -310,13 +311,13 @@ async def test_search_is_bounded(ws: tuple[Path, Path], monkeypatch: pytest.Monk
     assert limited.raw_output["truncated"] is True
     assert "stopped at the result limit" in text_of(limited)
     capped = await SearchText().run({"pattern": "match", "maxResults": 10_000}, ctx)
-    assert len(capped.raw_output["matches"]) == workspace.SEARCH_MAX_RESULTS
+    assert len(capped.raw_output["matches"]) == search_text.SEARCH_MAX_RESULTS
     (root / "wide.txt").write_text("z" * 5000 + "NEEDLE" + "z" * 5000 + "\n")
     wide = await SearchText().run({"pattern": "NEEDLE"}, ctx)
     shown = wide.raw_output["matches"][0]["text"]
-    assert "NEEDLE" in shown and len(shown) <= workspace.SEARCH_SHOW_CHARS + 2
+    assert "NEEDLE" in shown and len(shown) <= search_text.SEARCH_SHOW_CHARS + 2
     (root / "data.bin").write_bytes(b"match\x00\x00")
-    monkeypatch.setattr(workspace, "SEARCH_MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(search_text, "SEARCH_MAX_FILE_BYTES", 1000)
     skipped = await SearchText().run({"pattern": "NEEDLE"}, ctx)
     assert skipped.raw_output["matches"] == []
     assert "skipped files: 1 binary, 2 larger than 1000 B" in text_of(skipped)

@@ -25,15 +25,10 @@ from threadline.providers.base import (
     TextDelta,
     ToolCallFinal,
     ToolSpec,
-    UsageReport,
+    Usage,
 )
-from threadline.providers.local import (
-    LocalModel,
-    LocalModelError,
-    LocalProvider,
-    find_model_path,
-    render_segments,
-)
+from threadline.providers.local import LocalModel, LocalModelError, LocalProvider, find_model_path
+from threadline.providers.local.chatml import render_segments
 
 WEATHER = ToolSpec(
     name="get_weather",
@@ -152,7 +147,7 @@ async def test_short_answer_streams_text_usage_done(provider: LocalProvider) -> 
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert deltas and "".join(d.text for d in deltas).strip()
     usage = events[-2]
-    assert isinstance(usage, UsageReport)
+    assert isinstance(usage, Usage)
     assert usage.input_tokens == provider.count_tokens(request)
     assert 0 < usage.output_tokens <= 33  # the end-of-turn token counts too
     assert isinstance(events[-1], Done)
@@ -275,7 +270,7 @@ async def test_get_weather_tool_call(provider: LocalProvider) -> None:
     assert call.id
     assert "paris" in str(call.arguments.get("city", "")).lower()
     assert call.raw_arguments.strip().startswith("{")
-    usage = next(e for e in events if isinstance(e, UsageReport))
+    usage = next(e for e in events if isinstance(e, Usage))
     assert usage.input_tokens == provider.count_tokens(request)
     assert events[-1] == Done("tool_calls")
 

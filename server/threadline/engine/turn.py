@@ -35,7 +35,7 @@ from ..providers.base import (
     ThoughtDelta,
     ToolCallDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
 )
 from ..store.base import StoreError
 from ..tools.base import ToolOutcome
@@ -73,7 +73,7 @@ class _Stream:
     text: list[str] = field(default_factory=list)
     thoughts: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallFinal] = field(default_factory=list)
-    usage: UsageReport | None = None
+    usage: Usage | None = None
     finish: str = "stop"
     error: ProviderError | None = None
     pending: list[tuple[str, str]] = field(default_factory=list)
@@ -120,34 +120,6 @@ class _Stream:
         return out
 
 
-@dataclass(slots=True)
-class _Totals:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def add(self, u: UsageReport | None) -> None:
-        if u is None:
-            return
-        self.input_tokens += u.input_tokens
-        self.output_tokens += u.output_tokens
-        self.cache_read_tokens += u.cache_read_tokens
-        self.cache_write_tokens += u.cache_write_tokens
-
-
-def usage_wire(
-    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
-) -> dict[str, int]:
-    return {
-        "inputTokens": input_tokens,
-        "outputTokens": output_tokens,
-        "cachedReadTokens": cache_read,
-        "cachedWriteTokens": cache_write,
-        "totalTokens": input_tokens + output_tokens,
-    }
-
-
 class Turn:
     """Runs against a `TurnHost` (the session, or a test's fake), never the session
     itself: what the loop may do to a session is exactly what the host offers."""
@@ -161,7 +133,7 @@ class Turn:
         self.scope: anyio.CancelScope | None = None
         self.done = anyio.Event()
         self.stream: _Stream | None = None
-        self.totals = _Totals()
+        self.totals = Usage()
         self.budget = self.config.tool_budget
         self.produced: list[str] = []
         self.last_message_id: str | None = None
@@ -245,12 +217,9 @@ class Turn:
         return "".join(self.produced)
 
     def _result(self, stop_reason: str) -> dict[str, Any]:
-        t = self.totals
         return {
             "stopReason": stop_reason,
-            "usage": usage_wire(
-                t.input_tokens, t.output_tokens, t.cache_read_tokens, t.cache_write_tokens
-            ),
+            "usage": self.totals.wire(),
             "_meta": {
                 "threadline": {
                     "turnId": self.turn_id,
@@ -263,7 +232,7 @@ class Turn:
 
     def cancelled_result(self) -> dict[str, Any]:
         if self._unreported is not None:
-            self.totals.add(UsageReport(*self._unreported))
+            self.totals += Usage(*self._unreported)
             self._unreported = None
         return self._result("cancelled")
 
@@ -373,8 +342,8 @@ class Turn:
                         tg.cancel_scope.cancel()
                         break
         self._flush(stream)
-        self.totals.add(stream.usage)
         if stream.usage is not None:
+            self.totals += stream.usage
             host.announce(
                 events.Usage(
                     stream.usage.input_tokens + stream.usage.output_tokens,
@@ -435,7 +404,7 @@ class Turn:
             # (across sessions, restarts, even within one answer), so the engine mints
             # its own and sends those back to the provider in the continuation.
             stream.calls.append(replace(event, id=new_id("call")))
-        elif isinstance(event, UsageReport):
+        elif isinstance(event, Usage):
             stream.usage = event
             self._unreported = None
         elif isinstance(event, Done):
@@ -490,14 +459,7 @@ class Turn:
                 describe=self._describe,
             ),
             model=provider_model,
-            usage=usage_wire(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-            )
-            if usage
-            else None,
+            usage=usage.wire() if usage else None,
             stopReason=None if truncated else STOP_REASONS.get(stream.finish, "end_turn"),
             truncated=True if truncated else None,
             error=stream.error.message if stream.error else None,

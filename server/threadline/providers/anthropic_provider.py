@@ -31,8 +31,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from ..userconfig import Secret
 from .base import (
     ChatMessage,
@@ -45,10 +43,10 @@ from .base import (
     ThoughtDelta,
     ToolCallDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
-from .policies import failure_from_exception
+from .configured import SdkProvider
 from .sdk_stream import MissingKey, relay
 
 log = logging.getLogger(__name__)
@@ -82,51 +80,27 @@ class AnthropicOptions:
     connect_timeout: float = 10.0
 
 
-class AnthropicProvider:
-    def __init__(self, options: AnthropicOptions) -> None:
-        self.options = options
-        self._client: Any = None
-
-    @property
-    def model_id(self) -> str:
-        return self.options.model_id
-
-    @property
-    def context_window(self) -> int:
-        return self.options.context_window
-
+class AnthropicProvider(SdkProvider[AnthropicOptions]):
     def count_tokens(self, request: ChatRequest) -> int:
         # The exact count is an API call (messages.count_tokens); callers of this
         # method need a cheap, synchronous estimate.
         return rough_token_count(request)
 
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with anyio.move_on_after(2, shield=True):
-                await client.close()
-
-    def _secrets(self) -> list[str]:
-        return [self.options.api_key.reveal()] if self.options.api_key else []
-
-    def client(self) -> Any:
-        """The SDK client, created (and the SDK imported) on first use."""
-        if self._client is None:
-            o = self.options
-            if not o.api_key:
-                raise MissingKey(
-                    f"no API key for {o.model_id}: set ${o.api_key_env or 'ANTHROPIC_API_KEY'}"
-                )
-            import anthropic
-
-            self._client = anthropic.AsyncAnthropic(
-                api_key=o.api_key.reveal(),
-                base_url=o.base_url,
-                max_retries=0,
-                timeout=anthropic.Timeout(600.0, connect=o.connect_timeout),
-                default_headers=o.headers or None,
+    def _new_client(self) -> Any:
+        o = self.options
+        if not o.api_key:
+            raise MissingKey(
+                f"no API key for {o.model_id}: set ${o.api_key_env or 'ANTHROPIC_API_KEY'}"
             )
-        return self._client
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            api_key=o.api_key.reveal(),
+            base_url=o.base_url,
+            max_retries=0,
+            timeout=anthropic.Timeout(600.0, connect=o.connect_timeout),
+            default_headers=o.headers or None,
+        )
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """The ``messages.create`` keyword arguments for ``request``."""
@@ -166,22 +140,12 @@ class AnthropicProvider:
         async for event in relay(self.model_id, open_stream, EventAssembler(), self._secrets()):
             yield event
 
-    async def reachable(self, timeout: float = 5.0) -> tuple[bool, str]:
-        """Whether the API answers ``GET /v1/models`` with this key (spends no tokens)."""
-        try:
-            client = self.client()
-            with anyio.fail_after(timeout):
-                page = await client.models.list(limit=100)
-            ids = [m.id for m in page.data]
-        except MissingKey as exc:
-            return False, str(exc)
-        except TimeoutError:
-            return False, f"no answer within {timeout:g} s"
-        except Exception as exc:
-            failure = failure_from_exception(exc, streamed=False, secrets=self._secrets())
-            status = f"HTTP {failure.status}: " if failure.status else ""
-            return False, f"{status}{failure.message}"[:300]
-        return True, "model listed" if self.options.model in ids else "API answered"
+    async def _served_models(self, client: Any) -> list[str]:
+        page = await client.models.list(limit=100)
+        return [m.id for m in page.data]
+
+    def _listed(self, ids: list[str]) -> str:
+        return "model listed" if self.options.model in ids else "API answered"
 
 
 def _tool_choice(request: ChatRequest, *, thinking: bool) -> dict[str, Any]:
@@ -266,31 +230,21 @@ class _ToolBlock:
     parts: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Usage:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
+def _merged_usage(known: Usage, reported: Any) -> Usage:
+    """``known`` updated with an SDK usage object. The API reports the prompt in three
+    parts (uncached, cache read, cache write), in ``message_start`` and again, partly,
+    in ``message_delta``: a part it leaves out keeps its earlier count."""
 
-    def update(self, usage: Any) -> None:
-        for attr, name in (
-            ("input", "input_tokens"),
-            ("output", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_write", "cache_creation_input_tokens"),
-        ):
-            value = getattr(usage, name, None)
-            if isinstance(value, int):
-                setattr(self, attr, value)
+    def part(name: str, before: int) -> int:
+        value = getattr(reported, name, None)
+        return value if isinstance(value, int) else before
 
-    def report(self) -> UsageReport:
-        return UsageReport(
-            input_tokens=self.input + self.cache_read + self.cache_write,
-            output_tokens=self.output,
-            cache_read_tokens=self.cache_read,
-            cache_write_tokens=self.cache_write,
-        )
+    read = part("cache_read_input_tokens", known.cache_read_tokens)
+    write = part("cache_creation_input_tokens", known.cache_write_tokens)
+    uncached = part(
+        "input_tokens", known.input_tokens - known.cache_read_tokens - known.cache_write_tokens
+    )
+    return Usage(uncached + read + write, part("output_tokens", known.output_tokens), read, write)
 
 
 class EventAssembler:
@@ -299,7 +253,7 @@ class EventAssembler:
     def __init__(self) -> None:
         self._tools: dict[int, _ToolBlock] = {}
         self._signatures: dict[int, list[str]] = {}
-        self._usage = _Usage()
+        self._usage = Usage()
         self._stop: str | None = None
         self._stopped = False
 
@@ -307,7 +261,7 @@ class EventAssembler:
         event = raw
         kind = getattr(event, "type", None)
         if kind == "message_start":
-            self._usage.update(event.message.usage)
+            self._usage = _merged_usage(self._usage, event.message.usage)
         elif kind == "content_block_start":
             yield from self._start(event.index, event.content_block)
         elif kind == "content_block_delta":
@@ -321,7 +275,7 @@ class EventAssembler:
                 yield ThoughtDelta("", signature)
         elif kind == "message_delta":
             self._stop = event.delta.stop_reason or self._stop
-            self._usage.update(event.usage)
+            self._usage = _merged_usage(self._usage, event.usage)
         elif kind == "message_stop":
             self._stopped = True
 
@@ -364,7 +318,7 @@ class EventAssembler:
                 True,
             )
             return
-        yield self._usage.report()
+        yield self._usage
         yield Done(STOP_REASONS.get(self._stop or "end_turn", "stop"))
 
 

@@ -43,11 +43,41 @@ class ToolCallFinal:
 
 
 @dataclass(frozen=True, slots=True)
-class UsageReport:
+class Usage:
+    """Token counts of one model call (the stream's last event but ``Done``), or the sum
+    of a turn's calls: the one shape every provider reports and the engine adds up.
+
+    ``input_tokens`` is the whole prompt, cache reads and writes included (they are
+    also counted apart), so input plus output is what the call took of the context.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def wire(self) -> dict[str, int]:
+        """The protocol's ``Usage`` (``threadline_protocol.messages``) as it goes on the
+        wire and into the store: the one place the two spellings meet."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cachedReadTokens": self.cache_read_tokens,
+            "cachedWriteTokens": self.cache_write_tokens,
+            "totalTokens": self.total_tokens,
+        }
 
 
 FinishReason = Literal["stop", "length", "tool_calls", "refusal"]
@@ -81,7 +111,7 @@ ProviderEvent = (
     | ThoughtDelta
     | ToolCallDelta
     | ToolCallFinal
-    | UsageReport
+    | Usage
     | Done
     | ProviderError
     | StatusNotice

@@ -68,10 +68,10 @@ from .base import (
     ThoughtDelta,
     ToolCallDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
-from .policies import failure_from_exception
+from .configured import SdkProvider
 from .sdk_stream import Assembler, MissingKey, relay
 from .traits import ServerTraits, TraitStore, server_key
 
@@ -128,10 +128,9 @@ PROBE_RESULT = (
 """A tool result long enough that a server rendering it shows in its token count."""
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(SdkProvider[OpenAIOptions]):
     def __init__(self, options: OpenAIOptions) -> None:
-        self.options = options
-        self._client: Any = None
+        super().__init__(options)
         self._store = options.traits or TraitStore(None)
         self._key = server_key(options.base_url, options.model)
         self._traits = self._store.get(self._key)
@@ -146,14 +145,6 @@ class OpenAICompatProvider:
         self._traits = self._store.update(self._key, **changes)
         log.info("%s: learned %s", self.model_id, self._traits.describe())
 
-    @property
-    def model_id(self) -> str:
-        return self.options.model_id
-
-    @property
-    def context_window(self) -> int:
-        return self.options.context_window
-
     def count_tokens(self, request: ChatRequest) -> int:
         encoding = _offline_encoding(self.options.tokenizer or _encoding_name(self.options.model))
         if encoding is None:
@@ -167,37 +158,24 @@ class OpenAICompatProvider:
             n += len(encoding.encode(t.description + json.dumps(t.parameters))) + 8
         return n
 
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with anyio.move_on_after(2, shield=True):
-                await client.close()
-
     # -- the request ------------------------------------------------------------------
 
-    def _secrets(self) -> list[str]:
-        key = self.options.api_key
-        return [key.reveal()] if key else []
+    def _new_client(self) -> Any:
+        import openai
 
-    def client(self) -> Any:
-        """The SDK client, created (and the SDK imported) on first use."""
-        if self._client is None:
-            import openai
-
-            o = self.options
-            key = o.api_key.reveal() if o.api_key else None
-            if key is None and o.is_openai:
-                raise MissingKey(
-                    f"no API key for {o.model_id}: set ${o.api_key_env or 'OPENAI_API_KEY'}"
-                )
-            self._client = openai.AsyncOpenAI(
-                api_key=key or NO_KEY,
-                base_url=o.base_url or OPENAI_BASE_URL,
-                max_retries=0,
-                timeout=openai.Timeout(600.0, connect=o.connect_timeout),
-                default_headers=o.headers or None,
+        o = self.options
+        key = o.api_key.reveal() if o.api_key else None
+        if key is None and o.is_openai:
+            raise MissingKey(
+                f"no API key for {o.model_id}: set ${o.api_key_env or 'OPENAI_API_KEY'}"
             )
-        return self._client
+        return openai.AsyncOpenAI(
+            api_key=key or NO_KEY,
+            base_url=o.base_url or OPENAI_BASE_URL,
+            max_retries=0,
+            timeout=openai.Timeout(600.0, connect=o.connect_timeout),
+            default_headers=o.headers or None,
+        )
 
     def tool_results(self) -> Literal["native", "user"]:
         """How tool results are sent: configured, else learned, else natively."""
@@ -275,7 +253,7 @@ class OpenAICompatProvider:
                         yield earlier
                     held.clear()
                     yield event
-                elif isinstance(event, UsageReport | Done) and not answered:
+                elif isinstance(event, Usage | Done) and not answered:
                     held.append(event)  # an empty answer is retried, not reported
                 else:
                     yield event
@@ -361,23 +339,12 @@ class OpenAICompatProvider:
                 counts.append(tokens)
             self._learn(tool_messages=counts[0] > counts[1] + 5)
 
-    async def reachable(self, timeout: float = 5.0) -> tuple[bool, str]:
-        """Whether the server answers ``GET /models`` (cheap, spends no tokens)."""
-        try:
-            client = self.client()
-            with anyio.fail_after(timeout):
-                page = await client.models.list()
-            ids = [m.id for m in page.data]
-        except MissingKey as exc:
-            return False, str(exc)
-        except TimeoutError:
-            return False, f"no answer within {timeout:g} s"
-        except Exception as exc:
-            failure = failure_from_exception(exc, streamed=False, secrets=self._secrets())
-            status = f"HTTP {failure.status}: " if failure.status else ""
-            return False, f"{status}{failure.message}"[:300]
-        served = "model listed" if self.options.model in ids else f"{len(ids)} models served"
-        return True, served
+    async def _served_models(self, client: Any) -> list[str]:
+        page = await client.models.list()
+        return [m.id for m in page.data]
+
+    def _listed(self, ids: list[str]) -> str:
+        return "model listed" if self.options.model in ids else f"{len(ids)} models served"
 
 
 async def _single(item: Any) -> AsyncIterator[Any]:
@@ -482,7 +449,7 @@ class StreamAssembler:
         self._count_tokens = count_tokens
         self._calls: dict[int, _CallParts] = {}
         self._finish: str | None = None
-        self._usage: UsageReport | None = None
+        self._usage: Usage | None = None
         self._output_chars = 0
 
     def feed(self, raw: Any) -> Iterator[ProviderEvent]:
@@ -538,7 +505,7 @@ class StreamAssembler:
         for index in sorted(self._calls):
             parts = self._calls[index]
             yield _final_call(parts.id, parts.name, "".join(parts.arguments))
-        yield self._usage or UsageReport(
+        yield self._usage or Usage(
             input_tokens=self._count_tokens(self._request),
             output_tokens=max(1, self._output_chars // 4),
         )
@@ -572,7 +539,7 @@ def events_from_completion(
     yield (
         _usage(usage)
         if usage is not None
-        else UsageReport(count_tokens(request), max(1, len(message.content or "") // 4))
+        else Usage(count_tokens(request), max(1, len(message.content or "") // 4))
     )
     finish = FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
     yield Done("tool_calls" if calls and finish == "stop" else finish)
@@ -592,10 +559,10 @@ def _final_call(call_id: str | None, name: str, raw: str) -> ToolCallFinal:
     )
 
 
-def _usage(usage: Any) -> UsageReport:
+def _usage(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return UsageReport(
+    return Usage(
         input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_tokens=int(cached or 0),

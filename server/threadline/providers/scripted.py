@@ -38,7 +38,7 @@ from .base import (
     TextDelta,
     ThoughtDelta,
     ToolCallFinal,
-    UsageReport,
+    Usage,
     rough_token_count,
 )
 
@@ -126,7 +126,7 @@ class ScriptedProvider:
                 )
                 finish = "tool_calls"
             elif "usage" in step:
-                yield UsageReport(**step["usage"])
+                yield Usage(**step["usage"])
             elif "sleep" in step:
                 await anyio.sleep(float(step["sleep"]))
             elif "hang" in step:
@@ -148,5 +148,5 @@ class ScriptedProvider:
             elif "finish" in step:
                 finish = cast(FinishReason, step["finish"])
         if not any("usage" in s for s in steps):
-            yield UsageReport(input_tokens=rough_token_count(request), output_tokens=produced)
+            yield Usage(input_tokens=rough_token_count(request), output_tokens=produced)
         yield Done(finish)

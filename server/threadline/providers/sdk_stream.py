@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from .base import ProviderError, ProviderEvent
-from .policies import OUTPUT_EVENTS, failure_from_exception
+from .policies.failures import OUTPUT_EVENTS, failure_from_exception
 
 log = logging.getLogger(__name__)
 

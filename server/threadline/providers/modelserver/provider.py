@@ -28,8 +28,9 @@ import anyio
 from ...settings import data_dir
 from ...userconfig import ModelEntry, Secret
 from ..base import ChatRequest, ProviderError, ProviderEvent, StatusNotice
+from ..configured import ConfiguredProvider
 from ..openai_compat import OpenAICompatProvider, OpenAIOptions
-from ..policies import OUTPUT_EVENTS
+from ..policies.failures import OUTPUT_EVENTS
 from ..traits import TraitStore, optional_bool, tool_results_option
 from . import procfs
 from .home import ServerRecord
@@ -55,21 +56,13 @@ class _Attempt:
     crash: str | None = None
 
 
-class ModelServerProvider:
+class ModelServerProvider(ConfiguredProvider[OpenAIOptions]):
     def __init__(self, root: Path, spec: ServerSpec, options: OpenAIOptions) -> None:
+        super().__init__(options)
         self.spec = spec
-        self.options = options
         self.launcher = Launcher(root, spec)
         self._counter = OpenAICompatProvider(options)
         self._clients: dict[tuple[int, str], OpenAICompatProvider] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self.options.model_id
-
-    @property
-    def context_window(self) -> int:
-        return self.options.context_window
 
     def count_tokens(self, request: ChatRequest) -> int:
         return self._counter.count_tokens(request)

@@ -1,0 +1,98 @@
+"""``write_file``: create or overwrite a file through the editor (``fs/write_text_file``).
+
+The editor does the write, so its buffers and undo stay right; the tool exists only
+when the client advertised ``fs.writeTextFile``, always asks the user first, and is a
+barrier (never runs beside other calls).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+
+from threadline_protocol import methods as pm
+
+from ..base import ToolContext, ToolKind, ToolOutcome
+from ..sandbox import PathRefused
+from .common import (
+    FILE_PATH_PARAM,
+    ToolArgError,
+    client_offers,
+    human_size,
+    named,
+    refusal,
+    sandbox_of,
+)
+
+WRITE_MAX_BYTES = 1 << 20
+
+
+class WriteFile:
+    """Create or overwrite a file through the editor (``fs/write_text_file``).
+
+    Exists only when the client advertised ``fs.writeTextFile``; always asks
+    permission, and is a barrier (never runs beside other calls)."""
+
+    name = "write_file"
+    description = (
+        "Create or overwrite a text file in the workspace with the given full content. "
+        "The user is asked to approve every write."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": FILE_PATH_PARAM,
+            "content": {"type": "string", "description": "The complete new file content"},
+        },
+        "required": ["path", "content"],
+    }
+    kind: ToolKind = "edit"
+    parallelizable = False
+    needs_permission = True
+    timeout = 60.0
+
+    def title(self, arguments: dict[str, Any]) -> str:
+        path = arguments.get("path")
+        return f"Write {path}" if isinstance(path, str) else "Write file"
+
+    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        try:
+            return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
+        except PathRefused:
+            return []
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if not client_offers(ctx, "writeTextFile"):
+            return ToolOutcome.text("the editor does not accept file writes", is_error=True)
+        try:
+            resolved = sandbox_of(ctx).resolve(arguments.get("path"))
+            content = arguments.get("content")
+            if not isinstance(content, str):
+                raise ToolArgError("content must be a string")
+            size = len(content.encode("utf-8", "surrogatepass"))
+            if size > WRITE_MAX_BYTES:
+                raise ToolArgError(f"content is larger than {human_size(WRITE_MAX_BYTES)}")
+            parts = resolved.path.split(os.sep)
+            if any(p in (".git", ".hg", ".svn") for p in parts):
+                raise ToolArgError("writing inside version-control folders is not allowed")
+            if await anyio.Path(resolved.real).is_dir():
+                raise ToolArgError("this is a directory")
+        except (PathRefused, ToolArgError) as exc:
+            return refusal(named(exc, arguments.get("path")))
+        params = {"sessionId": ctx.session_id, "path": resolved.path, "content": content}
+        try:
+            await ctx.link.write_text_file(pm.WriteTextFileParams.model_validate(params))
+        except Exception as exc:
+            return ToolOutcome.text(
+                f"the editor could not write {resolved.shown}: {exc}", is_error=True
+            )
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        outcome = ToolOutcome.text(
+            f"Wrote {resolved.shown} ({lines} lines, {size} bytes)",
+            raw={"path": resolved.path, "bytes": size, "lines": lines},
+        )
+        outcome.compact_summary = f"wrote {resolved.shown}"
+        outcome.locations = [{"path": resolved.path}]
+        return outcome
