@@ -14,7 +14,8 @@ machines, on PostgreSQL). The contract that keeps them from damaging each other:
 - **A change feed.** `change_token()` moves whenever another process commits, so
   readers can keep folded transcripts and check them with one cheap call.
 
-The SQLite implementation is `store.sqlite.EventStore`.
+Both implementations, `store.sqlite.EventStore` and `store.postgres.PostgresStore`,
+share their operations (`store.sql.SqlStore`) and differ in how statements run.
 """
 
 from __future__ import annotations
