@@ -29,7 +29,7 @@ def _one_by_one(self: server.ThreadlineServer, sid: str, updates: Sequence[dict[
         self.notify_update(sid, update)
 
 
-def _no_replay_json(self: transcript.Transcript, project: Any) -> None:
+def _no_replay_json(self: transcript.Transcript, project: Any, variant: object = None) -> None:
     return None
 
 

@@ -1,33 +1,88 @@
-"""Folded transcripts of closed sessions, kept so reopening one does not refold it.
+"""Folded transcripts kept, so opening a long session does not fold its whole log.
 
-Reading and folding a long transcript is most of what opening it costs (SQLite read,
-JSON parse of every event, the fold: ~100 ms at 10,000 messages here); an editor
-closes and reopens the same few sessions all day. A closed session's transcript is
-kept with the sequence number it was folded up to; reopened, the engine's freshness
-check (``Engine._sync``) folds in only what other processes appended since. Bounded by
-messages held, least recently closed dropped first.
+Reading and folding a long transcript is most of what opening it costs (the store
+read, a JSON parse of every event, the fold: ~100 ms at 10,000 messages here); an
+editor closes and reopens the same few sessions all day, and every editor window
+starts a sidecar that opens them afresh. So folds are kept in two places:
+
+- **In memory**: a closed session's transcript, with the sequence number it was
+  folded up to; reopened, only what other processes appended since is folded in.
+  Bounded by messages held, least recently closed dropped first.
+- **In the store** (`SessionStore.save_fold`): a transcript folded from many events
+  is written as one value (`Transcript.snapshot`), so the next process that opens the
+  session restores it with one JSON parse, keeping each message's JSON for splicing,
+  and folds in only the events after it. Written after the answer that needed the
+  fold (the event loop's next turn), and only when the transcript has not changed
+  meanwhile; a fold that cannot be written is only a cache lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 
+from ..store.base import SessionRow, SessionStore, StoreError
+from .mutations import from_event
 from .transcript import Transcript
+
+log = logging.getLogger(__name__)
 
 MAX_MESSAGES = 100_000
 """Messages kept across all cached transcripts (≈ 2.5 KB of memory each with their
 kept JSON, docs/benchmarks.md)."""
 
+STORE_AFTER = 500
+"""Events a process folds beyond the store's kept fold (or messages, when it keeps
+none) before it writes the fold there: below that, folding the log costs a few
+milliseconds, less than writing the fold would."""
+
 
 class FoldCache:
-    def __init__(self, max_messages: int = MAX_MESSAGES) -> None:
+    def __init__(self, store: SessionStore, max_messages: int = MAX_MESSAGES) -> None:
+        self._store = store
         self._max = max_messages
         self._held = 0
         self._folds: OrderedDict[str, tuple[Transcript, int]] = OrderedDict()
+        self._stored: dict[str, int | None] = {}
+        """The sequence number of the fold the store keeps (``None``: none), as far as
+        this process knows: what decides whether writing it again is worth it."""
+
+    def open(self, row: SessionRow) -> tuple[Transcript, int]:
+        """The session's transcript folded to the end of its log as read now, and the
+        sequence number of its own last event in it: from memory, else from the store's
+        kept fold, else from the whole log."""
+        found = self.take(row.id) or self._restore(row.id)
+        if found is None:
+            events = self._store.load_events(row.id)
+            transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+            seq = max((e.seq for e in events if e.session_id == row.id), default=0)
+        else:
+            transcript, seq = found
+            if row.last_seq != seq:
+                for e in self._store.load_events(row.id, after_seq=seq):
+                    transcript.apply(from_event(e.kind, e.payload))
+                    seq = e.seq
+        self._keep_later(row.id, transcript, seq)
+        return transcript, seq
+
+    def _restore(self, session_id: str) -> tuple[Transcript, int] | None:
+        kept = self._store.load_fold(session_id)
+        if kept is None:
+            self._stored[session_id] = None
+            return None
+        seq, data = kept
+        transcript = Transcript.restore(data)
+        if transcript is None:  # another format: folded from the log and written again
+            self._stored[session_id] = None
+            return None
+        self._stored[session_id] = seq
+        return transcript, seq
 
     def put(self, session_id: str, transcript: Transcript, seq: int) -> None:
         """Keep a transcript nobody changes any more (its session was unloaded)."""
         self.drop(session_id)
+        self._keep_later(session_id, transcript, seq)
         if len(transcript) > self._max:
             return
         self._folds[session_id] = (transcript, seq)
@@ -37,7 +92,8 @@ class FoldCache:
             self._held -= len(old)
 
     def take(self, session_id: str) -> tuple[Transcript, int] | None:
-        """The kept fold and its sequence number, handed over (no longer kept here)."""
+        """The fold kept in memory and its sequence number, handed over (no longer
+        kept here)."""
         found = self._folds.pop(session_id, None)
         if found is not None:
             self._held -= len(found[0])
@@ -48,3 +104,33 @@ class FoldCache:
 
     def __len__(self) -> int:
         return len(self._folds)
+
+    # -- the store's copy ------------------------------------------------------------------
+
+    def _keep_later(self, session_id: str, transcript: Transcript, seq: int) -> None:
+        """Write the fold to the store if it is far enough ahead of the one kept there,
+        once the current request is answered."""
+        stored = self._stored.get(session_id)
+        ahead = len(transcript) if stored is None else seq - stored
+        if ahead < STORE_AFTER:
+            return
+        changes = transcript.changes
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(session_id, transcript, seq, changes)
+            return
+        loop.call_soon(self._write, session_id, transcript, seq, changes)
+
+    def _write(self, session_id: str, transcript: Transcript, seq: int, changes: int) -> None:
+        if transcript.changes != changes:
+            return  # changed since: the fold is written at its next open or close
+        data = transcript.snapshot()
+        if data is None:
+            return
+        try:
+            self._store.save_fold(session_id, seq, data)
+        except StoreError as exc:
+            log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
+            return
+        self._stored[session_id] = seq

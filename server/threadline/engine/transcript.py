@@ -2,6 +2,7 @@
 
 ``history()`` is what clients see (every message, with ``compacted`` marks);
 ``working()`` is what the model sees (the latest compaction checkpoint applied).
+``snapshot()`` and ``restore()`` carry a fold to a later process (``engine/folds.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from .mutations import (
     from_event,
 )
 from .rawjson import RawJSON
+
+SNAPSHOT_FORMAT = 1
+"""Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
+restored (the log is folded instead), so a kept fold never outlives its reader."""
 
 
 @dataclass(slots=True)
@@ -54,6 +59,8 @@ class Transcript:
     )
     """Each message's replay updates as JSON, with the compacted mark and projection
     variant they were made for."""
+    changes: int = 0
+    """Mutations applied: a fold taken at one count is stale at another."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -78,6 +85,7 @@ class Transcript:
                 self.open_calls.pop(block["toolUseId"], None)
 
     def apply(self, mutation: Mutation) -> None:
+        self.changes += 1
         if isinstance(mutation, MessageMutation):
             self._append(mutation.message)
         elif isinstance(mutation, ContextSummary):
@@ -141,8 +149,7 @@ class Transcript:
         if self._history is not None and self._history[0] == key:
             return self._history[1]
         try:
-            for m in self.messages[len(self._wire) :]:
-                self._wire.append(_kept(orjson.dumps(m)))
+            self._make_wire()
         except TypeError:
             return self.history()
         compacted = self.compacted_indexes()
@@ -153,6 +160,77 @@ class Transcript:
         body = RawJSON(b"[" + b",".join(parts) + b"]")
         self._history = (key, body)
         return body
+
+    def _make_wire(self) -> None:
+        """Each message's JSON, for those that have none yet; `TypeError` when one is
+        not orjson's to write."""
+        for m in self.messages[len(self._wire) :]:
+            self._wire.append(_kept(orjson.dumps(m)))
+
+    # -- carried to another process -------------------------------------------------------
+
+    def snapshot(self) -> bytes | None:
+        """The fold as one value a later process `restore`s: a JSON header with the
+        fold's state, a newline, then the messages as the JSON array `history_json`
+        splices, with where each one ends, so restoring is one parse and keeps every
+        message's JSON. ``None`` when something is not orjson's to write."""
+        try:
+            self._make_wire()
+            ends: list[int] = []
+            end = 0
+            for w in self._wire:
+                end += 1 + len(w)  # the "[" or "," before it, then the message
+                ends.append(end)
+            cp = self.checkpoint
+            header = orjson.dumps(
+                {
+                    "format": SNAPSHOT_FORMAT,
+                    "ends": ends,
+                    "experiences": self.experiences,
+                    "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
+                    "workingStart": self.working_start,
+                    "turnNumber": self.turn_number,
+                    "openCalls": self.open_calls,
+                    "callIds": sorted(self.call_ids),
+                }
+            )
+        except TypeError:
+            return None
+        return header + b"\n[" + b",".join(self._wire) + b"]"
+
+    @classmethod
+    def restore(cls, data: bytes) -> Transcript | None:
+        """The transcript a `snapshot` was taken of; ``None`` for one of another format
+        or one that does not hold together (then the log is folded instead)."""
+        try:
+            cut = data.index(b"\n")
+            header = orjson.loads(data[:cut])
+            if not isinstance(header, dict) or header.get("format") != SNAPSHOT_FORMAT:
+                return None
+            body = data[cut + 1 :]
+            messages: list[Msg] = orjson.loads(body)
+            ends: list[int] = header["ends"]
+            if len(ends) != len(messages) or (ends and ends[-1] != len(body) - 1):
+                return None
+            wire: list[bytes] = []
+            start = 1
+            for end in ends:
+                wire.append(body[start:end])
+                start = end + 1
+            cp = header["checkpoint"]
+            return cls(
+                messages=messages,
+                index={m["messageId"]: i for i, m in enumerate(messages)},
+                experiences=header["experiences"],
+                checkpoint=cp and Checkpoint(cp[0], cp[1], frozenset(cp[2])),
+                working_start=header["workingStart"],
+                turn_number=header["turnNumber"],
+                open_calls=header["openCalls"],
+                call_ids=set(header["callIds"]),
+                _wire=wire,
+            )
+        except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
+            return None
 
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None

@@ -230,6 +230,20 @@ class SessionStore(Protocol):
         the session's own events after that number."""
         ...
 
+    # -- kept folds ---------------------------------------------------------------------
+
+    def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
+        """What `save_fold` kept for the session, with the sequence number of its own
+        events it is folded up to; ``None`` when nothing is kept (or it claims more
+        events than the session has)."""
+        ...
+
+    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+        """Keep a folded transcript (``engine/folds.py``), so a process that opens the
+        session later reads one row instead of folding its whole log. Never replaces a
+        fold of a later sequence number; gone with the session."""
+        ...
+
     # -- streaming journal --------------------------------------------------------------
 
     def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None: ...

@@ -44,8 +44,10 @@ from .sql import COLS, Dialect, SqlStore, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""1: sessions, events, messages, journal, leases (the SQLite store's schema 2)."""
+SCHEMA_VERSION = 2
+"""1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
+2: folds (the SQLite store's schema 3). An older schema is brought up to this one by
+running the ``CREATE … IF NOT EXISTS`` statements again."""
 
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
@@ -117,6 +119,11 @@ CREATE TABLE IF NOT EXISTS tl_leases(
     interrupt BOOLEAN NOT NULL DEFAULT FALSE
 );
 CREATE INDEX IF NOT EXISTS tl_leases_owner ON tl_leases(owner_id);
+CREATE TABLE IF NOT EXISTS tl_folds(
+    session_id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL,
+    data BYTEA NOT NULL
+);
 """
 
 _SCHEMA_LOCK = 7_466_726_101  # pg_advisory_xact_lock key: one schema set-up at a time
@@ -194,7 +201,7 @@ class PostgresStore(SqlStore):
         self._next_listen = 0.0
         self._listen = self._connect()
         try:
-            self._setup(self._listen)
+            self._current = self._setup(self._listen)
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -247,31 +254,52 @@ class PostgresStore(SqlStore):
             f"{what} {self.where}: {_redact(str(exc), self.url)}", reason=reason, where=self.where
         )
 
-    def _setup(self, conn: Connection[tuple[Any, ...]]) -> None:
-        """Create the schema on first use; refuse a schema newer than this code knows
-        before writing anything."""
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            exists = conn.execute("SELECT to_regclass('tl_meta')").fetchone()
-            if exists is not None and exists[0] is not None:
-                r = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-                if r is not None and int(r[0]) > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"the session store at {self.where} was written by a newer Threadline "
-                        f"(schema {r[0]}, this one knows {SCHEMA_VERSION}); upgrade Threadline "
-                        "or point THREADLINE_STORE at another database"
-                    )
-                if r is not None and int(r[0]) == SCHEMA_VERSION:
-                    return
-            conn.execute("CREATE TABLE IF NOT EXISTS tl_meta(key TEXT PRIMARY KEY, value TEXT)")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)  # pyright: ignore[reportArgumentType]
-            conn.execute(
-                "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
-                "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",
-                (str(SCHEMA_VERSION),),
+    def _setup(self, conn: Connection[tuple[Any, ...]]) -> bool:
+        """Create the schema on first use, or bring an older one up to this version;
+        refuse a schema newer than this code knows before writing anything. Returns
+        False when an older schema stays as it is because this role may not create
+        tables (a team role, docs/teams.md): the sidecar works on it without what the
+        newer tables add (kept folds) until a sidecar of the owner upgrades it."""
+        found: int | None = None
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                exists = conn.execute("SELECT to_regclass('tl_meta')").fetchone()
+                if exists is not None and exists[0] is not None:
+                    r = conn.execute(
+                        "SELECT value FROM tl_meta WHERE key='schema_version'"
+                    ).fetchone()
+                    found = None if r is None else int(r[0])
+                    if found is not None and found > SCHEMA_VERSION:
+                        raise StoreError(
+                            f"the session store at {self.where} was written by a newer "
+                            f"Threadline (schema {found}, this one knows {SCHEMA_VERSION}); "
+                            "upgrade Threadline or point THREADLINE_STORE at another database"
+                        )
+                    if found == SCHEMA_VERSION:
+                        return True
+                conn.execute("CREATE TABLE IF NOT EXISTS tl_meta(key TEXT PRIMARY KEY, value TEXT)")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)  # pyright: ignore[reportArgumentType]
+                conn.execute(
+                    "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
+                    "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",
+                    (str(SCHEMA_VERSION),),
+                )
+        except psycopg.errors.InsufficientPrivilege:
+            if found is None:
+                raise
+            log.warning(
+                "the session store at %s has schema %d and this role may not upgrade it to "
+                "%d; folded transcripts are not kept there until a sidecar of the tables' "
+                "owner starts",
+                self.where,
+                found,
+                SCHEMA_VERSION,
             )
+            return False
+        return True
 
     def _on_notify(self, n: Notify) -> None:
         if n.payload != self._instance:
@@ -337,10 +365,10 @@ class PostgresStore(SqlStore):
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)
 
-    def _beat(self, work: Callable[[Statements], T]) -> T:
+    def _quiet(self, work: Callable[[Statements], T]) -> T:
         """Not a change others fold in: no notification. One attempt: the next beat
-        comes in 0.3 s, and retrying would stall the loop. Journal chunks that wait for
-        the server are tried again here too."""
+        comes in 0.3 s (a kept fold is only a cache), and retrying would stall the
+        loop. Journal chunks that wait for the server are tried again here too."""
         result = self._run(lambda conn: work(Statements(conn, DIALECT)), write=False, patience=0)
         self._flush_waiting()
         return result
@@ -471,6 +499,15 @@ class PostgresStore(SqlStore):
         self._chunks = [c for c in self._chunks if c[0] != session_id]
         self._chunk_bytes = sum(len(c[2]) for c in self._chunks)
         super().clear_stream(session_id)
+
+    # -- kept folds -----------------------------------------------------------------------
+
+    def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
+        return super().load_fold(session_id) if self._current else None
+
+    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+        if self._current:
+            super().save_fold(session_id, seq, data)
 
     # -- import (threadline store migrate) -----------------------------------------------
 

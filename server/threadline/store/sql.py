@@ -4,7 +4,7 @@ The two backends keep the same tables and the same rules (`store.base`); what di
 is how a statement runs (one local connection and SQLite's file locks, or a pool of
 connections to a server that may go away), how other writers are noticed, and a few
 words of SQL. So every operation is written here once, in one SQL spelling, and a
-backend supplies the seam: `SqlStore._read`, `_snapshot`, `_write` and `_beat`
+backend supplies the seam: `SqlStore._read`, `_snapshot`, `_write` and `_quiet`
 run a piece of work on a `Statements` handle, which turns the shared spelling into
 the backend's (`Dialect.sql`).
 
@@ -43,7 +43,7 @@ from .owners import owner_is_dead
 
 T = TypeVar("T")
 
-TABLES = ("sessions", "events", "messages", "inflight", "chunks", "leases")
+TABLES = ("sessions", "events", "messages", "inflight", "chunks", "leases", "folds")
 """The tables the shared statements name (a backend may prefix them)."""
 
 COLS = (
@@ -199,8 +199,9 @@ class SqlStore(ABC):
     def _write(self, work: Callable[[Statements], T]) -> T:
         """One write transaction, which other processes are told of."""
 
-    def _beat(self, work: Callable[[Statements], T]) -> T:
-        """A write nobody else needs to fold in (a heartbeat): by default a write."""
+    def _quiet(self, work: Callable[[Statements], T]) -> T:
+        """A write nobody else needs to fold in (a heartbeat, a kept fold): by default a
+        write."""
         return self._write(work)
 
     def _text(self, value: str | None) -> str | None:
@@ -295,6 +296,7 @@ class SqlStore(ABC):
                     return held
             db.run("UPDATE sessions SET deleted=TRUE WHERE id=?", (session_id,))
             db.run("DELETE FROM leases WHERE session_id=?", (session_id,))
+            db.run("DELETE FROM folds WHERE session_id=?", (session_id,))
             self._collect(db, session_id)
             return None
 
@@ -310,7 +312,7 @@ class SqlStore(ABC):
             if db.one("SELECT 1 FROM sessions WHERE base_id=? LIMIT 1", (session_id,)):
                 return
             base_id: str | None = r[1]
-            for table in ("events", "messages", "chunks", "inflight"):
+            for table in ("events", "messages", "chunks", "inflight", "folds"):
                 db.run(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
             db.run("DELETE FROM sessions WHERE id=?", (session_id,))
             if base_id is None:
@@ -484,6 +486,33 @@ class SqlStore(ABC):
 
         return self._read(work)
 
+    # -- kept folds -------------------------------------------------------------------
+
+    def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
+        r = self._read(
+            lambda db: db.one(
+                "SELECT folds.seq, folds.data FROM folds JOIN sessions "
+                "ON sessions.id=folds.session_id "
+                "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq",
+                (session_id,),
+            )
+        )
+        if r is None:
+            return None
+        data = r[1]
+        return int(r[0]), data if isinstance(data, bytes) else bytes(data)
+
+    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+        self._quiet(
+            lambda db: db.run(
+                "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
+                "WHERE EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_seq>=?) "
+                "ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data "
+                "WHERE excluded.seq > folds.seq",
+                (session_id, seq, data, session_id, seq),
+            )
+        )
+
     # -- streaming journal ------------------------------------------------------------
 
     def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None:
@@ -602,7 +631,7 @@ class SqlStore(ABC):
         )
 
     def heartbeat(self, owner: Owner, now: float) -> list[str]:
-        rows = self._beat(
+        rows = self._quiet(
             lambda db: db.all(
                 "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
                 (now, owner.id),

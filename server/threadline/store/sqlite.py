@@ -57,8 +57,11 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-"""1: sessions, events, messages, journal. 2: leases (many processes on one store)."""
+SCHEMA_VERSION = 3
+"""1: sessions, events, messages, journal. 2: leases (many processes on one store).
+3: folds (a long session's folded transcript, kept for the next process that opens it).
+Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, which is how
+a store of an older version is brought up to this one."""
 
 BUSY_TIMEOUT = 10.0
 """Seconds a write waits for another process's transaction before it fails."""
@@ -122,6 +125,11 @@ CREATE TABLE IF NOT EXISTS leases(
     interrupt INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner_id);
+CREATE TABLE IF NOT EXISTS folds(
+    session_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
 """
 
 DIALECT = Dialect(prefix="", mark="?", row_locks=False, text=safe_text)
