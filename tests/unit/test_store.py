@@ -211,6 +211,8 @@ def test_a_kept_fold_is_read_back_never_replaced_by_an_older_one_and_goes_with_t
     assert b.load_fold("p") == (3, b"three \x00\xff")
     b.save_fold("p", 2, b"older")
     assert a.load_fold("p") == (3, b"three \x00\xff"), "an older fold never replaces a newer"
+    b.save_fold("p", 3, b"three, more of it")
+    assert a.load_fold("p") == (3, b"three, more of it"), "the same point, kept again"
     b.save_fold("p", 4, b"four")
     assert a.load_fold("p") == (4, b"four")
     a.save_fold("p", 9, b"past the log")

@@ -196,11 +196,19 @@ def test_a_snapshot_restores_the_same_fold_and_its_spliced_history() -> None:
     call = {"type": "tool_use", "id": "c9", "name": "x", "input": {"f": 1.5}}
     t.apply(UserMessage(m("u4", "user", "u4", text("go"))))
     t.apply(AssistantMessage(m("a4", "assistant", "a4", call)))
+    from threadline.engine import updates
+
+    def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        return updates.replay(msg, compaction=True)
+
+    replay = t.replay_json(project, variant=True)
     data = t.snapshot()
     assert data is not None
     back = Transcript.restore(data)
     assert back is not None and _state(back) == _state(t)
     assert _spliced(back) == t.history()
+    assert back.replayed == len(back) and back.replay_json(project, variant=True) == replay
+    assert back.replay_json(project, variant=False) == t.replay_json(project, variant=False)
     # it goes on folding like the original
     [res] = cancelled_results(back, "stopped", "a4")
     for x in (t, back):

@@ -10,10 +10,12 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
   Bounded by messages held, least recently closed dropped first.
 - **In the store** (`SessionStore.save_fold`): a transcript folded from many events
   is written as one value (`Transcript.snapshot`), so the next process that opens the
-  session restores it with one JSON parse, keeping each message's JSON for splicing,
-  and folds in only the events after it. Written after the answer that needed the
-  fold (the event loop's next turn), and only when the transcript has not changed
-  meanwhile; a fold that cannot be written is only a cache lost.
+  session restores it with one JSON parse, keeping each message's JSON and replay
+  updates for splicing, and folds in only the events after it. Written again once
+  `STORE_AFTER` more events were folded, or more messages' replay made, than the kept
+  one holds; after the answer that needed the fold (the event loop's next turn), and
+  only if the transcript has not changed meanwhile. A fold that cannot be written is
+  only a cache lost.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ kept JSON, docs/benchmarks.md)."""
 
 STORE_AFTER = 500
 """Events a process folds beyond the store's kept fold (or messages, when it keeps
-none) before it writes the fold there: below that, folding the log costs a few
-milliseconds, less than writing the fold would."""
+none; or messages whose replay it made) before it writes the fold there: below that,
+folding or replaying them costs a few milliseconds, less than writing would."""
 
 
 class FoldCache:
@@ -44,9 +46,10 @@ class FoldCache:
         self._max = max_messages
         self._held = 0
         self._folds: OrderedDict[str, tuple[Transcript, int]] = OrderedDict()
-        self._stored: dict[str, int | None] = {}
-        """The sequence number of the fold the store keeps (``None``: none), as far as
-        this process knows: what decides whether writing it again is worth it."""
+        self._stored: dict[str, tuple[int, int] | None] = {}
+        """The sequence number of the fold the store keeps and how many messages'
+        replay it holds (``None``: none kept), as far as this process knows: what
+        decides whether writing it again is worth it."""
 
     def open(self, row: SessionRow) -> tuple[Transcript, int]:
         """The session's transcript folded to the end of its log as read now, and the
@@ -76,7 +79,7 @@ class FoldCache:
         if transcript is None:  # another format: folded from the log and written again
             self._stored[session_id] = None
             return None
-        self._stored[session_id] = seq
+        self._stored[session_id] = (seq, transcript.replayed)
         return transcript, seq
 
     def put(self, session_id: str, transcript: Transcript, seq: int) -> None:
@@ -111,7 +114,10 @@ class FoldCache:
         """Write the fold to the store if it is far enough ahead of the one kept there,
         once the current request is answered."""
         stored = self._stored.get(session_id)
-        ahead = len(transcript) if stored is None else seq - stored
+        if stored is None:
+            ahead = len(transcript)
+        else:  # events folded since, or messages whose replay was made since
+            ahead = max(seq - stored[0], transcript.replayed - stored[1])
         if ahead < STORE_AFTER:
             return
         changes = transcript.changes
@@ -133,4 +139,4 @@ class FoldCache:
         except StoreError as exc:
             log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
             return
-        self._stored[session_id] = seq
+        self._stored[session_id] = (seq, transcript.replayed)

@@ -171,32 +171,36 @@ class Transcript:
 
     def snapshot(self) -> bytes | None:
         """The fold as one value a later process `restore`s: a JSON header with the
-        fold's state, a newline, then the messages as the JSON array `history_json`
-        splices, with where each one ends, so restoring is one parse and keeps every
-        message's JSON. ``None`` when something is not orjson's to write."""
+        fold's state, a newline, the messages as the JSON array `history_json` splices,
+        then each message's replay updates as made so far (`replay_json`), with where
+        each piece ends, so restoring is one parse and keeps every message's JSON and
+        replay. ``None`` when something is not orjson's to write."""
+        cp = self.checkpoint
         try:
             self._make_wire()
-            ends: list[int] = []
-            end = 0
-            for w in self._wire:
-                end += 1 + len(w)  # the "[" or "," before it, then the message
-                ends.append(end)
-            cp = self.checkpoint
-            header = orjson.dumps(
-                {
-                    "format": SNAPSHOT_FORMAT,
-                    "ends": ends,
-                    "experiences": self.experiences,
-                    "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
-                    "workingStart": self.working_start,
-                    "turnNumber": self.turn_number,
-                    "openCalls": self.open_calls,
-                    "callIds": sorted(self.call_ids),
-                }
-            )
+            state: dict[str, Any] = {
+                "format": SNAPSHOT_FORMAT,
+                "messages": [len(w) for w in self._wire],
+                "experiences": self.experiences,
+                "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
+                "workingStart": self.working_start,
+                "turnNumber": self.turn_number,
+                "openCalls": self.open_calls,
+                "callIds": sorted(self.call_ids),
+            }
+            header = orjson.dumps(state)
         except TypeError:
             return None
-        return header + b"\n[" + b",".join(self._wire) + b"]"
+        replays: list[bytes] = []
+        try:  # the replay's variant is the projection's business: kept when it can be
+            state["replayed"] = [
+                [mark, variant, [len(u) for u in made]] for (mark, variant), made in self._replayed
+            ]
+            header = orjson.dumps(state)
+            replays = [u for _, made in self._replayed for u in made]
+        except TypeError:
+            pass
+        return b"".join([header, b"\n[", b",".join(self._wire), b"]\n", *replays])
 
     @classmethod
     def restore(cls, data: bytes) -> Transcript | None:
@@ -207,16 +211,26 @@ class Transcript:
             header = orjson.loads(data[:cut])
             if not isinstance(header, dict) or header.get("format") != SNAPSHOT_FORMAT:
                 return None
-            body = data[cut + 1 :]
-            messages: list[Msg] = orjson.loads(body)
-            ends: list[int] = header["ends"]
-            if len(ends) != len(messages) or (ends and ends[-1] != len(body) - 1):
-                return None
+            sizes: list[int] = header["messages"]
+            start = cut + 2  # past the newline and the "["
             wire: list[bytes] = []
-            start = 1
-            for end in ends:
-                wire.append(body[start:end])
-                start = end + 1
+            for size in sizes:
+                wire.append(data[start : start + size])
+                start += size + 1  # the "," or "]" after it
+            start = max(start, cut + 3)  # an empty array is "[]"
+            messages: list[Msg] = orjson.loads(data[cut + 1 : start])
+            if len(messages) != len(sizes) or data[start : start + 1] != b"\n":
+                return None
+            start += 1
+            replayed: list[tuple[tuple[bool, object], list[bytes]]] = []
+            for mark, variant, lengths in header.get("replayed", ()):
+                made: list[bytes] = []
+                for size in lengths:
+                    made.append(data[start : start + size])
+                    start += size
+                replayed.append(((mark, variant), made))
+            if start != len(data) or len(replayed) > len(messages):
+                return None
             cp = header["checkpoint"]
             return cls(
                 messages=messages,
@@ -228,9 +242,15 @@ class Transcript:
                 open_calls=header["openCalls"],
                 call_ids=set(header["callIds"]),
                 _wire=wire,
+                _replayed=replayed,
             )
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None
+
+    @property
+    def replayed(self) -> int:
+        """Messages whose replay updates are made (and kept with a snapshot)."""
+        return len(self._replayed)
 
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None

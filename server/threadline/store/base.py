@@ -241,7 +241,8 @@ class SessionStore(Protocol):
     def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
         """Keep a folded transcript (``engine/folds.py``), so a process that opens the
         session later reads one row instead of folding its whole log. Never replaces a
-        fold of a later sequence number; gone with the session."""
+        fold of a later sequence number, nor is kept past the session's log; gone with
+        the session."""
         ...
 
     # -- streaming journal --------------------------------------------------------------

@@ -508,7 +508,7 @@ class SqlStore(ABC):
                 "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
                 "WHERE EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_seq>=?) "
                 "ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data "
-                "WHERE excluded.seq > folds.seq",
+                "WHERE excluded.seq >= folds.seq",
                 (session_id, seq, data, session_id, seq),
             )
         )
