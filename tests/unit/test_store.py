@@ -461,3 +461,12 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
         assert version == ("2",)
+    # not granted the new table yet: still works, deletes included, without kept folds
+    team = PostgresStore(make_conninfo("", **params))
+    try:
+        assert team.load_fold("s") is None
+        team.create_session("t", "/tmp", {}, "t3")
+        team.delete_session("t")
+        assert team.get_session("t") is None
+    finally:
+        team.close()

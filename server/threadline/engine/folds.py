@@ -70,7 +70,11 @@ class FoldCache:
         return transcript, seq
 
     def _restore(self, session_id: str) -> tuple[Transcript, int] | None:
-        kept = self._store.load_fold(session_id)
+        try:
+            kept = self._store.load_fold(session_id)
+        except StoreError as exc:  # only a cache: the log is the truth
+            log.warning("could not read the folded transcript of %s: %s", session_id, exc)
+            kept = None
         if kept is None:
             self._stored[session_id] = None
             return None

@@ -201,7 +201,7 @@ class PostgresStore(SqlStore):
         self._next_listen = 0.0
         self._listen = self._connect()
         try:
-            self._current = self._setup(self._listen)
+            self.keeps_folds = self._setup(self._listen) and self._may_use("tl_folds")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -300,6 +300,22 @@ class PostgresStore(SqlStore):
             )
             return False
         return True
+
+    def _may_use(self, table: str) -> bool:
+        """Whether this role may read and write a table: one created by an upgrade
+        after the team role's grants (docs/teams.md) needs granting again."""
+        r = self._listen.execute(
+            "SELECT has_table_privilege(%s, 'SELECT, INSERT, UPDATE, DELETE')", (table,)
+        ).fetchone()
+        if r is not None and r[0]:
+            return True
+        log.warning(
+            "this role may not use %s in the session store at %s; folded transcripts are "
+            "not kept there until it is granted (docs/teams.md)",
+            table,
+            self.where,
+        )
+        return False
 
     def _on_notify(self, n: Notify) -> None:
         if n.payload != self._instance:
@@ -499,15 +515,6 @@ class PostgresStore(SqlStore):
         self._chunks = [c for c in self._chunks if c[0] != session_id]
         self._chunk_bytes = sum(len(c[2]) for c in self._chunks)
         super().clear_stream(session_id)
-
-    # -- kept folds -----------------------------------------------------------------------
-
-    def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
-        return super().load_fold(session_id) if self._current else None
-
-    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
-        if self._current:
-            super().save_fold(session_id, seq, data)
 
     # -- import (threadline store migrate) -----------------------------------------------
 

@@ -184,6 +184,9 @@ class SqlStore(ABC):
     """`store.base.SessionStore` over SQL tables; a backend supplies how work runs."""
 
     dialect: Dialect
+    keeps_folds: bool = True
+    """Whether this connection may use the folds table (a role with privileges on the
+    older tables only may not: then folds are neither read, written nor deleted)."""
 
     # -- the seam ---------------------------------------------------------------------
 
@@ -296,14 +299,14 @@ class SqlStore(ABC):
                     return held
             db.run("UPDATE sessions SET deleted=TRUE WHERE id=?", (session_id,))
             db.run("DELETE FROM leases WHERE session_id=?", (session_id,))
-            db.run("DELETE FROM folds WHERE session_id=?", (session_id,))
+            if self.keeps_folds:
+                db.run("DELETE FROM folds WHERE session_id=?", (session_id,))
             self._collect(db, session_id)
             return None
 
         return self._write(work)
 
-    @staticmethod
-    def _collect(db: Statements, session_id: str) -> None:
+    def _collect(self, db: Statements, session_id: str) -> None:
         """Drop a deleted session's rows once no fork reads them, then its bases'."""
         while True:
             r = db.one("SELECT deleted, base_id FROM sessions WHERE id=? FOR UPDATE", (session_id,))
@@ -313,7 +316,8 @@ class SqlStore(ABC):
                 return
             base_id: str | None = r[1]
             for table in ("events", "messages", "chunks", "inflight", "folds"):
-                db.run(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
+                if table != "folds" or self.keeps_folds:
+                    db.run(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
             db.run("DELETE FROM sessions WHERE id=?", (session_id,))
             if base_id is None:
                 return
@@ -489,11 +493,14 @@ class SqlStore(ABC):
     # -- kept folds -------------------------------------------------------------------
 
     def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
+        if not self.keeps_folds:
+            return None
         r = self._read(
             lambda db: db.one(
                 "SELECT folds.seq, folds.data FROM folds JOIN sessions "
                 "ON sessions.id=folds.session_id "
-                "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq",
+                "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq "
+                "AND NOT sessions.deleted",
                 (session_id,),
             )
         )
@@ -503,6 +510,8 @@ class SqlStore(ABC):
         return int(r[0]), data if isinstance(data, bytes) else bytes(data)
 
     def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+        if not self.keeps_folds:
+            return
         self._quiet(
             lambda db: db.run(
                 "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
