@@ -21,8 +21,11 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections import OrderedDict
+from collections.abc import Generator
+from contextlib import contextmanager
 
 from ..store.base import SessionRow, SessionStore, StoreError
 from .mutations import from_event
@@ -55,6 +58,10 @@ class FoldCache:
         """The session's transcript folded to the end of its log as read now, and the
         sequence number of its own last event in it: from memory, else from the store's
         kept fold, else from the whole log."""
+        with _collector_paused():
+            return self._open(row)
+
+    def _open(self, row: SessionRow) -> tuple[Transcript, int]:
         found = self.take(row.id) or self._restore(row.id)
         if found is None:
             events = self._store.load_events(row.id)
@@ -144,3 +151,19 @@ class FoldCache:
             log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
             return
         self._stored[session_id] = (seq, transcript.replayed)
+
+
+@contextmanager
+def _collector_paused() -> Generator[None]:
+    """Folding or restoring a long transcript allocates tens of thousands of
+    containers and no cycles; meanwhile the cyclic collector would run over and over,
+    once over the whole heap (a fresh server's modules: ~80 ms of a 110 ms restore at
+    10,000 messages, measured). Reference counting still frees what is dropped."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
