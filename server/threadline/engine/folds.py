@@ -10,12 +10,12 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
   Bounded by messages held, least recently closed dropped first.
 - **In the store** (`SessionStore.save_fold`): a transcript folded from many events
   is written as one value (`Transcript.snapshot`), so the next process that opens the
-  session restores it with one JSON parse, keeping each message's JSON and replay
-  updates for splicing, and folds in only the events after it. Written again once
+  session restores it without parsing a message until something needs one (history
+  and replay splice the kept JSON), and folds in only the events after it. Written again once
   `STORE_AFTER` more events were folded, or more messages' replay made, than the kept
-  one holds; after the answer that needed the fold (the event loop's next turn), and
-  only if the transcript has not changed meanwhile. A fold that cannot be written is
-  only a cache lost.
+  one holds (and a tenth of the transcript); after the answer that needed the fold
+  (the event loop's next turn), and only if the transcript has not changed meanwhile.
+  A fold that cannot be written is only a cache lost.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ STORE_AFTER = 500
 """Events a process folds beyond the store's kept fold (or messages, when it keeps
 none; or messages whose replay it made) before it writes the fold there: below that,
 folding or replaying them costs a few milliseconds, less than writing would."""
+
+STORE_SHARE = 10
+"""…and at least a tenth of the transcript: a fold is rewritten whole (77 MB with its
+replay at 100,000 messages), so a long session is not rewritten every 500 events."""
 
 
 class FoldCache:
@@ -129,7 +133,7 @@ class FoldCache:
             ahead = len(transcript)
         else:  # events folded since, or messages whose replay was made since
             ahead = max(seq - stored[0], transcript.replayed - stored[1])
-        if ahead < STORE_AFTER:
+        if ahead < max(STORE_AFTER, len(transcript) // STORE_SHARE):
             return
         changes = transcript.changes
         try:
