@@ -154,6 +154,9 @@ class FoldCache:
         except StoreError as exc:
             log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
             return
+        except Exception:  # run after the answer, maybe after the store closed: a cache lost
+            log.warning("could not keep the folded transcript of %s", session_id, exc_info=True)
+            return
         self._stored[session_id] = (seq, transcript.replayed)
 
 
