@@ -200,6 +200,58 @@ def test_change_token_moves_when_another_connection_commits(open_store: Opener) 
     assert a.change_token() != before
 
 
+def test_a_kept_fold_is_read_back_never_replaced_by_an_older_one_and_goes_with_the_session(
+    open_store: Opener,
+) -> None:
+    a, b = open_store(), open_store()
+    parent = a.create_session("p", "/tmp", {}, "t0")
+    a.append("p", [msg_event(f"m{i}") for i in range(4)], "t1")
+    assert b.load_fold("p") is None
+    a.save_fold("p", 3, b"three \x00\xff")
+    assert b.load_fold("p") == (3, b"three \x00\xff")
+    b.save_fold("p", 2, b"older")
+    assert a.load_fold("p") == (3, b"three \x00\xff"), "an older fold never replaces a newer"
+    b.save_fold("p", 3, b"three, more of it")
+    assert a.load_fold("p") == (3, b"three, more of it"), "the same point, kept again"
+    b.save_fold("p", 4, b"four")
+    assert a.load_fold("p") == (4, b"four")
+    a.save_fold("p", 9, b"past the log")
+    assert a.load_fold("p") == (4, b"four"), "a fold past the session's log is not kept"
+    # a fork keeps its own (at its own sequence number 0: the base's prefix folded)
+    a.fork_session("c", parent, "p", 4, 4, None, "/tmp", "t2")
+    a.save_fold("c", 0, b"fork")
+    assert b.load_fold("c") == (0, b"fork") and b.load_fold("p") == (4, b"four")
+    a.delete_session("p")
+    assert b.load_fold("p") is None and b.load_fold("c") == (0, b"fork")
+    a.save_fold("p", 5, b"deleted")
+    assert b.load_fold("p") is None, "none is kept for a deleted session"
+    a.delete_session("c")
+    assert b.load_fold("c") is None
+
+
+def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
+    """An older store is brought up to this version on open, its sessions intact."""
+    path = tmp_path / "db.sqlite"
+    store = EventStore(path)
+    store.create_session("s", "/tmp", {}, "t0")
+    store.append("s", [msg_event("m1")], "t1")
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE folds")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    store = EventStore(path)
+    try:
+        store.save_fold("s", 1, b"kept")
+        assert store.load_fold("s") == (1, b"kept") and ids(store, "s") == ["m1"]
+    finally:
+        store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+    db.close()
+
+
 def test_a_store_from_a_newer_threadline_is_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
     EventStore(path).close()
@@ -363,3 +415,58 @@ def test_postgres_sidecars_starting_at_once_create_the_schema_once(pg_url: str) 
     finally:
         for store in opened:
             store.close()
+
+
+def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_role(
+    pg_url: str,
+) -> None:
+    """A database of schema 1 (before kept folds): a role that may not create tables
+    still runs sessions on it, without kept folds; the owner's next sidecar upgrades it."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from threadline.store.postgres import PostgresStore
+
+    owner = PostgresStore(pg_url)
+    owner.create_session("s", "/tmp", {}, "t0")
+    owner.append("s", [msg_event("m1")], "t1")
+    owner.close()
+    dbname = str(conninfo_to_dict(pg_url)["dbname"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE tl_folds")
+        conn.execute("UPDATE tl_meta SET value='1' WHERE key='schema_version'")
+        conn.execute("DROP ROLE IF EXISTS threadline_team1")
+        conn.execute("CREATE ROLE threadline_team1 LOGIN PASSWORD 'team-pw'")
+        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team1")  # pyright: ignore[reportArgumentType]
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
+            "TO threadline_team1"
+        )
+    params = conninfo_to_dict(pg_url)
+    params.update(user="threadline_team1", password="team-pw")
+    team = PostgresStore(make_conninfo("", **params))
+    try:
+        team.append("s", [msg_event("m2")], "t2")
+        team.save_fold("s", 2, b"not kept")
+        assert team.load_fold("s") is None and ids(team, "s") == ["m1", "m2"]
+    finally:
+        team.close()
+    owner = PostgresStore(pg_url)
+    try:
+        owner.save_fold("s", 2, b"kept")
+        assert owner.load_fold("s") == (2, b"kept")
+    finally:
+        owner.close()
+    with psycopg.connect(pg_url) as conn:
+        version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
+        assert version == ("2",)
+    # not granted the new table yet: still works, deletes included, without kept folds
+    team = PostgresStore(make_conninfo("", **params))
+    try:
+        assert team.load_fold("s") is None
+        team.create_session("t", "/tmp", {}, "t3")
+        team.delete_session("t")
+        assert team.get_session("t") is None
+    finally:
+        team.close()

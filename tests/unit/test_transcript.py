@@ -159,3 +159,75 @@ def test_kept_replay_json_follows_appends_and_compaction_marks() -> None:
     )
     assert t.replay_json(project, variant=True) == plain(t)
     assert any(b'"compacted":true' in u for u in plain(t))
+
+
+def _state(t: Transcript) -> tuple[Any, ...]:
+    return (
+        t.messages,
+        t.index,
+        t.experiences,
+        t.checkpoint,
+        t.working_start,
+        t.turn_number,
+        t.open_calls,
+        t.call_ids,
+        t.history(),
+        t.working(),
+    )
+
+
+def test_a_snapshot_restores_the_same_fold_and_its_spliced_history() -> None:
+    """A fold kept in the store (``engine/folds.py``) must be the fold of the log:
+    history, working transcript, open calls, turn numbers, experiences, checkpoint."""
+    from threadline.engine.mutations import ContextReplace
+
+    t = Transcript()
+    assert _state(Transcript.restore(t.snapshot() or b"") or Transcript()) == _state(t)
+    for i in range(1, 4):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i} \u00e9 \U0001f600"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+    t.apply(ExperienceRemember("e1", "likes tea"))
+    t.apply(
+        ContextSummary(
+            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
+        )
+    )
+    call = {"type": "tool_use", "id": "c9", "name": "x", "input": {"f": 1.5}}
+    t.apply(UserMessage(m("u4", "user", "u4", text("go"))))
+    t.apply(AssistantMessage(m("a4", "assistant", "a4", call)))
+    from threadline.engine import updates
+
+    def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        return updates.replay(msg, compaction=True)
+
+    replay = t.replay_json(project, variant=True)
+    data = t.snapshot()
+    assert data is not None
+    back = Transcript.restore(data)
+    assert back is not None
+    # answered from the kept JSON first (messages not parsed yet), then compared whole
+    assert back.replayed == len(back) == len(t)
+    assert back.replay_json(project, variant=True) == replay
+    assert _spliced(back) == t.history()
+    assert back.snapshot() == data
+    assert _state(back) == _state(t)
+    assert back.replay_json(project, variant=False) == t.replay_json(project, variant=False)
+    # it goes on folding like the original
+    [res] = cancelled_results(back, "stopped", "a4")
+    for x in (t, back):
+        x.apply(ToolResult(res.message))
+        x.apply(ContextReplace((m("r1", "user", "u5", text("fresh")),)))
+    assert _state(back) == _state(t) and not back.open_calls
+
+
+def test_a_snapshot_of_another_format_or_damaged_is_not_restored() -> None:
+    t = Transcript()
+    t.apply(UserMessage(m("u1", "user", "u1", text("hi"))))
+    data = t.snapshot()
+    assert data is not None
+    assert Transcript.restore(data.replace(b'"format":1', b'"format":0')) is None
+    assert Transcript.restore(data[:-5]) is None
+    assert Transcript.restore(b"not a snapshot") is None
+    big = Transcript()
+    big.apply(UserMessage(m("u1", "user", "u1", {"type": "x", "n": 1 << 70})))
+    assert big.snapshot() is None, "not orjson's to write: the log is folded instead"

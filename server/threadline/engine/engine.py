@@ -75,22 +75,13 @@ class Engine:
         self._generation = 0
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
         self._watchers: dict[str, RemoteTurnWatcher] = {}
-        self._folds = FoldCache()
+        self._folds = FoldCache(store)
 
     # -- loading and freshness ------------------------------------------------------------
 
     def _load(self, row: SessionRow) -> Session:
-        folded = self._folds.take(row.id)
-        if folded is not None:  # closed before: fold in only what came since
-            transcript, seq = folded
-            session = Session(row, transcript, self.store, self.providers, self.link, seq)
-            if row.last_seq != seq:
-                session.catch_up(self.store.load_events(row.id, after_seq=seq), row)
-        else:
-            events = self.store.load_events(row.id)
-            transcript = Transcript.from_events((e.kind, e.payload) for e in events)
-            seq = max((e.seq for e in events if e.session_id == row.id), default=0)
-            session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        transcript, seq = self._folds.open(row)  # kept, or folded from the log
+        session = Session(row, transcript, self.store, self.providers, self.link, seq)
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:

@@ -1,33 +1,106 @@
-"""Folded transcripts of closed sessions, kept so reopening one does not refold it.
+"""Folded transcripts kept, so opening a long session does not fold its whole log.
 
-Reading and folding a long transcript is most of what opening it costs (SQLite read,
-JSON parse of every event, the fold: ~100 ms at 10,000 messages here); an editor
-closes and reopens the same few sessions all day. A closed session's transcript is
-kept with the sequence number it was folded up to; reopened, the engine's freshness
-check (``Engine._sync``) folds in only what other processes appended since. Bounded by
-messages held, least recently closed dropped first.
+Reading and folding a long transcript is most of what opening it costs (the store
+read, a JSON parse of every event, the fold: ~100 ms at 10,000 messages here); an
+editor closes and reopens the same few sessions all day, and every editor window
+starts a sidecar that opens them afresh. So folds are kept in two places:
+
+- **In memory**: a closed session's transcript, with the sequence number it was
+  folded up to; reopened, only what other processes appended since is folded in.
+  Bounded by messages held, least recently closed dropped first.
+- **In the store** (`SessionStore.save_fold`): a transcript folded from many events
+  is written as one value (`Transcript.snapshot`), so the next process that opens the
+  session restores it without parsing a message until something needs one (history
+  and replay splice the kept JSON), and folds in only the events after it. Written again once
+  `STORE_AFTER` more events were folded, or more messages' replay made, than the kept
+  one holds (and a tenth of the transcript); after the answer that needed the fold
+  (the event loop's next turn), and only if the transcript has not changed meanwhile.
+  A fold that cannot be written is only a cache lost.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
 from collections import OrderedDict
+from collections.abc import Generator
+from contextlib import contextmanager
 
+from ..store.base import SessionRow, SessionStore, StoreError
+from .mutations import from_event
 from .transcript import Transcript
+
+log = logging.getLogger(__name__)
 
 MAX_MESSAGES = 100_000
 """Messages kept across all cached transcripts (≈ 2.5 KB of memory each with their
 kept JSON, docs/benchmarks.md)."""
 
+STORE_AFTER = 500
+"""Events a process folds beyond the store's kept fold (or messages, when it keeps
+none; or messages whose replay it made) before it writes the fold there: below that,
+folding or replaying them costs a few milliseconds, less than writing would."""
+
+STORE_SHARE = 10
+"""…and at least a tenth of the transcript: a fold is rewritten whole (77 MB with its
+replay at 100,000 messages), so a long session is not rewritten every 500 events."""
+
 
 class FoldCache:
-    def __init__(self, max_messages: int = MAX_MESSAGES) -> None:
+    def __init__(self, store: SessionStore, max_messages: int = MAX_MESSAGES) -> None:
+        self._store = store
         self._max = max_messages
         self._held = 0
         self._folds: OrderedDict[str, tuple[Transcript, int]] = OrderedDict()
+        self._stored: dict[str, tuple[int, int] | None] = {}
+        """The sequence number of the fold the store keeps and how many messages'
+        replay it holds (``None``: none kept), as far as this process knows: what
+        decides whether writing it again is worth it."""
+
+    def open(self, row: SessionRow) -> tuple[Transcript, int]:
+        """The session's transcript folded to the end of its log as read now, and the
+        sequence number of its own last event in it: from memory, else from the store's
+        kept fold, else from the whole log."""
+        with _collector_paused():
+            return self._open(row)
+
+    def _open(self, row: SessionRow) -> tuple[Transcript, int]:
+        found = self.take(row.id) or self._restore(row.id)
+        if found is None:
+            events = self._store.load_events(row.id)
+            transcript = Transcript.from_events((e.kind, e.payload) for e in events)
+            seq = max((e.seq for e in events if e.session_id == row.id), default=0)
+        else:
+            transcript, seq = found
+            if row.last_seq != seq:
+                for e in self._store.load_events(row.id, after_seq=seq):
+                    transcript.apply(from_event(e.kind, e.payload))
+                    seq = e.seq
+        self._keep_later(row.id, transcript, seq)
+        return transcript, seq
+
+    def _restore(self, session_id: str) -> tuple[Transcript, int] | None:
+        try:
+            kept = self._store.load_fold(session_id)
+        except StoreError as exc:  # only a cache: the log is the truth
+            log.warning("could not read the folded transcript of %s: %s", session_id, exc)
+            kept = None
+        if kept is None:
+            self._stored[session_id] = None
+            return None
+        seq, data = kept
+        transcript = Transcript.restore(data)
+        if transcript is None:  # another format: folded from the log and written again
+            self._stored[session_id] = None
+            return None
+        self._stored[session_id] = (seq, transcript.replayed)
+        return transcript, seq
 
     def put(self, session_id: str, transcript: Transcript, seq: int) -> None:
         """Keep a transcript nobody changes any more (its session was unloaded)."""
         self.drop(session_id)
+        self._keep_later(session_id, transcript, seq)
         if len(transcript) > self._max:
             return
         self._folds[session_id] = (transcript, seq)
@@ -37,7 +110,8 @@ class FoldCache:
             self._held -= len(old)
 
     def take(self, session_id: str) -> tuple[Transcript, int] | None:
-        """The kept fold and its sequence number, handed over (no longer kept here)."""
+        """The fold kept in memory and its sequence number, handed over (no longer
+        kept here)."""
         found = self._folds.pop(session_id, None)
         if found is not None:
             self._held -= len(found[0])
@@ -48,3 +122,55 @@ class FoldCache:
 
     def __len__(self) -> int:
         return len(self._folds)
+
+    # -- the store's copy ------------------------------------------------------------------
+
+    def _keep_later(self, session_id: str, transcript: Transcript, seq: int) -> None:
+        """Write the fold to the store if it is far enough ahead of the one kept there,
+        once the current request is answered."""
+        stored = self._stored.get(session_id)
+        if stored is None:
+            ahead = len(transcript)
+        else:  # events folded since, or messages whose replay was made since
+            ahead = max(seq - stored[0], transcript.replayed - stored[1])
+        if ahead < max(STORE_AFTER, len(transcript) // STORE_SHARE):
+            return
+        changes = transcript.changes
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(session_id, transcript, seq, changes)
+            return
+        loop.call_soon(self._write, session_id, transcript, seq, changes)
+
+    def _write(self, session_id: str, transcript: Transcript, seq: int, changes: int) -> None:
+        if transcript.changes != changes:
+            return  # changed since: the fold is written at its next open or close
+        data = transcript.snapshot()
+        if data is None:
+            return
+        try:
+            self._store.save_fold(session_id, seq, data)
+        except StoreError as exc:
+            log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
+            return
+        except Exception:  # run after the answer, maybe after the store closed: a cache lost
+            log.warning("could not keep the folded transcript of %s", session_id, exc_info=True)
+            return
+        self._stored[session_id] = (seq, transcript.replayed)
+
+
+@contextmanager
+def _collector_paused() -> Generator[None]:
+    """Folding or restoring a long transcript allocates tens of thousands of
+    containers and no cycles; meanwhile the cyclic collector would run over and over,
+    once over the whole heap (a fresh server's modules: ~80 ms of a 110 ms restore at
+    10,000 messages, measured). Reference counting still frees what is dropped."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

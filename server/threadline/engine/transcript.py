@@ -2,6 +2,7 @@
 
 ``history()`` is what clients see (every message, with ``compacted`` marks);
 ``working()`` is what the model sees (the latest compaction checkpoint applied).
+``snapshot()`` and ``restore()`` carry a fold to a later process (``engine/folds.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from .mutations import (
 )
 from .rawjson import RawJSON
 
+SNAPSHOT_FORMAT = 1
+"""Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
+restored (the log is folded instead), so a kept fold never outlives its reader."""
+
 
 @dataclass(slots=True)
 class Checkpoint:
@@ -36,7 +41,10 @@ class Checkpoint:
 
 @dataclass(slots=True)
 class Transcript:
-    messages: list[Msg] = field(default_factory=list)
+    _messages: list[Msg] = field(default_factory=list[Msg])
+    _unparsed: bytes | None = None
+    """A restored fold's messages as their JSON array, parsed on first need: answering
+    ``session/history`` or ``session/load`` from the kept JSON needs none of them."""
     index: dict[str, int] = field(default_factory=dict)
     experiences: dict[str, str] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
@@ -54,6 +62,8 @@ class Transcript:
     )
     """Each message's replay updates as JSON, with the compacted mark and projection
     variant they were made for."""
+    changes: int = 0
+    """Mutations applied: a fold taken at one count is stale at another."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -61,6 +71,13 @@ class Transcript:
         for kind, payload in events:
             t.apply(from_event(kind, payload))
         return t
+
+    @property
+    def messages(self) -> list[Msg]:
+        if self._unparsed is not None:
+            self._messages = orjson.loads(self._unparsed)
+            self._unparsed = None
+        return self._messages
 
     def _append(self, message: Msg) -> None:
         self.index[message["messageId"]] = len(self.messages)
@@ -78,6 +95,7 @@ class Transcript:
                 self.open_calls.pop(block["toolUseId"], None)
 
     def apply(self, mutation: Mutation) -> None:
+        self.changes += 1
         if isinstance(mutation, MessageMutation):
             self._append(mutation.message)
         elif isinstance(mutation, ContextSummary):
@@ -104,7 +122,7 @@ class Transcript:
     # -- views ----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return len(self._wire) if self._unparsed is not None else len(self._messages)
 
     @property
     def last_message_id(self) -> str | None:
@@ -118,7 +136,7 @@ class Transcript:
             for i in range(self.working_start, cp.up_to_index + 1):
                 if self.messages[i]["messageId"] not in cp.keep_ids:
                     out.add(i)
-            for i in range(cp.up_to_index + 1, len(self.messages)):
+            for i in range(cp.up_to_index + 1, len(self)):
                 if i != cp.summary_index and _is_summary(self.messages[i]):
                     out.add(i)
         return out
@@ -137,12 +155,11 @@ class Transcript:
         until the transcript changes. The plain list when a message is not orjson's
         to write (an integer beyond 64 bits): the stdlib writes the answer then."""
         cp = self.checkpoint
-        key = (len(self.messages), self.working_start, cp and (cp.summary_index, cp.up_to_index))
+        key = (len(self), self.working_start, cp and (cp.summary_index, cp.up_to_index))
         if self._history is not None and self._history[0] == key:
             return self._history[1]
         try:
-            for m in self.messages[len(self._wire) :]:
-                self._wire.append(_kept(orjson.dumps(m)))
+            self._make_wire()
         except TypeError:
             return self.history()
         compacted = self.compacted_indexes()
@@ -154,6 +171,113 @@ class Transcript:
         self._history = (key, body)
         return body
 
+    def _make_wire(self) -> None:
+        """Each message's JSON, for those that have none yet; `TypeError` when one is
+        not orjson's to write."""
+        if len(self._wire) < len(self):
+            for m in self.messages[len(self._wire) :]:
+                self._wire.append(_kept(orjson.dumps(m)))
+
+    # -- carried to another process -------------------------------------------------------
+
+    def snapshot(self) -> bytes | None:
+        """The fold as one value a later process `restore`s: a JSON header with the
+        fold's state, a newline, the messages as the JSON array `history_json` splices,
+        then each message's replay updates as made so far (`replay_json`), with where
+        each piece ends, so restoring is one parse and keeps every message's JSON and
+        replay. ``None`` when something is not orjson's to write."""
+        cp = self.checkpoint
+        try:
+            self._make_wire()
+            state: dict[str, Any] = {
+                "format": SNAPSHOT_FORMAT,
+                "messages": [len(w) for w in self._wire],
+                "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
+                "experiences": self.experiences,
+                "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
+                "workingStart": self.working_start,
+                "turnNumber": self.turn_number,
+                "openCalls": self.open_calls,
+                "callIds": sorted(self.call_ids),
+            }
+            header = orjson.dumps(state)
+        except TypeError:
+            return None
+        replays: list[bytes] = []
+        try:  # the replay's variant is the projection's business: kept when it can be
+            state["replayed"] = [
+                [mark, variant, [len(u) for u in made]] for (mark, variant), made in self._replayed
+            ]
+            header = orjson.dumps(state)
+            replays = [u for _, made in self._replayed for u in made]
+        except TypeError:
+            pass
+        return b"".join([header, b"\n[", b",".join(self._wire), b"]\n", *replays])
+
+    @classmethod
+    def restore(cls, data: bytes) -> Transcript | None:
+        """The transcript a `snapshot` was taken of, its messages left as JSON until
+        something needs them; ``None`` for one of another format or one that does not
+        hold together (then the log is folded instead)."""
+        try:
+            cut = data.index(b"\n")
+            header = orjson.loads(data[:cut])
+            if not isinstance(header, dict) or header.get("format") != SNAPSHOT_FORMAT:
+                return None
+            sizes: list[int] = header["messages"]
+            ids: list[str] = header["ids"]
+            if len(ids) != len(sizes) or data[cut + 1] != ord("["):
+                return None
+            start = cut + 2  # past the newline and the "["
+            wire: list[bytes] = []
+            for size in sizes:
+                wire.append(data[start : start + size])
+                start += size
+                if data[start] != (ord(",") if len(wire) < len(sizes) else ord("]")):
+                    return None
+                start += 1
+            if not sizes:
+                if data[start] != ord("]"):
+                    return None
+                start += 1
+            if data[start] != ord("\n"):
+                return None
+            body = data[cut + 1 : start]
+            start += 1
+            replayed: list[tuple[tuple[bool, object], list[bytes]]] = []
+            for mark, variant, lengths in header.get("replayed", ()):
+                made: list[bytes] = []
+                for size in lengths:
+                    made.append(data[start : start + size])
+                    start += size
+                replayed.append(((mark, variant), made))
+            if start != len(data) or len(replayed) > len(sizes):
+                return None
+            cp = header["checkpoint"]
+            t = cls(
+                index={mid: i for i, mid in enumerate(ids)},
+                experiences=header["experiences"],
+                checkpoint=cp and Checkpoint(cp[0], cp[1], frozenset(cp[2])),
+                working_start=header["workingStart"],
+                turn_number=header["turnNumber"],
+                open_calls=header["openCalls"],
+                call_ids=set(header["callIds"]),
+            )
+        except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
+            return None
+        t._unparsed = body
+        t._wire = wire
+        t._replayed = replayed
+        return t
+
+    def _ids(self) -> list[str]:
+        return [m["messageId"] for m in self.messages]
+
+    @property
+    def replayed(self) -> int:
+        """Messages whose replay updates are made (and kept with a snapshot)."""
+        return len(self._replayed)
+
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
     ) -> list[bytes] | None:
@@ -164,12 +288,13 @@ class Transcript:
         compacted = self.compacted_indexes()
         out: list[bytes] = []
         try:
-            for i, m in enumerate(self.messages):
+            for i in range(len(self)):
                 mark = i in compacted
                 key = (mark, variant)
                 if i < len(self._replayed) and self._replayed[i][0] == key:
                     out += self._replayed[i][1]
                     continue
+                m = self.messages[i]
                 made = [
                     _kept(orjson.dumps(u)) for u in project({**m, "compacted": True} if mark else m)
                 ]

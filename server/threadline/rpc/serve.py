@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -68,6 +69,9 @@ def run(
     if prelude.initialized is not None:
         initialized(server, prelude.initialized)
     recovered = server.engine.recover()
+    # What is loaded by now lives as long as the process: kept out of the collector's
+    # full passes, which a long session's load would otherwise set off (docs/benchmarks.md).
+    gc.freeze()
     log.info(
         "threadline %s serving (data: %s, sessions: %s, recovered %d interrupted turns)",
         __version__,

@@ -14,7 +14,8 @@ machines, on PostgreSQL). The contract that keeps them from damaging each other:
 - **A change feed.** `change_token()` moves whenever another process commits, so
   readers can keep folded transcripts and check them with one cheap call.
 
-The SQLite implementation is `store.sqlite.EventStore`.
+Both implementations, `store.sqlite.EventStore` and `store.postgres.PostgresStore`,
+share their operations (`store.sql.SqlStore`) and differ in how statements run.
 """
 
 from __future__ import annotations
@@ -227,6 +228,21 @@ class SessionStore(Protocol):
     def load_events(self, session_id: str, after_seq: int | None = None) -> list[StoredEvent]:
         """The logical log (bases' prefixes, then own events); with ``after_seq``, only
         the session's own events after that number."""
+        ...
+
+    # -- kept folds ---------------------------------------------------------------------
+
+    def load_fold(self, session_id: str) -> tuple[int, bytes] | None:
+        """What `save_fold` kept for the session, with the sequence number of its own
+        events it is folded up to; ``None`` when nothing is kept (or it claims more
+        events than the session has)."""
+        ...
+
+    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+        """Keep a folded transcript (``engine/folds.py``), so a process that opens the
+        session later reads one row instead of folding its whole log. Never replaces a
+        fold of a later sequence number, nor is kept past the session's log; gone with
+        the session."""
         ...
 
     # -- streaming journal --------------------------------------------------------------

@@ -11,41 +11,37 @@ Each process accesses it on its event-loop thread through one connection; commit
 are cheap in WAL mode with ``synchronous=NORMAL`` (durable across a process crash,
 the failure an editor sidecar actually sees). Several sidecars share one file: the
 contract that keeps them apart (appends at an expected sequence, leases, the change
-token) is `store.base`'s.
+token) is `store.base`'s; the operations themselves are `store.sql`'s, shared with the
+PostgreSQL store. What is SQLite's own is here: opening the file and checking it,
+transactions on the one connection, the change token, a write-ahead log deleted
+under a running process, and a full disk.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
 import sqlite3
 import stat
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from .base import (
-    Acquired,
     InflightStream,
-    Lease,
     NewEvent,
-    Owner,
     SessionDump,
     SessionRow,
     StoreConflict,
     StoredEvent,
     StoreError,
-    StreamTail,
 )
-from .codec import dumps as _dumps
-from .codec import loads as _loads
-from .codec import safe_text as _text
-from .owners import owner_is_dead
+from .codec import loads, safe_text
+from .sql import COLS, Dialect, SqlStore, Statements, iso, session_row
 
 __all__ = [
     "EventStore",
@@ -57,10 +53,15 @@ __all__ = [
     "StoredEvent",
 ]
 
+T = TypeVar("T")
+
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-"""1: sessions, events, messages, journal. 2: leases (many processes on one store)."""
+SCHEMA_VERSION = 3
+"""1: sessions, events, messages, journal. 2: leases (many processes on one store).
+3: folds (a long session's folded transcript, kept for the next process that opens it).
+Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, which is how
+a store of an older version is brought up to this one."""
 
 BUSY_TIMEOUT = 10.0
 """Seconds a write waits for another process's transaction before it fails."""
@@ -124,54 +125,21 @@ CREATE TABLE IF NOT EXISTS leases(
     interrupt INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner_id);
+CREATE TABLE IF NOT EXISTS folds(
+    session_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
 """
 
-_LEASE_COLS = "session_id, owner_id, pid, host, started, kind, turn_id, since, heartbeat, interrupt"
+DIALECT = Dialect(prefix="", mark="?", row_locks=False, text=safe_text)
+"""SQLite speaks the shared spelling; its write transaction excludes other writers."""
 
 
-def _lease(r: tuple[Any, ...]) -> Lease:
-    return Lease(
-        session_id=r[0],
-        owner=Owner(id=r[1], pid=r[2], host=r[3], started=r[4]),
-        kind=r[5],
-        turn_id=r[6],
-        since=r[7],
-        heartbeat=r[8],
-        interrupt=bool(r[9]),
-    )
-
-
-_COLS = (
-    "id, parent_id, base_id, base_seq, base_count, forked_at_message_id, cwd, title, "
-    "config, created_at, updated_at, own_count, last_seq, deleted"
-)
-
-
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
-
-
-def _row(r: tuple[Any, ...]) -> SessionRow:
-    return SessionRow(
-        id=r[0],
-        parent_id=r[1],
-        base_id=r[2],
-        base_seq=r[3],
-        base_count=r[4],
-        forked_at_message_id=r[5],
-        cwd=r[6],
-        title=r[7],
-        config=json.loads(r[8]),
-        created_at=r[9],
-        updated_at=r[10],
-        own_count=r[11],
-        last_seq=r[12],
-        deleted=bool(r[13]),
-    )
-
-
-class EventStore:
+class EventStore(SqlStore):
     """Append-only session logs with copy-on-write forks."""
+
+    dialect = DIALECT
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -198,6 +166,7 @@ class EventStore:
             ) from exc
         finally:
             os.umask(old_umask)
+        self._stmts = Statements(self._db, DIALECT)
         self._wal_id = self._wal_identity()
         for suffix in ("", "-wal", "-shm"):
             p = Path(str(path) + suffix)
@@ -251,7 +220,7 @@ class EventStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('wal_reset', ?)",
-                (_iso(time.time()),),
+                (iso(time.time()),),
             )
         except sqlite3.Error as exc:
             raise StoreError(
@@ -294,7 +263,7 @@ class EventStore:
         self._db.close()
 
     @contextmanager
-    def _read(self) -> Generator[sqlite3.Connection, None, None]:
+    def _read_tx(self) -> Generator[sqlite3.Connection, None, None]:
         """Several reads that must see one snapshot."""
         self._db.execute("BEGIN")
         try:
@@ -324,54 +293,28 @@ class EventStore:
             raise self._failure(exc) from exc
         self._check_wal()
 
-    # -- sessions -----------------------------------------------------------------
+    # -- the seam (store.sql) ------------------------------------------------------------
 
-    def create_session(
-        self, session_id: str, cwd: str, config: dict[str, Any], now: str, title: str | None = None
-    ) -> SessionRow:
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO sessions(id, cwd, title, config, created_at, updated_at) "
-                "VALUES(?,?,?,?,?,?)",
-                (session_id, _text(cwd), _text(title), _dumps(config), now, now),
-            )
-        row = self.get_session(session_id)
-        assert row is not None
-        return row
+    def _read(self, work: Callable[[Statements], T]) -> T:
+        return work(self._stmts)
 
-    def get_session(self, session_id: str, include_deleted: bool = False) -> SessionRow | None:
-        r = self._db.execute(f"SELECT {_COLS} FROM sessions WHERE id=?", (session_id,)).fetchone()
-        if r is None:
-            return None
-        row = _row(r)
-        if row.deleted and not include_deleted:
-            return None
-        return row
+    def _snapshot(self, work: Callable[[Statements], T]) -> T:
+        with self._read_tx():
+            return work(self._stmts)
 
-    def list_session_ids(self, cwd: str | None = None) -> list[str]:
-        if cwd is None:
-            cur = self._db.execute(
-                "SELECT id FROM sessions WHERE deleted=0 ORDER BY updated_at DESC, id DESC"
-            )
-        else:
-            cur = self._db.execute(
-                "SELECT id FROM sessions WHERE deleted=0 AND cwd=? "
-                "ORDER BY updated_at DESC, id DESC",
-                (_text(cwd),),  # stored the same way, so a lone surrogate matches
-            )
-        return [r[0] for r in cur]
+    def _write(self, work: Callable[[Statements], T]) -> T:
+        with self._tx():
+            return work(self._stmts)
 
-    def get_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionRow]:
-        out: dict[str, SessionRow] = {}
-        for i in range(0, len(session_ids), 500):
-            part = list(session_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            for r in self._db.execute(
-                f"SELECT {_COLS} FROM sessions WHERE deleted=0 AND id IN ({marks})", part
-            ):
-                row = _row(r)
-                out[row.id] = row
-        return out
+    # -- streaming journal ----------------------------------------------------------------
+
+    def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
+        if not chunks:
+            return
+        rows = [(session_id, b, safe_text(t)) for b, t in chunks]
+        self._write(
+            lambda db: db.many("INSERT INTO chunks(session_id, block, text) VALUES(?,?,?)", rows)
+        )
 
     # -- export (threadline store migrate) ------------------------------------------------
 
@@ -380,391 +323,28 @@ class EventStore:
         return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY rowid")]
 
     def dump_session(self, session_id: str) -> SessionDump | None:
-        with self._read() as db:
-            r = db.execute(f"SELECT {_COLS} FROM sessions WHERE id=?", (session_id,)).fetchone()
+        def work(db: Statements) -> SessionDump | None:
+            r = db.one(f"SELECT {COLS} FROM sessions WHERE id=?", (session_id,))
             if r is None:
                 return None
             events = [
-                StoredEvent(session_id, q, k, _loads(p))
-                for q, k, p in db.execute(
+                StoredEvent(session_id, q, k, loads(p))
+                for q, k, p in db.all(
                     "SELECT seq, kind, payload FROM events WHERE session_id=? ORDER BY seq",
                     (session_id,),
                 )
             ]
             messages = [
                 (str(m), int(q), int(o))
-                for m, q, o in db.execute(
+                for m, q, o in db.all(
                     "SELECT message_id, seq, ordinal FROM messages WHERE session_id=? "
                     "ORDER BY ordinal",
                     (session_id,),
                 )
             ]
-        return SessionDump(_row(r), events, messages)
+            return SessionDump(session_row(r), events, messages)
 
-    def update_session(
-        self,
-        session_id: str,
-        *,
-        title: str | None = None,
-        config: dict[str, Any] | None = None,
-        now: str | None = None,
-    ) -> None:
-        sets: list[str] = []
-        args: list[Any] = []
-        if title is not None:
-            sets.append("title=?")
-            args.append(_text(title))
-        if config is not None:
-            sets.append("config=?")
-            args.append(_dumps(config))
-        if now is not None:
-            sets.append("updated_at=?")
-            args.append(now)
-        if not sets:
-            return
-        with self._tx() as db:
-            db.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id=?", (*args, session_id))
-
-    def delete_session(
-        self, session_id: str, owner: Owner | None = None, now: float | None = None
-    ) -> Lease | None:
-        """Hide a session; its events go only once no fork still reads them. With an
-        ``owner``, a session another live process holds is left alone and its lease
-        returned."""
-        with self._tx() as db:
-            if owner is not None:
-                held = self._live_lease(db, session_id, owner, now or 0.0)
-                if held is not None:
-                    return held
-            db.execute("UPDATE sessions SET deleted=1 WHERE id=?", (session_id,))
-            db.execute("DELETE FROM leases WHERE session_id=?", (session_id,))
-            self._collect(db, session_id)
-        return None
-
-    def _collect(self, db: sqlite3.Connection, session_id: str) -> None:
-        while True:
-            r = db.execute(
-                "SELECT deleted, base_id FROM sessions WHERE id=?", (session_id,)
-            ).fetchone()
-            if r is None or not r[0]:
-                return
-            if db.execute(
-                "SELECT 1 FROM sessions WHERE base_id=? LIMIT 1", (session_id,)
-            ).fetchone():
-                return
-            base_id: str | None = r[1]
-            db.execute("DELETE FROM events WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM messages WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM inflight WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM sessions WHERE id=?", (session_id,))
-            if base_id is None:
-                return
-            session_id = base_id
-
-    # -- forks --------------------------------------------------------------------
-
-    def locate_message(self, session_id: str, message_id: str) -> tuple[str, int, int] | None:
-        """Where a message visible in ``session_id`` was written: (origin, seq, ordinal)."""
-        r = self._db.execute(
-            "SELECT session_id, seq, ordinal FROM messages WHERE message_id=?", (message_id,)
-        ).fetchone()
-        if r is None:
-            return None
-        origin, seq, ordinal = r[0], r[1], r[2]
-        # Visible only if origin is this session or an ancestor at or before the base point.
-        sid = session_id
-        limit: int | None = None
-        for _ in range(10_000):
-            if sid == origin and (limit is None or seq <= limit):
-                return origin, seq, ordinal
-            row = self.get_session(sid, include_deleted=True)
-            if row is None or row.base_id is None:
-                return None
-            sid, limit = row.base_id, row.base_seq
-        return None
-
-    def last_message_id(self, session_id: str) -> str | None:
-        """The newest message visible in a session (its own, else its base's prefix)."""
-        sid: str | None = session_id
-        limit: int | None = None
-        while sid is not None:
-            sql = "SELECT message_id FROM messages WHERE session_id=?"
-            args: list[Any] = [sid]
-            if limit is not None:
-                sql += " AND seq<=?"
-                args.append(limit)
-            r = self._db.execute(sql + " ORDER BY ordinal DESC LIMIT 1", args).fetchone()
-            if r is not None:
-                return str(r[0])
-            row = self.get_session(sid, include_deleted=True)
-            if row is None:
-                return None
-            sid, limit = row.base_id, row.base_seq
-        return None
-
-    def fork_session(
-        self,
-        new_id: str,
-        parent: SessionRow,
-        base_id: str,
-        base_seq: int,
-        base_count: int,
-        forked_at_message_id: str | None,
-        cwd: str,
-        now: str,
-        title: str | None = None,
-    ) -> SessionRow:
-        """Write the one row a fork costs."""
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO sessions(id, parent_id, base_id, base_seq, base_count, "
-                "forked_at_message_id, cwd, title, config, created_at, updated_at) "
-                "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    new_id,
-                    parent.id,
-                    base_id,
-                    base_seq,
-                    base_count,
-                    forked_at_message_id,
-                    _text(cwd),
-                    _text(title) if title is not None else parent.title,
-                    _dumps(parent.config),
-                    now,
-                    now,
-                ),
-            )
-        row = self.get_session(new_id)
-        assert row is not None
-        return row
-
-    # -- events -------------------------------------------------------------------
-
-    def append(
-        self,
-        session_id: str,
-        events: Iterable[NewEvent],
-        now: str,
-        end_stream: bool = False,
-        *,
-        expected_seq: int | None = None,
-    ) -> int:
-        """Append events in one transaction; returns the last sequence number."""
-        with self._tx() as db:
-            r = db.execute(
-                "SELECT last_seq, base_count + own_count FROM sessions WHERE id=? AND deleted=0",
-                (session_id,),
-            ).fetchone()
-            if r is None:
-                raise KeyError(session_id)
-            seq, ordinal = r[0], r[1]
-            if expected_seq is not None and seq != expected_seq:
-                raise StoreConflict(
-                    f"session {session_id} is at event {seq}, not {expected_seq}: "
-                    "another process wrote to it"
-                )
-            added = 0
-            for ev in events:
-                seq += 1
-                db.execute(
-                    "INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)",
-                    (session_id, seq, ev.kind, _dumps(ev.payload)),
-                )
-                for mid in ev.message_ids:
-                    ordinal += 1
-                    added += 1
-                    db.execute(
-                        "INSERT INTO messages(message_id, session_id, seq, ordinal) "
-                        "VALUES(?,?,?,?)",
-                        (mid, session_id, seq, ordinal),
-                    )
-            db.execute(
-                "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=? WHERE id=?",
-                (seq, added, now, session_id),
-            )
-            if end_stream:
-                db.execute("DELETE FROM inflight WHERE session_id=?", (session_id,))
-                db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
-        return seq
-
-    def load_events(self, session_id: str, after_seq: int | None = None) -> list[StoredEvent]:
-        """The session's logical log: its bases' prefixes, then its own events."""
-        if after_seq is not None:
-            cur = self._db.execute(
-                "SELECT seq, kind, payload FROM events WHERE session_id=? AND seq>? ORDER BY seq",
-                (session_id, after_seq),
-            )
-            return [StoredEvent(session_id, q, k, _loads(p)) for q, k, p in cur]
-        chain: list[tuple[str, int | None]] = []
-        sid: str | None = session_id
-        limit: int | None = None
-        while sid is not None:
-            row = self.get_session(sid, include_deleted=True)
-            if row is None:
-                raise KeyError(sid)
-            chain.append((sid, limit))
-            sid, limit = row.base_id, row.base_seq
-            if len(chain) > 10_000:
-                raise StoreError(f"fork chain of {session_id} is too deep or cyclic")
-        out: list[StoredEvent] = []
-        loads = _loads
-        for sid, lim in reversed(chain):
-            if lim is None:
-                cur = self._db.execute(
-                    "SELECT seq, kind, payload FROM events WHERE session_id=? ORDER BY seq", (sid,)
-                )
-            else:
-                cur = self._db.execute(
-                    "SELECT seq, kind, payload FROM events WHERE session_id=? AND seq<=? "
-                    "ORDER BY seq",
-                    (sid, lim),
-                )
-            out.extend(StoredEvent(sid, s, k, loads(p)) for s, k, p in cur)
-        return out
-
-    # -- streaming journal ----------------------------------------------------------
-
-    def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None:
-        with self._tx() as db:
-            db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
-            db.execute(
-                "INSERT OR REPLACE INTO inflight(session_id, message_id, payload) VALUES(?,?,?)",
-                (session_id, message_id, _dumps(meta)),
-            )
-
-    def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        if not chunks:
-            return
-        with self._tx() as db:
-            db.executemany(
-                "INSERT INTO chunks(session_id, block, text) VALUES(?,?,?)",
-                [(session_id, b, _text(t)) for b, t in chunks],
-            )
-
-    def inflight_streams(self) -> list[InflightStream]:
-        out: list[InflightStream] = []
-        for (sid,) in self._db.execute("SELECT session_id FROM inflight").fetchall():
-            stream = self.inflight_stream(sid)
-            if stream is not None:
-                out.append(stream)
-        return out
-
-    def inflight_stream(self, session_id: str) -> InflightStream | None:
-        tail = self.stream_since(session_id, 0)
-        if tail.message_id is None:
-            return None
-        text: list[str] = []
-        thought: list[str] = []
-        for _, block, t in tail.chunks:
-            (thought if block == "thought" else text).append(t)
-        last = tail.chunks[-1][0] if tail.chunks else 0
-        return InflightStream(
-            session_id, tail.message_id, tail.meta, "".join(text), "".join(thought), last
-        )
-
-    def stream_since(self, session_id: str, after_chunk: int) -> StreamTail:
-        # One read transaction, so the header and the chunks belong to the same stream.
-        with self._read() as db:
-            r = db.execute(
-                "SELECT message_id, payload FROM inflight WHERE session_id=?", (session_id,)
-            ).fetchone()
-            if r is None:
-                return StreamTail(None, {}, [])
-            chunks = db.execute(
-                "SELECT id, block, text FROM chunks WHERE session_id=? AND id>? ORDER BY id",
-                (session_id, after_chunk),
-            ).fetchall()
-        return StreamTail(r[0], json.loads(r[1]), [(c[0], c[1], c[2]) for c in chunks])
-
-    def clear_stream(self, session_id: str) -> None:
-        with self._tx() as db:
-            db.execute("DELETE FROM inflight WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM chunks WHERE session_id=?", (session_id,))
-
-    # -- leases ---------------------------------------------------------------------------
-
-    def get_lease(self, session_id: str) -> Lease | None:
-        r = self._db.execute(
-            f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
-        ).fetchone()
-        return None if r is None else _lease(r)
-
-    def _live_lease(
-        self, db: sqlite3.Connection, session_id: str, me: Owner, now: float
-    ) -> Lease | None:
-        """The lease of another process that is still alive, if any."""
-        r = db.execute(
-            f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
-        ).fetchone()
-        if r is None:
-            return None
-        lease = _lease(r)
-        if lease.owner.id == me.id or owner_is_dead(lease, me, now):
-            return None
-        return lease
-
-    def acquire_lease(
-        self, session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
-    ) -> Acquired:
-        with self._tx() as db:
-            r = db.execute(
-                f"SELECT {_LEASE_COLS} FROM leases WHERE session_id=?", (session_id,)
-            ).fetchone()
-            held = None if r is None else _lease(r)
-            took_over: Lease | None = None
-            if held is not None and held.owner.id != owner.id:
-                if not owner_is_dead(held, owner, now):
-                    return Acquired(held, mine=False)
-                took_over = held
-            elif (
-                held is None
-                and db.execute(
-                    "SELECT 1 FROM inflight WHERE session_id=?", (session_id,)
-                ).fetchone()
-            ):
-                # A journal with no lease: written by a process that died (or by a
-                # Threadline older than leases). It is ours to recover.
-                took_over = Lease(session_id, Owner("", 0, "", 0.0), "turn", None, "", 0.0, False)
-            since = _iso(now)
-            db.execute(
-                f"INSERT OR REPLACE INTO leases({_LEASE_COLS}) VALUES(?,?,?,?,?,?,?,?,?,0)",
-                (
-                    session_id,
-                    owner.id,
-                    owner.pid,
-                    owner.host,
-                    owner.started,
-                    kind,
-                    turn_id,
-                    since,
-                    now,
-                ),
-            )
-        lease = Lease(session_id, owner, kind, turn_id, since, now, False)
-        return Acquired(lease, mine=True, took_over=took_over)
-
-    def release_lease(self, session_id: str, owner: Owner) -> None:
-        with self._tx() as db:
-            db.execute(
-                "DELETE FROM leases WHERE session_id=? AND owner_id=?", (session_id, owner.id)
-            )
-
-    def heartbeat(self, owner: Owner, now: float) -> list[str]:
-        with self._tx() as db:
-            rows = db.execute(
-                "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
-                (now, owner.id),
-            ).fetchall()
-        return [r[0] for r in rows if r[1]]
-
-    def request_interrupt(self, session_id: str) -> Lease | None:
-        with self._tx() as db:
-            r = db.execute(
-                f"UPDATE leases SET interrupt=1 WHERE session_id=? RETURNING {_LEASE_COLS}",
-                (session_id,),
-            ).fetchone()
-        return None if r is None else _lease(r)
+        return self._snapshot(work)
 
 
 def _disk_full(exc: sqlite3.Error, folder: Path) -> bool:

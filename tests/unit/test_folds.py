@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from threadline.engine.folds import STORE_AFTER, FoldCache
+from threadline.engine.mutations import AssistantMessage, UserMessage
+from threadline.store.sqlite import EventStore
+
+
+def _message(i: int) -> UserMessage | AssistantMessage:
+    role = "user" if i % 2 == 0 else "assistant"
+    turn = f"{role[0]}{i // 2 + 1}"
+    msg = {"messageId": f"m{i}", "turnId": turn, "role": role, "content": [], "createdAt": ""}
+    msg["content"] = [{"type": "text", "text": f"message {i} \u00e9"}]
+    return UserMessage(msg) if role == "user" else AssistantMessage(msg)
+
+
+def test_a_long_fold_is_kept_in_the_store_and_a_new_process_catches_up_from_it(
+    tmp_path: Path,
+) -> None:
+    store = EventStore(tmp_path / "db.sqlite")
+    try:
+        store.create_session("s", "/tmp", {}, "t0")
+        n = STORE_AFTER + 10
+        store.append("s", [_message(i).to_event() for i in range(n)], "t1")
+        row = store.get_session("s")
+        assert row is not None
+        first, seq = FoldCache(store).open(row)  # no event loop: written at once
+        assert seq == n and store.load_fold("s") is not None
+        # another process: restored from the store, then the events after it folded in
+        store.append("s", [_message(n).to_event(), _message(n + 1).to_event()], "t2")
+        row = store.get_session("s")
+        assert row is not None
+        again, seq = FoldCache(store).open(row)
+        assert seq == n + 2 and len(again) == n + 2
+        assert again.history()[:n] == first.history()
+        assert [m["messageId"] for m in again.history()[n:]] == [f"m{n}", f"m{n + 1}"]
+        assert again.turn_number == first.turn_number + 1 == n // 2 + 1
+        assert list(again.index) == [f"m{i}" for i in range(n + 2)]
+    finally:
+        store.close()
+
+
+def test_a_short_fold_is_not_written(tmp_path: Path) -> None:
+    store = EventStore(tmp_path / "db.sqlite")
+    try:
+        store.create_session("s", "/tmp", {}, "t0")
+        store.append("s", [_message(i).to_event() for i in range(10)], "t1")
+        row = store.get_session("s")
+        assert row is not None
+        FoldCache(store).open(row)
+        assert store.load_fold("s") is None
+    finally:
+        store.close()
