@@ -18,7 +18,7 @@ from typing import Any, get_args
 import pytest
 
 from tests.conformance import check_acp, check_threadline
-from threadline.engine import blocks
+from tests.golden.samples import CALL, MID, READ, RESULT, SID, SUMMARY
 from threadline.rpc import projection as updates
 from threadline.rpc.server import wire
 from threadline_protocol.base import Prewritten
@@ -28,27 +28,6 @@ from threadline_protocol.updates import SessionUpdate
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 METHOD_DIR = GOLDEN / "methods"
 UPDATE_DIR = GOLDEN / "session_update"
-SID = "sess_01a20b0c5e7f3b2a9c4d1e6f8a0b"
-MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
-CALL = "call_01a20b0c5e81aa11bb22cc33dd44"
-
-READ = blocks.call_block(
-    CALL,
-    "read_file",
-    {"path": "main.py"},
-    title="Read main.py",
-    kind="read",
-    locations=[{"path": "/home/ada/project/main.py"}],
-)
-RESULT = {
-    "type": "tool_result",
-    "toolUseId": CALL,
-    "toolName": "read_file",
-    "content": [{"type": "text", "text": "print('hi')"}],
-    "isError": False,
-    "status": "completed",
-    "rawOutput": {"source": "disk", "totalLines": 1},
-}
 
 # The projection's output for fixed inputs; the key names the fixture file.
 BUILT: dict[str, dict[str, Any]] = {
@@ -83,13 +62,13 @@ BUILT: dict[str, dict[str, Any]] = {
     "compaction_update": updates.compacted(
         MID,
         "a1",
-        blocks.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        SUMMARY,
         shown=True,
     ),
     "agent_message_chunk.summary": updates.compacted(
         MID,
         "a1",
-        blocks.summary_block("Goal: explain main.py.", "cmp_01a20b0c5e84aa11bb22cc33dd44"),
+        SUMMARY,
         shown=False,
     ),
     "compaction_update.failed": updates.compaction(

@@ -6,37 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.golden.samples import CALL, CMP, MID, NOW, READ, RESULT, SUMMARY
 from threadline.engine import events
-from threadline.engine.blocks import call_block, summary_block
 from threadline.rpc.projection import Projection
 
 UPDATES = Path(__file__).resolve().parent.parent / "golden" / "session_update"
-MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
-CALL = "call_01a20b0c5e81aa11bb22cc33dd44"
-CMP = "cmp_01a20b0c5e84aa11bb22cc33dd44"
-NOW = "2026-11-24T00:00:00.000Z"
-READ = call_block(
-    CALL,
-    "read_file",
-    {"path": "main.py"},
-    title="Read main.py",
-    kind="read",
-    locations=[{"path": "/home/ada/project/main.py"}],
-)
-RESULT: dict[str, Any] = {
-    "type": "tool_result",
-    "toolUseId": CALL,
-    "toolName": "read_file",
-    "content": [{"type": "text", "text": "print('hi')"}],
-    "isError": False,
-    "status": "completed",
-    "rawOutput": {"source": "disk", "totalLines": 1},
-}
-SUMMARY = summary_block("Goal: explain main.py.", CMP)
 
 # The live event each golden fixture is shown for, and whether the client shows compactions.
 EVENTS: dict[str, tuple[events.Event, bool]] = {

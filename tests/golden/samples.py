@@ -1,0 +1,34 @@
+"""The fixed inputs the golden ``session/update`` fixtures are made from: the same stored
+blocks serve the projection's builders (tests/unit/test_golden.py) and the live engine
+events (tests/unit/test_projection.py), so both are checked against one fixture."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadline.engine.blocks import call_block, summary_block
+
+SID = "sess_01a20b0c5e7f3b2a9c4d1e6f8a0b"
+MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
+CALL = "call_01a20b0c5e81aa11bb22cc33dd44"
+CMP = "cmp_01a20b0c5e84aa11bb22cc33dd44"
+NOW = "2026-11-24T00:00:00.000Z"
+
+READ = call_block(
+    CALL,
+    "read_file",
+    {"path": "main.py"},
+    title="Read main.py",
+    kind="read",
+    locations=[{"path": "/home/ada/project/main.py"}],
+)
+RESULT: dict[str, Any] = {
+    "type": "tool_result",
+    "toolUseId": CALL,
+    "toolName": "read_file",
+    "content": [{"type": "text", "text": "print('hi')"}],
+    "isError": False,
+    "status": "completed",
+    "rawOutput": {"source": "disk", "totalLines": 1},
+}
+SUMMARY = summary_block("Goal: explain main.py.", CMP)
