@@ -15,10 +15,12 @@ from threadline_protocol.methods import ContextParts, ContextResult
 
 from ..providers.base import ChatRequest, Provider
 from .compiler import to_chat_messages
-from .session import Session
+from .host import CompactionHost
 
 
-def context_parts(session: Session, provider: Provider) -> ContextResult:
+def context_parts(session: CompactionHost, provider: Provider) -> ContextResult:
+    """Needs of the session only what a compaction does: its transcript, options and
+    the request compiler."""
     request = session.compile_request(
         budget=session.config.tool_budget, context_window=provider.context_window
     )
