@@ -43,7 +43,7 @@ TRANSIENT = {"usage_update", "session_info_update", "available_commands_update"}
 
 
 HINDSIGHT = ("compacted", "truncated")
-"""Marks only a replay can give (`updates.replay_marks`): the rest must be equal."""
+"""Marks only a replay can give (`rpc/projection.py`'s `replay_marks`): the rest must be equal."""
 
 
 def unmarked(u: dict[str, Any]) -> dict[str, Any]:

@@ -195,10 +195,10 @@ def test_a_snapshot_restores_the_same_fold_and_its_spliced_history() -> None:
     call = {"type": "tool_use", "id": "c9", "name": "x", "input": {"f": 1.5}}
     t.apply(UserMessage(m("u4", "user", "u4", text("go"))))
     t.apply(AssistantMessage(m("a4", "assistant", "a4", call)))
-    from threadline.engine import updates
+    from threadline.rpc.projection import replay as replayed
 
     def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
-        return updates.replay(msg, compaction=True)
+        return replayed(msg, compaction=True)
 
     replay = t.replay_json(project, variant=True)
     data = t.snapshot()

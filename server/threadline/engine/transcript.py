@@ -281,7 +281,7 @@ class Transcript:
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
     ) -> list[bytes] | None:
-        """Every update ``project`` (``updates.replay``) makes of `history`, as JSON,
+        """Every update ``project`` (the link's ``projection.replay``) makes of `history`, as JSON,
         each message's made once (again only when a compaction marks it, or for another
         ``variant`` of the projection, such as a client that shows compactions
         differently); ``None`` when one is not orjson's to write."""
