@@ -53,6 +53,8 @@ class FoldCache:
         self._max = max_messages
         self._held = 0
         self._folds: OrderedDict[str, tuple[Transcript, int]] = OrderedDict()
+        self._saving: set[str] = set()
+        """Sessions whose fold a worker thread is writing now."""
         self._stored: dict[str, tuple[int, int] | None] = {}
         """The sequence number of the fold the store keeps and how many messages'
         replay it holds (``None``: none kept), as far as this process knows: what
@@ -144,20 +146,42 @@ class FoldCache:
         loop.call_soon(self._write, session_id, transcript, seq, changes)
 
     def _write(self, session_id: str, transcript: Transcript, seq: int, changes: int) -> None:
-        if transcript.changes != changes:
+        """Take the snapshot here (it must see the transcript as it is now), then write
+        it: on a worker thread when an event loop runs, since a long session's fold is
+        tens of megabytes and the loop serves every other session meanwhile."""
+        if transcript.changes != changes or session_id in self._saving:
             return  # changed since: the fold is written at its next open or close
-        data = transcript.snapshot()
+        with _collector_paused():  # a long transcript's lengths and pieces: 100,000s of objects
+            data = transcript.snapshot()
         if data is None:
             return
+        kept = (seq, transcript.replayed)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._saved(session_id, kept, self._save(session_id, seq, data))
+            return
+        self._saving.add(session_id)
+        saving = loop.run_in_executor(None, self._save, session_id, seq, data)
+        saving.add_done_callback(
+            lambda done: self._saved(session_id, kept, not done.cancelled() and done.result())
+        )
+
+    def _save(self, session_id: str, seq: int, data: bytes) -> bool:
         try:
             self._store.save_fold(session_id, seq, data)
         except StoreError as exc:
             log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
-            return
+            return False
         except Exception:  # run after the answer, maybe after the store closed: a cache lost
             log.warning("could not keep the folded transcript of %s", session_id, exc_info=True)
-            return
-        self._stored[session_id] = (seq, transcript.replayed)
+            return False
+        return True
+
+    def _saved(self, session_id: str, kept: tuple[int, int], ok: bool) -> None:
+        self._saving.discard(session_id)
+        if ok:
+            self._stored[session_id] = kept
 
 
 @contextmanager

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,7 +192,7 @@ class Transcript:
             self._make_wire()
             state: dict[str, Any] = {
                 "format": SNAPSHOT_FORMAT,
-                "messages": [len(w) for w in self._wire],
+                "messages": list(map(len, self._wire)),
                 "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
                 "experiences": self.experiences,
                 "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
@@ -200,18 +201,21 @@ class Transcript:
                 "openCalls": self.open_calls,
                 "callIds": sorted(self.call_ids),
             }
-            header = orjson.dumps(state)
         except TypeError:
             return None
         replays: list[bytes] = []
         try:  # the replay's variant is the projection's business: kept when it can be
             state["replayed"] = [
-                [mark, variant, [len(u) for u in made]] for (mark, variant), made in self._replayed
+                [mark, variant, list(map(len, made))] for (mark, variant), made in self._replayed
             ]
             header = orjson.dumps(state)
-            replays = [u for _, made in self._replayed for u in made]
+            replays = list(itertools.chain.from_iterable(made for _, made in self._replayed))
         except TypeError:
-            pass
+            del state["replayed"]
+            try:
+                header = orjson.dumps(state)
+            except TypeError:
+                return None
         return b"".join([header, b"\n[", b",".join(self._wire), b"]\n", *replays])
 
     @classmethod

@@ -242,7 +242,9 @@ class SessionStore(Protocol):
         """Keep a folded transcript (``engine/folds.py``), so a process that opens the
         session later reads one row instead of folding its whole log. Never replaces a
         fold of a later sequence number, nor is kept past the session's log; gone with
-        the session."""
+        the session. May be called from a worker thread (a long session's fold is tens
+        of megabytes: the event loop does not wait for it), so a backend writes it on a
+        connection of its own, never inside the event loop's transaction."""
         ...
 
     # -- streaming journal --------------------------------------------------------------

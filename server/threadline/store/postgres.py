@@ -389,6 +389,12 @@ class PostgresStore(SqlStore):
         self._flush_waiting()
         return result
 
+    def _aside(self, work: Callable[[Statements], None]) -> None:
+        """One attempt on a pooled connection (the pool is thread-safe); no notification
+        and no journal flush, which belong to the event loop's writes."""
+        with self._pool.connection(timeout=CONNECT_TIMEOUT) as conn, conn.transaction():
+            work(Statements(conn, DIALECT))
+
     def _write_waiting(self, conn: Connection[tuple[Any, ...]]) -> int:
         """Insert the journal chunks that waited; returns how many (dropped from memory
         by `_written` only once the transaction committed)."""

@@ -207,6 +207,12 @@ class SqlStore(ABC):
         write."""
         return self._write(work)
 
+    @abstractmethod
+    def _aside(self, work: Callable[[Statements], None]) -> None:
+        """A write of its own, on a connection of its own, callable from any thread (a
+        kept fold): it never joins, nor waits on the Python side for, the event loop's
+        transactions."""
+
     def _text(self, value: str | None) -> str | None:
         return self.dialect.text(value)
 
@@ -512,7 +518,7 @@ class SqlStore(ABC):
     def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
         if not self.keeps_folds:
             return
-        self._quiet(
+        self._aside(
             lambda db: db.run(
                 "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
                 "WHERE EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_seq>=?) "

@@ -306,6 +306,15 @@ class EventStore(SqlStore):
         with self._tx():
             return work(self._stmts)
 
+    def _aside(self, work: Callable[[Statements], None]) -> None:
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            work(Statements(db, DIALECT))
+            db.execute("COMMIT")
+        finally:
+            db.close()  # an uncommitted transaction is rolled back with it
+
     # -- streaming journal ----------------------------------------------------------------
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
