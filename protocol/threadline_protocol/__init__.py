@@ -1,4 +1,4 @@
-"""Threadline's wire contract: the executable form of PROTOCOL.md.
+"""Threadline's wire contract: the executable form of docs/protocol.md.
 
 Submodules hold the models; this package re-exports the names clients use most. The
 models are imported on first use of those names, so a submodule that needs no pydantic

@@ -2,7 +2,7 @@
 
 Hypothesis draws *specs* (plain data, so it can shrink them); the runner turns each
 spec into bytes with fresh, unique ids and an :class:`Expect` that states the
-contract (PROTOCOL.md and JSON-RPC 2.0) for that message:
+contract (docs/protocol.md and JSON-RPC 2.0) for that message:
 
 * a request is answered exactly once, with its own id, with a code of the right
   family (-32601 for unknown methods, -32602/-32002/-32010 for bad params of known
