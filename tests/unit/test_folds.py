@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 from threadline.engine.folds import STORE_AFTER, FoldCache
@@ -50,5 +52,41 @@ def test_a_short_fold_is_not_written(tmp_path: Path) -> None:
         assert row is not None
         FoldCache(store).open(row)
         assert store.load_fold("s") is None
+    finally:
+        store.close()
+
+
+async def test_under_an_event_loop_the_fold_is_written_on_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """The answer goes first; the fold is written off the loop, on a connection of its
+    own, while the loop's connection goes on committing."""
+    store = EventStore(tmp_path / "db.sqlite")
+    try:
+        store.create_session("s", "/tmp", {}, "t0")
+        n = STORE_AFTER + 10
+        store.append("s", [_message(i).to_event() for i in range(n)], "t1")
+        row = store.get_session("s")
+        assert row is not None
+        cache = FoldCache(store)
+        written: list[str] = []
+        save = store.save_fold
+
+        def on_a_thread(session_id: str, seq: int, data: bytes) -> None:
+            written.append(threading.current_thread().name)
+            save(session_id, seq, data)
+
+        store.save_fold = on_a_thread  # type: ignore[method-assign]
+        _, seq = cache.open(row)
+        assert store.load_fold("s") is None  # not before the loop's next turn
+        store.append("s", [_message(n).to_event()], "t2")  # the loop's own commits go on
+        kept = None
+        for _ in range(200):
+            kept = store.load_fold("s")
+            if kept is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert kept is not None and kept[0] == seq
+        assert written and written[0] != threading.current_thread().name
     finally:
         store.close()
