@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -219,56 +220,57 @@ def test_a_missing_api_key_is_known_when_the_model_is_chosen() -> None:
     assert keyed.key_problem("openai:gpt-4o-mini") is None
 
 
-async def test_session_new_warns_about_a_missing_key(
+@pytest.fixture
+async def keyless(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> AsyncIterator[ThreadlineClient]:
+    """A sidecar as a user without an OpenAI key starts it, initialized."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     env = {"THREADLINE_HOME": str(tmp_path / "home"), "THREADLINE_CONFIG": ""}
     client = await ThreadlineClient.spawn(env=env, stderr=subprocess.DEVNULL)
     try:
         await client.initialize()
-        result = await client.request(
-            "session/new",
-            {
-                "cwd": str(tmp_path),
-                "mcpServers": [],
-                "_meta": {"threadline": {"model": "openai:gpt-4o-mini"}},
-            },
-        )
-        assert result["_meta"]["threadline"]["warning"] == (
-            "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
-        )
-        plain = await client.request(
-            "session/new",
-            {
-                "cwd": str(tmp_path),
-                "mcpServers": [],
-                "_meta": {"threadline": {"model": "scripted:echo"}},
-            },
-        )
-        assert "_meta" not in plain
+        yield client
     finally:
         await client.close()
+
+
+async def test_session_new_warns_about_a_missing_key(
+    tmp_path: Path, keyless: ThreadlineClient
+) -> None:
+    client = keyless
+    result = await client.request(
+        "session/new",
+        {
+            "cwd": str(tmp_path),
+            "mcpServers": [],
+            "_meta": {"threadline": {"model": "openai:gpt-4o-mini"}},
+        },
+    )
+    assert result["_meta"]["threadline"]["warning"] == (
+        "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+    )
+    plain = await client.request(
+        "session/new",
+        {
+            "cwd": str(tmp_path),
+            "mcpServers": [],
+            "_meta": {"threadline": {"model": "scripted:echo"}},
+        },
+    )
+    assert "_meta" not in plain
 
 
 async def test_choosing_a_model_without_its_key_warns_then(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, keyless: ThreadlineClient
 ) -> None:
     """A missing key is reported when the model is chosen, not at the first prompt."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    env = {"THREADLINE_HOME": str(tmp_path / "home"), "THREADLINE_CONFIG": ""}
-    client = await ThreadlineClient.spawn(env=env, stderr=subprocess.DEVNULL)
-    try:
-        await client.initialize()
-        sid = await client.new_session(cwd=str(tmp_path), model="scripted:echo")
-        change = {"sessionId": sid, "configId": "model", "value": "openai:gpt-4o-mini"}
-        result = await client.request("session/set_config_option", change)
-        assert result["_meta"]["threadline"]["warning"] == (
-            "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
-        )
-        back = await client.request(
-            "session/set_config_option", {**change, "value": "scripted:echo"}
-        )
-        assert "_meta" not in back
-    finally:
-        await client.close()
+    client = keyless
+    sid = await client.new_session(cwd=str(tmp_path), model="scripted:echo")
+    change = {"sessionId": sid, "configId": "model", "value": "openai:gpt-4o-mini"}
+    result = await client.request("session/set_config_option", change)
+    assert result["_meta"]["threadline"]["warning"] == (
+        "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+    )
+    back = await client.request("session/set_config_option", {**change, "value": "scripted:echo"})
+    assert "_meta" not in back

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -40,71 +41,75 @@ async def machine(root: Path, host: str, url: str) -> SidecarClient:
     )
 
 
-async def test_a_turn_on_the_laptop_streams_live_on_the_dev_box(
+@pytest.fixture
+async def two_machines(
     tmp_path: Path, pg_url: str
-) -> None:
+) -> AsyncIterator[tuple[SidecarClient, SidecarClient]]:
+    """A laptop and a dev box: two sidecars, two homes, one PostgreSQL store."""
     laptop = await machine(tmp_path, "laptop", pg_url)
     devbox = await machine(tmp_path, "devbox", pg_url)
     try:
-        sid = await new(laptop, scripted(slow_answer()))
-        await laptop.prompt(sid, "first")
-        running = asyncio.create_task(laptop.prompt(sid, "second"))
-        await wait_streamed(laptop, sid, len(FULL_TEXT) + 20)
-        await devbox.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
-        result = await running
-        assert result["stopReason"] == "end_turn"
-        message_id = result["_meta"]["threadline"]["messageId"]
-        for _ in range(200):
-            if devbox.text_of(sid, message_id) == FULL_TEXT:
-                break
-            await asyncio.sleep(0.05)
-        assert devbox.text_of(sid, message_id) == FULL_TEXT, "the dev box saw the turn whole"
-        assert texts(await history(devbox, sid)) == [FULL_TEXT, FULL_TEXT]
-        # ... and goes on with it there; the laptop sees the dev box's turn.
-        assert (await devbox.prompt(sid, "third"))["stopReason"] == "end_turn"
-        assert len(texts(await history(laptop, sid))) == 3
+        yield laptop, devbox
     finally:
         await laptop.stop()
         await devbox.stop()
+
+
+async def test_a_turn_on_the_laptop_streams_live_on_the_dev_box(
+    two_machines: tuple[SidecarClient, SidecarClient],
+) -> None:
+    laptop, devbox = two_machines
+    sid = await new(laptop, scripted(slow_answer()))
+    await laptop.prompt(sid, "first")
+    running = asyncio.create_task(laptop.prompt(sid, "second"))
+    await wait_streamed(laptop, sid, len(FULL_TEXT) + 20)
+    await devbox.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
+    result = await running
+    assert result["stopReason"] == "end_turn"
+    message_id = result["_meta"]["threadline"]["messageId"]
+    for _ in range(200):
+        if devbox.text_of(sid, message_id) == FULL_TEXT:
+            break
+        await asyncio.sleep(0.05)
+    assert devbox.text_of(sid, message_id) == FULL_TEXT, "the dev box saw the turn whole"
+    assert texts(await history(devbox, sid)) == [FULL_TEXT, FULL_TEXT]
+    # ... and goes on with it there; the laptop sees the dev box's turn.
+    assert (await devbox.prompt(sid, "third"))["stopReason"] == "end_turn"
+    assert len(texts(await history(laptop, sid))) == 3
 
 
 async def test_a_lost_machines_turn_is_taken_over_once_its_heartbeat_is_stale(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, pg_url: str, two_machines: tuple[SidecarClient, SidecarClient]
 ) -> None:
-    laptop = await machine(tmp_path, "laptop", pg_url)
-    devbox = await machine(tmp_path, "devbox", pg_url)
-    try:
-        sid = await new(laptop, scripted(slow_answer()))
-        orphan = asyncio.create_task(laptop.prompt(sid, "stream"))
-        seen = await wait_streamed(laptop, sid, 20)
-        assert laptop._server is not None
-        os.kill(laptop._server.pid, signal.SIGKILL)  # the laptop is gone mid-answer
-        await laptop._server.wait()
-        killed = time.monotonic()
-        # Its pid cannot be checked from another host: the lease holds until it is stale.
-        with pytest.raises(JsonRpcException) as err:
-            await devbox.prompt(sid, "too early")
-        assert err.value.code == -32010
-        assert err.value.data["owner"]["host"] == "laptop"  # type: ignore[index]
-        while True:
-            try:
-                result = await devbox.prompt(sid, "taking over")
-                break
-            except JsonRpcException as exc:
-                assert exc.code == -32010, exc
-                assert time.monotonic() - killed < TTL + 20, "never taken over"
-                await asyncio.sleep(0.3)
-        assert time.monotonic() - killed >= TTL - 1.0, "taken over before the lease expired"
-        assert result["stopReason"] == "end_turn"
-        msgs = await history(devbox, sid)
-        assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
-        assert msgs[1]["truncated"] is True
-        assert texts(msgs)[0].startswith(seen), "what the laptop's user saw survives"
-        assert count_rows(tmp_path, pg_url, "inflight") == 0
-        orphan.cancel()
-    finally:
-        await laptop.stop()
-        await devbox.stop()
+    laptop, devbox = two_machines
+    sid = await new(laptop, scripted(slow_answer()))
+    orphan = asyncio.create_task(laptop.prompt(sid, "stream"))
+    seen = await wait_streamed(laptop, sid, 20)
+    assert laptop._server is not None
+    os.kill(laptop._server.pid, signal.SIGKILL)  # the laptop is gone mid-answer
+    await laptop._server.wait()
+    killed = time.monotonic()
+    # Its pid cannot be checked from another host: the lease holds until it is stale.
+    with pytest.raises(JsonRpcException) as err:
+        await devbox.prompt(sid, "too early")
+    assert err.value.code == -32010
+    assert err.value.data["owner"]["host"] == "laptop"  # type: ignore[index]
+    while True:
+        try:
+            result = await devbox.prompt(sid, "taking over")
+            break
+        except JsonRpcException as exc:
+            assert exc.code == -32010, exc
+            assert time.monotonic() - killed < TTL + 20, "never taken over"
+            await asyncio.sleep(0.3)
+    assert time.monotonic() - killed >= TTL - 1.0, "taken over before the lease expired"
+    assert result["stopReason"] == "end_turn"
+    msgs = await history(devbox, sid)
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
+    assert msgs[1]["truncated"] is True
+    assert texts(msgs)[0].startswith(seen), "what the laptop's user saw survives"
+    assert count_rows(tmp_path, pg_url, "inflight") == 0
+    orphan.cancel()
 
 
 def test_an_unreachable_store_is_one_line_and_exit_2_without_the_password(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,19 +146,29 @@ async def test_history_in_b_does_not_cancel_a_call_that_a_waits_on(
         assert len(blocks(msgs, "tool_use")) == 1
 
 
+async def refused_while_streaming(
+    a: SidecarClient, elsewhere: Callable[[str], Awaitable[Any]]
+) -> tuple[str, JsonRpcException, asyncio.Task[Any]]:
+    """Start a slow turn in `a`; once it streams, the call made from another sidecar
+    must be refused with -32010 (busy elsewhere). The session, the refusal, and the
+    turn, which goes on."""
+    sid = await new(a, scripted(slow_answer(30)))
+    turn = asyncio.create_task(a.prompt(sid, "u1"))
+    await wait_text(a, sid, 5)
+    with pytest.raises(JsonRpcException) as err:
+        await elsewhere(sid)
+    assert err.value.code == -32010
+    return sid, err.value, turn
+
+
 async def test_the_same_session_prompted_in_two_sidecars_runs_once(
     pair: tuple[SidecarClient, SidecarClient],
 ) -> None:
     a, b = pair
-    sid = await new(a, scripted(slow_answer(30)))
-    first = asyncio.create_task(a.prompt(sid, "u1"))
-    await wait_text(a, sid, 5)
-    with pytest.raises(JsonRpcException) as err:
-        await b.prompt(sid, "u2")
-    assert err.value.code == -32010
-    owner = err.value.data["owner"]  # type: ignore[index]
+    sid, refused, first = await refused_while_streaming(a, lambda sid: b.prompt(sid, "u2"))
+    owner = refused.data["owner"]
     assert owner["pid"] > 0 and owner["host"] and owner["since"]
-    assert "another editor" in str(err.value)
+    assert "another editor" in str(refused)
     assert (await first)["stopReason"] == "end_turn"
     ha, hb = await history(a, sid), await history(b, sid)
     assert strip_meta(ha) == strip_meta(hb)
@@ -191,12 +201,9 @@ async def test_deleting_a_session_that_streams_elsewhere_is_refused(
     pair: tuple[SidecarClient, SidecarClient],
 ) -> None:
     a, b = pair
-    sid = await new(a, scripted(slow_answer(30)))
-    prompt = asyncio.create_task(a.prompt(sid, "go"))
-    await wait_text(a, sid, 5)
-    with pytest.raises(JsonRpcException) as err:
-        await b.call("session/delete", {"sessionId": sid})
-    assert err.value.code == -32010
+    _, _, prompt = await refused_while_streaming(
+        a, lambda sid: b.call("session/delete", {"sessionId": sid})
+    )
     assert (await prompt)["stopReason"] == "end_turn"
 
 

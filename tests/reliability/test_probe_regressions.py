@@ -464,12 +464,11 @@ INVALID_TOOL_ANSWERS: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("answer", INVALID_TOOL_ANSWERS, ids=lambda a: json.dumps(a)[:40])
-async def test_an_invalid_tool_call_answer_fails_the_call_and_stores_nothing_invalid(
+async def tool_result_for(
     sidecar: SidecarClient, answer: Any
-) -> None:
-    """``{"type":"text","text":5}`` was stored in the history as is, and ``isError:
-    "no"`` counted as an error (``bool("no")``)."""
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One turn whose client tool the editor answers with `answer`: the stored history
+    and the call's one stored result."""
 
     async def reply(params: dict[str, Any]) -> Any:
         return answer
@@ -480,6 +479,17 @@ async def test_an_invalid_tool_call_answer_fails_the_call_and_stores_nothing_inv
     assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
     messages = await history(sidecar, sid)
     (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    return messages, result
+
+
+@pytest.mark.parametrize("answer", INVALID_TOOL_ANSWERS, ids=lambda a: json.dumps(a)[:40])
+async def test_an_invalid_tool_call_answer_fails_the_call_and_stores_nothing_invalid(
+    sidecar: SidecarClient, answer: Any
+) -> None:
+    """``{"type":"text","text":5}`` was stored in the history as is, and ``isError:
+    "no"`` counted as an error (``bool("no")``)."""
+
+    messages, result = await tool_result_for(sidecar, answer)
     assert result["isError"] is True and result["status"] == "failed", result
     (block,) = result["content"]
     assert block["type"] == "text" and "not valid" in block["text"], block
@@ -491,15 +501,7 @@ async def test_a_valid_tool_call_answer_is_stored_as_sent(sidecar: SidecarClient
     """The control: a valid answer, ``isError: false`` and an extra key kept."""
     sent = {"content": [{"type": "text", "text": "fine", "_meta": {"k": 1}}], "isError": False}
 
-    async def reply(params: dict[str, Any]) -> Any:
-        return sent
-
-    sidecar.on_request("tool/call", reply)
-    model = scripted([{"tool_call": {"name": "big_tool", "arguments": {}}}], [{"text": "done"}])
-    sid = await sidecar.new_session(model=model, tools=[TOOL], builtinTools=False)
-    assert (await sidecar.prompt(sid, "go"))["stopReason"] == "end_turn"
-    messages = await history(sidecar, sid)
-    (result,) = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+    _, result = await tool_result_for(sidecar, sent)
     assert result["isError"] is False and result["content"] == sent["content"]
 
 

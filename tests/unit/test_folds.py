@@ -6,6 +6,7 @@ from pathlib import Path
 
 from threadline.engine.folds import STORE_AFTER, FoldCache
 from threadline.engine.mutations import AssistantMessage, UserMessage
+from threadline.store.base import SessionRow
 from threadline.store.sqlite import EventStore
 
 
@@ -17,16 +18,22 @@ def _message(i: int) -> UserMessage | AssistantMessage:
     return UserMessage(msg) if role == "user" else AssistantMessage(msg)
 
 
+def long_session(tmp_path: Path) -> tuple[EventStore, SessionRow, int]:
+    """A store with one session just long enough for its fold to be kept."""
+    store = EventStore(tmp_path / "db.sqlite")
+    store.create_session("s", "/tmp", {}, "t0")
+    n = STORE_AFTER + 10
+    store.append("s", [_message(i).to_event() for i in range(n)], "t1")
+    row = store.get_session("s")
+    assert row is not None
+    return store, row, n
+
+
 def test_a_long_fold_is_kept_in_the_store_and_a_new_process_catches_up_from_it(
     tmp_path: Path,
 ) -> None:
-    store = EventStore(tmp_path / "db.sqlite")
+    store, row, n = long_session(tmp_path)
     try:
-        store.create_session("s", "/tmp", {}, "t0")
-        n = STORE_AFTER + 10
-        store.append("s", [_message(i).to_event() for i in range(n)], "t1")
-        row = store.get_session("s")
-        assert row is not None
         first, seq = FoldCache(store).open(row)  # no event loop: written at once
         assert seq == n and store.load_fold("s") is not None
         # another process: restored from the store, then the events after it folded in
@@ -61,13 +68,8 @@ async def test_under_an_event_loop_the_fold_is_written_on_a_worker_thread(
 ) -> None:
     """The answer goes first; the fold is written off the loop, on a connection of its
     own, while the loop's connection goes on committing."""
-    store = EventStore(tmp_path / "db.sqlite")
+    store, row, n = long_session(tmp_path)
     try:
-        store.create_session("s", "/tmp", {}, "t0")
-        n = STORE_AFTER + 10
-        store.append("s", [_message(i).to_event() for i in range(n)], "t1")
-        row = store.get_session("s")
-        assert row is not None
         cache = FoldCache(store)
         written: list[str] = []
         save = store.save_fold
