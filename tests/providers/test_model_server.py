@@ -18,7 +18,8 @@ import time
 import urllib.error
 import urllib.request
 from asyncio.subprocess import PIPE
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,19 @@ def server_processes(h: ServerHome) -> list[int]:
     return found
 
 
+@asynccontextmanager
+async def one_sidecar(
+    config: Path, home: Path, model: Path, **options: Any
+) -> AsyncIterator[tuple[SidecarClient, str]]:
+    """`model` served as `options` configure it, one sidecar on the home and a session."""
+    write_config(config, model, **options)
+    client = await start_sidecar(home)
+    try:
+        yield client, await session(client)
+    finally:
+        await client.stop()
+
+
 async def test_two_sidecars_share_one_server(config: Path, home: Path, cleanup: None) -> None:
     write_config(config, gguf(), max_tokens=24, idle_timeout=600)
     first, second = await start_sidecar(home), await start_sidecar(home)
@@ -208,10 +222,7 @@ async def test_two_sidecars_share_one_server(config: Path, home: Path, cleanup: 
 async def test_idle_server_stops_and_starts_again_on_use(
     config: Path, home: Path, cleanup: None
 ) -> None:
-    write_config(config, gguf(), max_tokens=8, idle_timeout=3)
-    client = await start_sidecar(home)
-    try:
-        sid = await session(client)
+    async with one_sidecar(config, home, gguf(), max_tokens=8, idle_timeout=3) as (client, sid):
         await client.prompt(sid, "Hi.", timeout=240)
         pid = only_home(home).read().pid
         await wait_record(home, lambda r: r.state == "stopped", timeout=60, what="idle stop")
@@ -221,17 +232,12 @@ async def test_idle_server_stops_and_starts_again_on_use(
             "max_tokens",
         )
         assert only_home(home).read().pid != pid
-    finally:
-        await client.stop()
 
 
 async def test_server_killed_mid_stream_keeps_the_partial_answer(
     config: Path, home: Path, cleanup: None
 ) -> None:
-    write_config(config, gguf())
-    client = await start_sidecar(home)
-    try:
-        sid = await session(client)
+    async with one_sidecar(config, home, gguf()) as (client, sid):
         prompt = asyncio.ensure_future(client.prompt(sid, LONG, timeout=240))
         await client.wait_update(first_chunk(sid), timeout=240)
         record = only_home(home).read()
@@ -256,18 +262,13 @@ async def test_server_killed_mid_stream_keeps_the_partial_answer(
         assert result["stopReason"] in ("end_turn", "max_tokens")
         assert client.text_of(sid).strip()
         assert only_home(home).read().pid == restarted.pid
-    finally:
-        await client.stop()
 
 
 async def test_stopped_server_is_detected_as_stalled_and_replaced(
     config: Path, home: Path, cleanup: None
 ) -> None:
     stall = 3.0
-    write_config(config, gguf(), stall_timeout=stall)
-    client = await start_sidecar(home)
-    try:
-        sid = await session(client)
+    async with one_sidecar(config, home, gguf(), stall_timeout=stall) as (client, sid):
         prompt = asyncio.ensure_future(client.prompt(sid, LONG, timeout=240))
         await client.wait_update(first_chunk(sid), timeout=240)
         record = only_home(home).read()
@@ -289,17 +290,12 @@ async def test_stopped_server_is_detected_as_stalled_and_replaced(
         assert replaced.pid != record.pid
         result = await client.prompt(sid, "Name a colour.", timeout=240)
         assert result["stopReason"] in ("end_turn", "max_tokens")
-    finally:
-        await client.stop()
 
 
 async def test_a_server_stalled_before_any_output_is_replaced_and_asked_again(
     config: Path, home: Path, cleanup: None
 ) -> None:
-    write_config(config, gguf(), max_tokens=16, stall_timeout=3)
-    client = await start_sidecar(home)
-    try:
-        sid = await session(client)
+    async with one_sidecar(config, home, gguf(), max_tokens=16, stall_timeout=3) as (client, sid):
         await client.prompt(sid, "Hi.", timeout=240)  # the server is up
         record = only_home(home).read()
         os.kill(record.pid, signal.SIGSTOP)
@@ -312,8 +308,6 @@ async def test_a_server_stalled_before_any_output_is_replaced_and_asked_again(
         assert any("stalled" in s and "sending the request again" in s for s in said), said
         assert not procfs.alive(record.pid, record.pid_start)
         assert only_home(home).read().generation == 2
-    finally:
-        await client.stop()
 
 
 async def test_a_model_file_that_cannot_load_hits_the_crash_loop_limit(
@@ -322,10 +316,8 @@ async def test_a_model_file_that_cannot_load_hits_the_crash_loop_limit(
     gguf()  # skips without the server extra
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + os.urandom(4096))
-    write_config(config, bad, max_tokens=8, max_restarts=3, restart_window=60)
-    client = await start_sidecar(home)
-    try:
-        sid = await session(client)
+    limits = {"max_tokens": 8, "max_restarts": 3, "restart_window": 60}
+    async with one_sidecar(config, home, bad, **limits) as (client, sid):
         with pytest.raises(JsonRpcException) as err:
             await client.prompt(sid, "Hi.", timeout=240)
         assert err.value.code == -32011
@@ -353,8 +345,6 @@ async def test_a_model_file_that_cannot_load_hits_the_crash_loop_limit(
         result = await client.prompt(sid, "Name a colour.", timeout=240)
         assert result["stopReason"] in ("end_turn", "max_tokens")
         assert h.read().state == "ready"
-    finally:
-        await client.stop()
 
 
 async def test_one_slot_queues_the_second_prompt_and_interrupt_ends_the_wait(
