@@ -135,3 +135,29 @@ def new_session(conn: Connection, model: str | None = None, **threadline: Any) -
 
 def prompt_params(session_id: str, text: str = "go") -> dict[str, Any]:
     return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    result: dict[str, Any]
+    seconds: float
+
+
+def answer(conn: Connection, session_id: str, text: str) -> Answer:
+    """One prompt answered: the text streamed as agent message chunks, the result, and
+    the time from sending to the result."""
+    parts: list[str] = []
+
+    def chunk(params: dict[str, Any], _t: int) -> None:
+        update = params.get("update") or {}
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            parts.append(update.get("content", {}).get("text", ""))
+
+    conn.on_update = chunk
+    try:
+        pending = conn.send("session/prompt", prompt_params(session_id, text))
+        result = pending.wait(600)
+    finally:
+        conn.on_update = None
+    return Answer("".join(parts), result or {}, pending.ms / 1000)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..context import Context
 from ..report import Row, verdict
-from ..servers import PEERS, THREADLINE, new_session, prompt_params, spawn
+from ..servers import PEERS, THREADLINE, answer, new_session, spawn
 from ..stats import rate, ratio, summarize
 from ..wire import Connection
 
@@ -71,21 +71,13 @@ def _sidecar(conn: Connection, max_tokens: int) -> dict[str, Any]:
     sid = new_session(
         conn, systemPrompt=SYSTEM, maxTokens=max_tokens, temperature=0.0, builtinTools=False
     )
-    parts: list[str] = []
-    conn.on_update = lambda p, t: parts.append(
-        (p.get("update") or {}).get("content", {}).get("text", "")
-        if (p.get("update") or {}).get("sessionUpdate") == "agent_message_chunk"
-        else ""
-    )
-    pending = conn.send("session/prompt", prompt_params(sid, PROMPT))
-    result = pending.wait(600)
-    conn.on_update = None
-    usage = (result or {}).get("usage") or {}
+    said = answer(conn, sid, PROMPT)
+    usage = said.result.get("usage") or {}
     return {
         "tokens": int(usage.get("outputTokens", 0)),
         "prompt_tokens": int(usage.get("inputTokens", 0)),
-        "seconds": pending.ms / 1000,
-        "text": "".join(parts),
+        "seconds": said.seconds,
+        "text": said.text,
     }
 
 

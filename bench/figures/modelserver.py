@@ -25,7 +25,7 @@ from threadline.providers.modelserver.launcher import stop
 
 from ..context import Context
 from ..report import Row, verdict
-from ..servers import THREADLINE, new_session, prompt_params, spawn
+from ..servers import THREADLINE, answer, new_session, spawn
 from ..stats import kib, rate, ratio, summarize
 from ..wire import Connection
 
@@ -57,16 +57,8 @@ def _prompt(conn: Connection, model: str, max_tokens: int) -> dict[str, Any]:
         temperature=0.0,
         builtinTools=False,
     )
-    parts: list[str] = []
-    conn.on_update = lambda p, t: parts.append(
-        (p.get("update") or {}).get("content", {}).get("text", "")
-        if (p.get("update") or {}).get("sessionUpdate") == "agent_message_chunk"
-        else ""
-    )
-    pending = conn.send("session/prompt", prompt_params(sid, PROMPT))
-    pending.wait(600)
-    conn.on_update = None
-    return {"text": "".join(parts), "seconds": pending.ms / 1000}
+    said = answer(conn, sid, PROMPT)
+    return {"text": said.text, "seconds": said.seconds}
 
 
 def _tokenizer() -> Any:

@@ -15,19 +15,12 @@ from typing import Any
 
 import pytest
 
+from bench.toolprompts import EDITOR_TOOLS
 from tests.support import SidecarClient, sidecar_env, start_sidecar
 
 pytestmark = pytest.mark.model
 
-WEATHER = {
-    "name": "get_weather",
-    "description": "Get the current weather for a city",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"city": {"type": "string", "description": "the city name"}},
-        "required": ["city"],
-    },
-}
+WEATHER = EDITOR_TOOLS[0]  # the tool-choice figure's get_weather, as an editor offers it
 
 
 async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
