@@ -225,13 +225,19 @@ async def test_a_fork_in_b_of_a_turn_streaming_in_a_has_the_partial_answer(
     assert partial["messageId"] not in {m["messageId"] for m in await history(a, sid)}
 
 
+async def hanging_turn(a: SidecarClient) -> tuple[str, asyncio.Task[Any]]:
+    """A turn in `a` that has shown its first words and then waits for ever."""
+    sid = await new(a, scripted([{"text": "start "}, {"hang": True}]))
+    prompt = asyncio.create_task(a.prompt(sid, "go"))
+    await wait_text(a, sid, 5)
+    return sid, prompt
+
+
 async def test_interrupt_from_another_sidecar_stops_the_turn(
     pair: tuple[SidecarClient, SidecarClient],
 ) -> None:
     a, b = pair
-    sid = await new(a, scripted([{"text": "start "}, {"hang": True}]))
-    prompt = asyncio.create_task(a.prompt(sid, "go"))
-    await wait_text(a, sid, 5)
+    sid, prompt = await hanging_turn(a)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     answer = await b.call("session/interrupt", {"sessionId": sid})
@@ -246,9 +252,7 @@ async def test_cancel_from_another_sidecar_stops_the_turn(
     pair: tuple[SidecarClient, SidecarClient],
 ) -> None:
     a, b = pair
-    sid = await new(a, scripted([{"text": "start "}, {"hang": True}]))
-    prompt = asyncio.create_task(a.prompt(sid, "go"))
-    await wait_text(a, sid, 5)
+    sid, prompt = await hanging_turn(a)
     b.notify("session/cancel", {"sessionId": sid})
     assert (await asyncio.wait_for(prompt, 10))["stopReason"] == "cancelled"
 
