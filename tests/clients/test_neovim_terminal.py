@@ -126,6 +126,19 @@ def lua(value: Any) -> str:
     return json.dumps(str(value))
 
 
+def read_when_written(path: Path, timeout: float = 20) -> Any:
+    """The JSON Neovim writes to `path`, once it is whole: `writefile` creates the file
+    before it writes, so a reader that only waits for the file can find it empty."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 @pytest.mark.timeout(180)
 def test_new_ask_fork_ask_in_the_first_window_interrupt(
     tmux_sessions: list[Tmux], home: Path, tmp_path: Path
@@ -188,10 +201,7 @@ def test_new_ask_fork_ask_in_the_first_window_interrupt(
 
     tmux.type(":lua DumpChats()")
     tmux.keys("Enter")
-    deadline = time.monotonic() + 20
-    while not dump.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    chats: dict[str, str] = json.loads(dump.read_text())
+    chats: dict[str, str] = read_when_written(dump)
     assert len(chats) == 2
     first = next(sid for sid, text in chats.items() if "[forked from" not in text)
     fork = next(sid for sid in chats if sid != first)
