@@ -71,7 +71,7 @@ describe('threadline setup', function()
     assert_key_warning(tl, sid)
   end)
 
-  it('a model without its API key is reported when it is chosen for an open session', function()
+  it('a model without its API key is refused when it is chosen for an open session', function()
     local saved = vim.env.OPENAI_API_KEY
     vim.env.OPENAI_API_KEY = nil
     local tl = H.start()
@@ -82,7 +82,33 @@ describe('threadline setup', function()
       return #changed == 1
     end, 'model change')
     vim.env.OPENAI_API_KEY = saved
-    assert_key_warning(tl, sid)
+    assert.equals('scripted:echo', changed[1].model)
+    assert.equals('openai:gpt-4o-mini', changed[1].refused)
+    assert.matches('model not changed: no API key', messages[#messages].msg, 1, true)
+    assert.matches('[model not changed (still scripted:echo): no API key', H.text(tl.buffer(sid)), 1, true)
+    -- The session kept its model: the next prompt is answered, not an auth error.
+    local done = H.record('ThreadlineTurnDone')
+    tl.ask('still echoing', sid)
+    H.wait(function()
+      return #done == 1
+    end, 'the prompt after the refusal')
+    assert.equals('end_turn', done[1].stopReason)
+    assert.equals('', tl.status(sid))
+  end)
+
+  it('a session started on a model without its key keeps the warning in the statusline', function()
+    local saved = vim.env.OPENAI_API_KEY
+    vim.env.OPENAI_API_KEY = nil
+    local tl = H.start()
+    local sid = H.new_session(tl, 'openai:gpt-4o-mini')
+    vim.env.OPENAI_API_KEY = saved
+    assert.equals('⚠ no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', tl.status(sid))
+    local changed = H.record('ThreadlineModel')
+    tl.set_model('scripted:echo', sid)
+    H.wait(function()
+      return #changed == 1
+    end, 'model change')
+    assert.equals('', tl.status(sid))
   end)
 
   it(':checkhealth threadline reports the sidecar, its version, initialize, the model and the data folder', function()
