@@ -325,6 +325,7 @@ function Chat:set_message_id(entry, id)
     id = entry.label,
     virt_text = { { '  ' .. id, 'ThreadlineMessageId' } },
     virt_text_pos = 'eol',
+    right_gravity = false, -- stays on its line while the message streams in after it
   })
 end
 

@@ -129,6 +129,14 @@ describe('threadline chat buffer', function()
       end
     end
     assert.is_not_nil(row, H.text(buf))
+    -- Each id sits on its message's first line (a prompt's on its heading).
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ids_ns, 0, -1, { details = true })) do
+      if m[4].virt_text[1][1]:find(ids[2], 1, true) then
+        assert.equals(row - 1, m[2])
+      elseif m[4].virt_text[1][1]:find(ids[1], 1, true) then
+        assert.equals('## You', lines[m[2] + 1])
+      end
+    end
     vim.api.nvim_win_set_cursor(0, { row, 0 })
     local forked = H.record('ThreadlineForked')
     vim.cmd('Threadline fork')
