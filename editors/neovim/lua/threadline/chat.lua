@@ -164,15 +164,16 @@ end
 function Chat:_hint()
   local keys = require('threadline.config').options.keys
   local parts = {}
-  for _, k in ipairs({ { 'ask', 'ask' }, { 'compose', 'write a long prompt' }, { 'interrupt', 'interrupt' }, { 'details', 'details of the line' } }) do
+  for _, k in ipairs({ { 'ask', 'ask' }, { 'compose', 'long prompt' }, { 'interrupt', 'interrupt' }, { 'details', 'details' } }) do
     if keys[k[1]] then
       table.insert(parts, keys[k[1]] .. ' ' .. k[2])
     end
   end
+  vim.api.nvim_buf_clear_namespace(self.buf, hint_ns, 0, -1)
   vim.api.nvim_buf_set_extmark(self.buf, hint_ns, 0, 0, {
     virt_lines = {
       { { table.concat(parts, ' · '), 'ThreadlineHint' } },
-      { { ':Threadline fork (at the cursor) · compact · sessions · model · send · prompt', 'ThreadlineHint' } },
+      { { ':Threadline fork · compact · sessions · model · send', 'ThreadlineHint' } },
     },
   })
 end

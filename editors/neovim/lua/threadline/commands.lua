@@ -106,6 +106,13 @@ end
 
 local syncing = {} ---@type table<string, fun(c: threadline.Chat?)[]> callbacks waiting for a sync
 
+--- Whether a sync of `sid` is under way.
+---@param sid string
+---@return boolean
+function M.syncing(sid)
+  return syncing[sid] ~= nil
+end
+
 --- Bring a chat buffer up to date with its session: what `session/history` holds that
 --- the buffer does not (turns made in another editor), then, with `watch`, a
 --- `session/load`, after which a turn running in another editor streams into the
@@ -532,7 +539,7 @@ function M.delete(session_id)
     vim.ui.select({ 'Delete', 'Keep' }, {
       prompt = ('Threadline: delete %s%s and its history?'):format(
         titled(entry, sid),
-        count and (' (%d messages)'):format(count) or ''
+        count and (' (%d message%s)'):format(count, count == 1 and '' or 's') or ''
       ),
       kind = 'threadline.delete',
     }, function(choice)
