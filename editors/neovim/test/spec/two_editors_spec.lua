@@ -14,6 +14,15 @@ describe('threadline with two editors on one session', function()
   end)
   after_each(H.stop)
 
+  --- Resume `sid` here and wait until it is shown.
+  local function resume(sid)
+    local resumed = H.record('ThreadlineResumed')
+    tl.resume(sid)
+    H.wait(function()
+      return #resumed == 1
+    end, 'resume')
+  end
+
   --- A session whose turn runs in the other editor, its partial answer streamed there.
   local function running_elsewhere()
     local sid = other.call('session/new', { cwd = H.home, mcpServers = {}, _meta = { threadline = { model = SLOW } } }).sessionId
@@ -26,11 +35,7 @@ describe('threadline with two editors on one session', function()
 
   it('resuming a session whose turn runs elsewhere shows its partial answer, then the live stream', function()
     local sid = running_elsewhere()
-    local resumed = H.record('ThreadlineResumed')
-    tl.resume(sid)
-    H.wait(function()
-      return #resumed == 1
-    end, 'resume')
+    resume(sid)
     local buf = tl.buffer(sid)
     H.wait(function()
       return H.text(buf):find('partial answer', 1, true) ~= nil
@@ -47,11 +52,7 @@ describe('threadline with two editors on one session', function()
   it('turns made in the other editor after a resume show when the buffer is entered and before a prompt', function()
     local sid = other.call('session/new', { cwd = H.home, mcpServers = {}, _meta = { threadline = { model = 'scripted:echo' } } }).sessionId
     other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'first from there' } } })
-    local resumed = H.record('ThreadlineResumed')
-    tl.resume(sid)
-    H.wait(function()
-      return #resumed == 1
-    end, 'resume')
+    resume(sid)
     local buf = tl.buffer(sid)
     other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'second from there' } } })
     assert.is_nil(H.text(buf):find('second from there', 1, true))
@@ -83,11 +84,7 @@ describe('threadline with two editors on one session', function()
 
   it('a prompt refused because the turn runs elsewhere leaves no prompt block; the running turn streams instead', function()
     local sid = running_elsewhere()
-    local resumed = H.record('ThreadlineResumed')
-    tl.resume(sid)
-    H.wait(function()
-      return #resumed == 1
-    end, 'resume')
+    resume(sid)
     local buf = tl.buffer(sid)
     local messages = H.record_notify()
     local done = H.record('ThreadlineTurnDone')
@@ -111,11 +108,7 @@ describe('threadline with two editors on one session', function()
   it('an interrupt from here stops the turn running elsewhere and says so', function()
     local sid = running_elsewhere()
     local ended
-    local resumed = H.record('ThreadlineResumed')
-    tl.resume(sid)
-    H.wait(function()
-      return #resumed == 1
-    end, 'resume')
+    resume(sid)
     local messages = H.record_notify()
     vim.cmd('Threadline interrupt')
     H.wait(function()
