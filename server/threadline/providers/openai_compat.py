@@ -50,16 +50,13 @@ from .base import (
     Done,
     ProviderError,
     ProviderEvent,
-    TextDelta,
-    ThoughtDelta,
-    ToolCallDelta,
     ToolCallFinal,
     Usage,
 )
 from .configured import EndpointOptions, SdkProvider
 from .openai_messages import to_openai_messages as to_openai_messages
 from .openai_messages import tool_choice
-from .openai_stream import CompletionAssembler, single
+from .openai_stream import CompletionAssembler, answers, single
 from .openai_stream import StreamAssembler as StreamAssembler
 from .openai_tokens import count_tokens, encoding_name
 from .sdk_stream import Assembler, MissingKey, relay
@@ -90,9 +87,6 @@ class OpenAIOptions(EndpointOptions):
     def is_openai(self) -> bool:
         return self.base_url is None or self.base_url.rstrip("/") == OPENAI_BASE_URL
 
-
-OUTPUT = (TextDelta, ThoughtDelta, ToolCallDelta, ToolCallFinal)
-"""Events that make an answer non-empty."""
 
 PROBE_RESULT = (
     "Result: the probe reports seventeen green lanterns, four silver bridges, nine quiet "
@@ -210,7 +204,7 @@ class OpenAICompatProvider(SdkProvider[OpenAIOptions]):
             answered = False
             held: list[ProviderEvent] = []
             async for event in self._attempt(attempt, stream=streams):
-                if isinstance(event, OUTPUT) and not _blank(event):
+                if answers(event):
                     answered = True
                     for earlier in held:
                         yield earlier
@@ -308,8 +302,3 @@ class OpenAICompatProvider(SdkProvider[OpenAIOptions]):
 
     def _listed(self, ids: list[str]) -> str:
         return "model listed" if self.options.model in ids else f"{len(ids)} models served"
-
-
-def _blank(event: ProviderEvent) -> bool:
-    """A text delta with no text (some servers send one before nothing else)."""
-    return isinstance(event, TextDelta) and not event.text

@@ -41,6 +41,16 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
+OUTPUT = (TextDelta, ThoughtDelta, ToolCallDelta, ToolCallFinal)
+"""Events that make an answer non-empty."""
+
+
+def answers(event: ProviderEvent) -> bool:
+    """Whether ``event`` makes an answer non-empty: a text delta with no text does not
+    (some servers send one before nothing else)."""
+    return isinstance(event, OUTPUT) and not (isinstance(event, TextDelta) and not event.text)
+
+
 async def single(item: Any) -> AsyncIterator[Any]:
     """One item as an async stream (a whole completion in place of chunks)."""
     yield item
