@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,39 @@ def echo_server_entry(name: str = "echo", **env: str) -> dict[str, Any]:
         "args": [ECHO_SERVER],
         "env": [{"name": k, "value": v} for k, v in env.items()],
     }
+
+
+def remote_entry(url: str, transport: str, name: str = "web", **headers: str) -> dict[str, Any]:
+    """An ACP ``mcpServers`` ``http`` or ``sse`` entry."""
+    pairs = [{"name": k, "value": v} for k, v in headers.items()]
+    return {"type": transport, "name": name, "url": url, "headers": pairs}
+
+
+@contextmanager
+def remote_echo_server(transport: str, folder: Path, require: str | None = None) -> Iterator[str]:
+    """The test MCP server over streamable HTTP (``http``) or SSE (``sse``) on a free
+    loopback port, as a process of its own; yields its endpoint URL and stops it."""
+    port_file = folder / f"mcp-{transport}-{time.monotonic_ns()}.port"
+    command = [sys.executable, ECHO_SERVER, "--transport", transport, "--port-file", str(port_file)]
+    if require:
+        command += ["--require", require]
+    with open(folder / f"mcp-{transport}.log", "a") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not port_file.exists():
+            assert proc.poll() is None, f"the {transport} MCP server exited ({proc.returncode})"
+            assert time.monotonic() < deadline, f"the {transport} MCP server did not start"
+            time.sleep(0.05)
+        path = "/sse" if transport == "sse" else "/mcp"
+        yield f"http://127.0.0.1:{port_file.read_text()}{path}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 class FakeEditor:
