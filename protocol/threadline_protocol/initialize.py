@@ -31,10 +31,21 @@ class ClientSessionCapabilities(WireModel):
     Without it a compaction shows only its summary, as an agent message."""
 
 
+class ElicitationCapabilities(WireModel):
+    """ACP's ``elicitation``: a mode is supported only when its key is present and not
+    null (``{}`` advertises no mode)."""
+
+    form: dict[str, Any] | None = None
+    url: dict[str, Any] | None = None
+
+
 class ClientCapabilities(WireModel):
     fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
+    """Set when the client can put a structured question to the user
+    (``elicitation/create``); Threadline asks in form mode only."""
     meta: dict[str, Any] | None = meta_field()
 
     def threadline(self) -> ThreadlineClientCapabilities:

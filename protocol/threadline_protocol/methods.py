@@ -14,6 +14,9 @@ from pydantic import BaseModel, model_validator
 
 from .client_requests import (
     CancelRequestParams,
+    CreateElicitationParams,
+    CreateElicitationResult,
+    ElicitationSchema,
     LspCancelParams,
     PermissionCancelled,
     PermissionOption,
@@ -33,6 +36,7 @@ from .initialize import (
     AgentCapabilitiesMeta,
     ClientCapabilities,
     ClientSessionCapabilities,
+    ElicitationCapabilities,
     FileSystemCapability,
     Implementation,
     InitializeParams,
@@ -99,7 +103,11 @@ __all__ = [
     "ContentBlock",
     "ContextParts",
     "ContextResult",
+    "CreateElicitationParams",
+    "CreateElicitationResult",
     "Dispatch",
+    "ElicitationCapabilities",
+    "ElicitationSchema",
     "EmptyResult",
     "EnvVariable",
     "FileSystemCapability",
@@ -352,6 +360,13 @@ METHODS: dict[str, MethodSpec] = {
             ToolCallCall,
             ToolCallCallResult,
             "Run a client-defined tool.",
+            direction="server_to_client",
+        ),
+        _m(
+            "elicitation/create",
+            CreateElicitationParams,
+            CreateElicitationResult,
+            "Ask the user a structured question (the ask_user tool).",
             direction="server_to_client",
         ),
         _m(

@@ -57,4 +57,11 @@ class ClientLink(Protocol):
         """``tool/call``: run a client-defined tool."""
         ...
 
+    async def create_elicitation(
+        self, params: pm.CreateElicitationParams
+    ) -> pm.CreateElicitationResult:
+        """``elicitation/create``: put a structured question to the user (only to a
+        client that advertised ``elicitation.form``); waits as long as the user takes."""
+        ...
+
     def client_capabilities(self) -> dict[str, Any]: ...

@@ -127,6 +127,7 @@ class Session:
         return isinstance(tool, McpTool)
 
     def _registry(self) -> ToolRegistry:
+        from ..tools.ask import ASK_USER, AskUser
         from ..tools.factory import build_registry
         from ..tools.memory import ForgetTool, RememberTool
         from .memory import SessionMemory
@@ -135,17 +136,19 @@ class Session:
         names = None if isinstance(builtin, bool) else set(builtin)
         enabled = builtin is True or bool(names)
         facts = SessionMemory(self.commit, lambda: self.transcript.experiences)
-        memory: list[Tool] = []
+        server_side: list[Tool] = []
         if enabled and (names is None or "remember" in names):
-            memory.append(RememberTool(facts))
+            server_side.append(RememberTool(facts))
         if enabled and (names is None or "forget" in names):
-            memory.append(ForgetTool(facts))
+            server_side.append(ForgetTool(facts))
+        if enabled and (names is None or ASK_USER in names):
+            server_side.append(AskUser())
         return build_registry(
             tools=self.config.tools,
             exit_tools=self.config.exit_tools,
             client_capabilities=self.link.client_capabilities(),
             builtin=builtin,
-            extra_tools=memory,
+            extra_tools=server_side,
         )
 
     # -- state ------------------------------------------------------------------------

@@ -145,6 +145,9 @@ class Turn:
         self._ephemeral: list[ChatMessage] = []
         self._call_blocks: list[dict[str, Any]] = []
         """The ``tool_use`` and ``exit_signal`` blocks of the last committed answer."""
+        self._final: str | None = None
+        """The turn's final message, once a call ended the turn with one (``ask_user``
+        to a client that cannot ask): later calls do not run."""
         # A provider reports usage at the end of a stream; an interrupt ends it before
         # that, and its usage is then estimated: the request's size, one token a piece.
         self._unreported: tuple[int, int] | None = None
@@ -538,9 +541,22 @@ class Turn:
             self._answer(
                 call, "not run: the tool budget is exhausted", is_error=True, status="cancelled"
             )
+        if self._final is not None:
+            self._say_final(self._final)
+            return "end_turn"
         if skipped or (self.budget <= 0 and not self._tools_off and fresh):
             return "max_turn_requests"
         return None
+
+    def _say_final(self, text: str) -> None:
+        """Store and show the turn's final message that a call gave (not the model's
+        words, so no model call and no usage): the user answers it with their next
+        prompt, which the model then reads after it in the history."""
+        msg = self._message("assistant", [{"type": "text", "text": text}], model=self.config.model)
+        msg["stopReason"] = "end_turn"
+        self._commit(AssistantMessage(msg))
+        self.host.announce(events.MessageChunk(msg["messageId"], self.turn_id, text))
+        self.last_message_id = msg["messageId"]
 
     def _answer(
         self, call: ToolCallFinal, text: str, *, status: str, is_error: bool = False
@@ -583,6 +599,10 @@ class Turn:
     async def _run_batch(self, batch: list[ToolCallFinal]) -> None:
         if not batch:
             return
+        if self._final is not None:  # a call before these ended the turn
+            for call in batch:
+                self._answer(call, "not run: the turn ended with a question", status="cancelled")
+            return
         outcomes: dict[str, tuple[ToolOutcome, str]] = {}
         if len(batch) == 1:
             outcomes[batch[0].id] = await self._run_one(batch[0])
@@ -601,6 +621,8 @@ class Turn:
             result = self._tool_result(call, outcome, status=status)
             self._commit(ToolResult(result))
             self.host.announce(events.ToolFinished(result["content"][0]))
+            if outcome.final_message is not None and self._final is None:
+                self._final = outcome.final_message
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
         if failures and self.config.strict_tools:

@@ -123,6 +123,12 @@ class ThreadlineServer:
     async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
         return pm.ToolCallCallResult.model_validate(await self._request("tool/call", params))
 
+    async def create_elicitation(
+        self, params: pm.CreateElicitationParams
+    ) -> pm.CreateElicitationResult:
+        answer = await self._request("elicitation/create", params)
+        return pm.CreateElicitationResult.model_validate(answer)
+
     async def _request(self, method: str, params: BaseModel) -> Any:
         """Send a request to the client and wait for its answer's ``result``; a request
         this task stops waiting for is withdrawn (the client may drop its prompt or

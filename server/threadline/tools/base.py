@@ -25,6 +25,10 @@ class ClientChannel(Protocol):
 
     async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult: ...
 
+    async def create_elicitation(
+        self, params: pm.CreateElicitationParams
+    ) -> pm.CreateElicitationResult: ...
+
     def client_capabilities(self) -> dict[str, Any]: ...
 
 
@@ -44,10 +48,26 @@ class ToolOutcome:
     raw_output: Any = None
     compact_summary: str | None = None
     locations: list[dict[str, Any]] = field(default_factory=list)
+    final_message: str | None = None
+    """Set by a call that ends the turn with a message to the user (``ask_user`` to a
+    client that cannot ask): the turn stores this as its final answer and stops; the
+    user's next prompt continues."""
 
     @classmethod
-    def text(cls, text: str, *, is_error: bool = False, raw: Any = None) -> ToolOutcome:
-        return cls([{"type": "text", "text": text}], is_error=is_error, raw_output=raw)
+    def text(
+        cls,
+        text: str,
+        *,
+        is_error: bool = False,
+        raw: Any = None,
+        final_message: str | None = None,
+    ) -> ToolOutcome:
+        return cls(
+            [{"type": "text", "text": text}],
+            is_error=is_error,
+            raw_output=raw,
+            final_message=final_message,
+        )
 
 
 class Tool(Protocol):

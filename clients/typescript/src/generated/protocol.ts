@@ -117,6 +117,7 @@ export interface ChunkMeta {
 
 export interface ClientCapabilities {
   _meta?: { [key: string]: unknown } | null;
+  elicitation?: ElicitationCapabilities | null;
   fs?: FileSystemCapability;
   session?: ClientSessionCapabilities | null;
   /** @default false */
@@ -218,11 +219,66 @@ export interface ContextResult {
   [key: string]: unknown;
 }
 
+/**
+ * ACP ``elicitation/create`` (stable since schema 1.21) in form mode, scoped to a
+ * session and the tool call that asks: a structured question for the user. Sent
+ * only to clients that advertised ``clientCapabilities.elicitation.form``.
+ */
+export interface CreateElicitationParams {
+  message: string;
+  mode: "form";
+  requestedSchema: ElicitationSchema;
+  sessionId: string;
+  toolCallId?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``CreateElicitationResponse``: ``accept`` (with the form's ``content``),
+ * ``decline`` (the user said no) or ``cancel`` (dismissed without choosing).
+ */
+export interface CreateElicitationResult {
+  action: "accept" | "decline" | "cancel";
+  content?: {
+    [key: string]: boolean | number | string | string[];
+  } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
   path: string;
   type: "diff";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``elicitation``: a mode is supported only when its key is present and not
+ * null (``{}`` advertises no mode).
+ */
+export interface ElicitationCapabilities {
+  form?: { [key: string]: unknown } | null;
+  url?: { [key: string]: unknown } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``ElicitationSchema``: a flat object of primitive (or enum) properties.
+ * Each property is one of ACP's property schemas (``string``, ``number``,
+ * ``integer``, ``boolean``, ``array`` of enum strings), kept as written.
+ */
+export interface ElicitationSchema {
+  properties?: {
+    [key: string]: { [key: string]: unknown };
+  };
+  required?: string[] | null;
+  title?: string | null;
+  type: "object";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -982,6 +1038,13 @@ export interface ProtocolMethods {
     params: CancelRequestParams;
     result: unknown;
   };
+  /** Ask the user a structured question (the ask_user tool). */
+  "elicitation/create": {
+    direction: "server_to_client";
+    kind: "request";
+    params: CreateElicitationParams;
+    result: CreateElicitationResult;
+  };
   /** End the process. */
   "exit": {
     direction: "client_to_server";
@@ -1142,6 +1205,7 @@ export interface ProtocolMethods {
 export const METHODS = {
   "$/cancelRequest": { direction: "server_to_client", kind: "notification" },
   "$/cancel_request": { direction: "server_to_client", kind: "notification" },
+  "elicitation/create": { direction: "server_to_client", kind: "request" },
   "exit": { direction: "client_to_server", kind: "notification" },
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
