@@ -134,4 +134,5 @@ class InitializeResult(WireModel):
     agent_capabilities: AgentCapabilities
     auth_methods: list[dict[str, Any]] = Field(default_factory=list)
     agent_info: Implementation
-    server_info: Implementation
+    """Who answers (ACP's ``agentInfo``; an LSP-style ``serverInfo`` is not sent: ACP's
+    schema does not define it, and ``agentInfo`` says the same)."""

@@ -263,6 +263,8 @@ class EmptyResult(WireModel):
 
 
 class LoadSessionResult(WireModel):
-    """``session/load`` and ``session/resume``: ``{}``, with MCP failures if any."""
+    """``session/load`` and ``session/resume``: the session's config options (the
+    model select), with MCP failures if any."""
 
+    config_options: list[SessionConfigOption] | None = None
     meta: McpMeta | None = meta_field()

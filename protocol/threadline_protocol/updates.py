@@ -115,12 +115,21 @@ class SessionInfoUpdate(WireModel):
     meta: SessionInfoUpdateMeta | None = meta_field()
 
 
+class Cost(WireModel):
+    """ACP's ``Cost``: what the session's model calls cost so far."""
+
+    amount: float
+    currency: str
+
+
 class UsageUpdate(WireModel):
-    """Context-window use after a model call: ``used`` of ``size`` tokens."""
+    """Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
+    1.21) the cost, when the provider prices its calls (none does yet)."""
 
     session_update: Literal["usage_update"] = "usage_update"
     used: int
     size: int
+    cost: Cost | None = None
     meta: dict[str, Any] | None = meta_field()
 
 

@@ -44,5 +44,4 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
         },
         "authMethods": [],
         "agentInfo": info,
-        "serverInfo": {"name": "threadline", "version": server_version},
     }

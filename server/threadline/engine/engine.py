@@ -522,8 +522,9 @@ class Engine:
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        """``{}`` at once, or once the MCP servers asked for have started."""
-        result = pm.LoadSessionResult()
+        """The session's config options (as ACP 1.21 answers load and resume), at once
+        or once the MCP servers asked for have started."""
+        result = pm.LoadSessionResult(config_options=self._config_options(session))
         return self._with_mcp(session, servers, result) if servers else result
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:

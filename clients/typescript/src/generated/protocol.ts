@@ -219,6 +219,14 @@ export interface ContextResult {
   [key: string]: unknown;
 }
 
+/** ACP's ``Cost``: what the session's model calls cost so far. */
+export interface Cost {
+  amount: number;
+  currency: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 /**
  * ACP ``elicitation/create`` (stable since schema 1.21) in form mode, scoped to a
  * session and the tool call that asks: a structured question for the user. Sent
@@ -387,7 +395,6 @@ export interface InitializeResult {
   authMethods?: { [key: string]: unknown }[];
   /** @default 1 */
   protocolVersion?: number;
-  serverInfo: Implementation;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -418,9 +425,13 @@ export interface LoadSessionParams {
   sessionId: string;
 }
 
-/** ``session/load`` and ``session/resume``: ``{}``, with MCP failures if any. */
+/**
+ * ``session/load`` and ``session/resume``: the session's config options (the
+ * model select), with MCP failures if any.
+ */
 export interface LoadSessionResult {
   _meta?: McpMeta | null;
+  configOptions?: SessionConfigOption[] | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -995,9 +1006,13 @@ export interface Usage {
   [key: string]: unknown;
 }
 
-/** Context-window use after a model call: ``used`` of ``size`` tokens. */
+/**
+ * Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
+ * 1.21) the cost, when the provider prices its calls (none does yet).
+ */
 export interface UsageUpdate {
   _meta?: { [key: string]: unknown } | null;
+  cost?: Cost | null;
   sessionUpdate: "usage_update";
   size: number;
   used: number;
