@@ -209,7 +209,7 @@ def test_model_sessions_new_and_resume_commands(
     term.expect("↳ end_turn")
     assert second != first
     term.line("/sessions")
-    term.expect(rf"\* +{second}")
+    term.expect(rf"\* +{second}")  # the current session is marked, also when titles are cut
     term.line(f"/resume {first}")
     term.expect(rf"resumed {first} · model scripted:echo")
     term.expect(r"you: ping pong")

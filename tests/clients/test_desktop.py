@@ -114,7 +114,8 @@ def test_an_unbuilt_page_is_said_before_any_address(tmp_path: Path) -> None:
     result = run_desktop(static=tmp_path / "nothing-built")
     assert result.returncode == 2
     assert "Threadline desktop: http" not in result.stdout
-    assert result.stderr == f"threadline desktop: the page is not built; run: {desktop.BUILD_HINT}\n"
+    hint = desktop.BUILD_HINT
+    assert result.stderr == f"threadline desktop: the page is not built; run: {hint}\n"
 
 
 def test_a_busy_port_is_said_in_one_line(tmp_path: Path) -> None:

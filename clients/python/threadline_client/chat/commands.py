@@ -178,17 +178,18 @@ class Commands:
         sessions = await self.chat.client.list_sessions()
         id_width = max((len(str(s.get("sessionId"))) for s in sessions), default=8)
         table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("")
-        table.add_column("session", no_wrap=True, min_width=id_width)
-        table.add_column("updated", no_wrap=True)
-        table.add_column("msgs", justify="right", no_wrap=True)
+        # The current session's mark is part of its cell: rich drops a narrow column of
+        # its own when the title must be cut. The count keeps its width too.
+        table.add_column("  session", no_wrap=True, min_width=id_width + 2)
+        table.add_column("updated", no_wrap=True, min_width=16)
+        table.add_column("msgs", justify="right", no_wrap=True, min_width=4)
         table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
         table.add_column("title", no_wrap=True, overflow="ellipsis")
         for s in sessions:
             meta = s.get("_meta") or {}
+            mark = "*" if s.get("sessionId") == self.chat.session_id else " "
             table.add_row(
-                "*" if s.get("sessionId") == self.chat.session_id else "",
-                str(s.get("sessionId")),
+                f"{mark} {s.get('sessionId')}",
                 str(s.get("updatedAt") or "")[:16].replace("T", " "),
                 str(meta.get("messageCount", "")),
                 str(meta.get("model") or ""),
