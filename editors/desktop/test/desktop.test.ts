@@ -111,6 +111,16 @@ async function until(page: Page, what: string, predicate: () => Promise<boolean>
   }
 }
 
+/** The app's page, connected; `errors` collects the page's uncaught errors. */
+async function openApp(): Promise<{ page: Page; errors: string[] }> {
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  return { page, errors };
+}
+
 test("another origin, a wrong token or a wrong Host is refused", async () => {
   const token = new URL(url).searchParams.get("token")!;
   const upgrade = {
@@ -146,11 +156,7 @@ test("another origin, a wrong token or a wrong Host is refused", async () => {
 });
 
 test("prompt, stream, interrupt, fork into the tree, compact, side by side, search", async () => {
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(url);
-  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  const { page, errors } = await openApp();
   const pane = page.locator(".pane").first();
   const status = () => pane.locator("#status").innerText();
   const ask = async (text: string) => {
@@ -239,11 +245,7 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
 });
 
 test("two panes on one session, a summary, figures that agree, a lost sidecar, a reload, a narrow window", async () => {
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(url);
-  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  const { page, errors } = await openApp();
   assert.equal(await page.locator('link[rel="icon"]').count(), 1, "a favicon");
   const first = page.locator(".pane").first();
   const generating = async (pane: typeof first) => (await pane.locator("#status").innerText()).includes("Generating");
