@@ -457,7 +457,6 @@ export interface McpInfo {
   mcpFailures?: {
     [key: string]: string;
   } | null;
-  warning?: string | null;
 }
 
 export interface McpMeta {
@@ -722,6 +721,7 @@ export interface SessionInfoUpdate {
 
 export interface SessionInfoUpdateInfo {
   status?: string | null;
+  watching?: boolean | null;
 }
 
 export interface SessionInfoUpdateMeta {
@@ -985,6 +985,7 @@ export interface ToolUseBlock {
 /** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
 export interface TurnInfo {
   compacted?: boolean | null;
+  summary?: boolean | null;
   truncated?: boolean | null;
   turnId: string;
 }
