@@ -40,7 +40,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .base import SessionDump, StoreError
 from .codec import dumps, safe_text
-from .sql import COLS, Dialect, SqlStore, Statements
+from .rows import COLS
+from .schema import tables
+from .sql import SqlStore
+from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
@@ -61,70 +64,6 @@ CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tl_sessions(
-    id TEXT PRIMARY KEY,
-    parent_id TEXT,
-    base_id TEXT,
-    base_seq BIGINT NOT NULL DEFAULT 0,
-    base_count BIGINT NOT NULL DEFAULT 0,
-    forked_at_message_id TEXT,
-    cwd TEXT NOT NULL,
-    title TEXT,
-    config TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    own_count BIGINT NOT NULL DEFAULT 0,
-    last_seq BIGINT NOT NULL DEFAULT 0,
-    deleted BOOLEAN NOT NULL DEFAULT FALSE
-);
-CREATE INDEX IF NOT EXISTS tl_sessions_base ON tl_sessions(base_id);
-CREATE INDEX IF NOT EXISTS tl_sessions_updated ON tl_sessions(updated_at);
-CREATE TABLE IF NOT EXISTS tl_events(
-    session_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY(session_id, seq)
-);
-CREATE TABLE IF NOT EXISTS tl_messages(
-    message_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    ordinal BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tl_messages_session ON tl_messages(session_id, ordinal);
-CREATE TABLE IF NOT EXISTS tl_inflight(
-    session_id TEXT PRIMARY KEY,
-    message_id TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tl_chunks(
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    block TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tl_chunks_session ON tl_chunks(session_id, id);
-CREATE TABLE IF NOT EXISTS tl_leases(
-    session_id TEXT PRIMARY KEY,
-    owner_id TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    started DOUBLE PRECISION NOT NULL,
-    kind TEXT NOT NULL,
-    turn_id TEXT,
-    since TEXT NOT NULL,
-    heartbeat DOUBLE PRECISION NOT NULL,
-    interrupt BOOLEAN NOT NULL DEFAULT FALSE
-);
-CREATE INDEX IF NOT EXISTS tl_leases_owner ON tl_leases(owner_id);
-CREATE TABLE IF NOT EXISTS tl_folds(
-    session_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL,
-    data BYTEA NOT NULL
-);
-"""
 
 _SCHEMA_LOCK = 7_466_726_101  # pg_advisory_xact_lock key: one schema set-up at a time
 
@@ -175,6 +114,14 @@ DIALECT = Dialect(
     row_locks=True,
     text=_pgtext,
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
+    types={
+        "int": "BIGINT",
+        "bool": "BOOLEAN",
+        "real": "DOUBLE PRECISION",
+        "blob": "BYTEA",
+        "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "norowid": "",
+    },
 )
 """Tables named ``tl_…`` (the database may be shared with other software); lease and
 delete decisions on a session serialized by an advisory lock across machines."""
@@ -278,10 +225,9 @@ class PostgresStore(SqlStore):
                         )
                     if found == SCHEMA_VERSION:
                         return True
-                conn.execute("CREATE TABLE IF NOT EXISTS tl_meta(key TEXT PRIMARY KEY, value TEXT)")
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)  # pyright: ignore[reportArgumentType]
+                db = Statements(conn, DIALECT)
+                for statement in tables(DIALECT):
+                    db.run(statement)
                 conn.execute(
                     "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
                     "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",

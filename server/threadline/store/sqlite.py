@@ -12,9 +12,9 @@ are cheap in WAL mode with ``synchronous=NORMAL`` (durable across a process cras
 the failure an editor sidecar actually sees). Several sidecars share one file: the
 contract that keeps them apart (appends at an expected sequence, leases, the change
 token) is `store.base`'s; the operations themselves are `store.sql`'s, shared with the
-PostgreSQL store. What is SQLite's own is here: opening the file and checking it,
-transactions on the one connection, the change token, a write-ahead log deleted
-under a running process, and a full disk.
+PostgreSQL store, and so are its tables (`store.schema`). What is SQLite's own is
+here: opening the file and checking it, transactions on the one connection, the change
+token, a write-ahead log deleted under a running process, and a full disk.
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ from .base import (
     StoreError,
 )
 from .codec import loads, safe_text
-from .sql import COLS, Dialect, SqlStore, Statements, iso, session_row
+from .rows import COLS, iso, session_row
+from .schema import tables
+from .sql import SqlStore
+from .statements import Dialect, Statements
 
 __all__ = [
     "EventStore",
@@ -66,73 +69,21 @@ a store of an older version is brought up to this one."""
 BUSY_TIMEOUT = 10.0
 """Seconds a write waits for another process's transaction before it fails."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions(
-    id TEXT PRIMARY KEY,
-    parent_id TEXT,
-    base_id TEXT,
-    base_seq INTEGER NOT NULL DEFAULT 0,
-    base_count INTEGER NOT NULL DEFAULT 0,
-    forked_at_message_id TEXT,
-    cwd TEXT NOT NULL,
-    title TEXT,
-    config TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    own_count INTEGER NOT NULL DEFAULT 0,
-    last_seq INTEGER NOT NULL DEFAULT 0,
-    deleted INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS sessions_base ON sessions(base_id);
-CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
-CREATE TABLE IF NOT EXISTS events(
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY(session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS messages(
-    message_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    ordinal INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, ordinal);
-CREATE TABLE IF NOT EXISTS inflight(
-    session_id TEXT PRIMARY KEY,
-    message_id TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    block TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_session ON chunks(session_id);
-CREATE TABLE IF NOT EXISTS leases(
-    session_id TEXT PRIMARY KEY,
-    owner_id TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    started REAL NOT NULL,
-    kind TEXT NOT NULL,
-    turn_id TEXT,
-    since TEXT NOT NULL,
-    heartbeat REAL NOT NULL,
-    interrupt INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner_id);
-CREATE TABLE IF NOT EXISTS folds(
-    session_id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    data BLOB NOT NULL
-);
-"""
 
-DIALECT = Dialect(prefix="", mark="?", row_locks=False, text=safe_text)
+DIALECT = Dialect(
+    prefix="",
+    mark="?",
+    row_locks=False,
+    text=safe_text,
+    types={
+        "int": "INTEGER",
+        "bool": "INTEGER",
+        "real": "REAL",
+        "blob": "BLOB",
+        "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "norowid": " WITHOUT ROWID",
+    },
+)
 """SQLite speaks the shared spelling; its write transaction excludes other writers."""
 
 
@@ -151,7 +102,9 @@ class EventStore(SqlStore):
             self._db = self._connect()
             self._check_integrity()
             self._check_version()
-            self._db.executescript(_SCHEMA)
+            db = Statements(self._db, DIALECT)
+            for statement in tables(DIALECT):
+                db.run(statement)
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
