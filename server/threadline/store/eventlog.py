@@ -3,9 +3,11 @@ folded transcripts kept beside it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from .base import NewEvent, StoreConflict, StoredEvent
+from .base import NewEvent, SessionRow, StoreConflict, StoredEvent
+from .catalog import index_events, index_title, tags_json
 from .codec import dumps, loads
 from .journal import clear_journal
 from .rows import upto
@@ -32,41 +34,98 @@ class EventLogOps(SessionOps):
         batch = list(events)
 
         def work(db: Statements) -> int:
-            r = db.one(
-                "SELECT last_seq, base_count + own_count FROM sessions "
-                "WHERE id=? AND NOT deleted FOR UPDATE",
-                (session_id,),
-            )
-            if r is None:
-                raise KeyError(session_id)
-            seq, ordinal = int(r[0]), int(r[1])
-            if expected_seq is not None and seq != expected_seq:
-                raise StoreConflict(
-                    f"session {session_id} is at event {seq}, not {expected_seq}: "
-                    "another process wrote to it"
-                )
-            rows: list[tuple[str, int, str, str]] = []
-            messages: list[tuple[str, str, int, int]] = []
-            for ev in batch:
-                seq += 1
-                rows.append((session_id, seq, ev.kind, dumps(ev.payload)))
-                for mid in ev.message_ids:
-                    ordinal += 1
-                    messages.append((mid, session_id, seq, ordinal))
-            db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
-            db.many(
-                "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
-                messages,
-            )
-            db.run(
-                "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=? WHERE id=?",
-                (seq, len(messages), now, session_id),
-            )
+            seq = self._append_in(db, session_id, batch, now, expected_seq)
             if end_stream:
                 clear_journal(db, session_id)
             return seq
 
         return self._write(work)
+
+    def _append_in(
+        self,
+        db: Statements,
+        session_id: str,
+        batch: Sequence[NewEvent],
+        now: str,
+        expected_seq: int | None = None,
+    ) -> int:
+        """Append inside the caller's transaction, indexing the messages for search."""
+        catalog = ", preview IS NULL" if self.catalog else ""
+        r = db.one(
+            f"SELECT last_seq, base_count + own_count{catalog} FROM sessions "
+            "WHERE id=? AND NOT deleted FOR UPDATE",
+            (session_id,),
+        )
+        if r is None:
+            raise KeyError(session_id)
+        seq, ordinal = int(r[0]), int(r[1])
+        if expected_seq is not None and seq != expected_seq:
+            raise StoreConflict(
+                f"session {session_id} is at event {seq}, not {expected_seq}: "
+                "another process wrote to it"
+            )
+        rows: list[tuple[str, int, str, str]] = []
+        messages: list[tuple[str, str, int, int]] = []
+        for ev in batch:
+            seq += 1
+            rows.append((session_id, seq, ev.kind, dumps(ev.payload)))
+            for mid in ev.message_ids:
+                ordinal += 1
+                messages.append((mid, session_id, seq, ordinal))
+        db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
+        db.many(
+            "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
+            messages,
+        )
+        first: str | None = None
+        if self.catalog:
+            first = index_events(
+                db,
+                session_id,
+                [(ev.kind, ev.payload) for ev in batch],
+                want_preview=bool(r[2]),
+                clean=self._text,
+            )
+        if first is None:
+            db.run(
+                "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=? WHERE id=?",
+                (seq, len(messages), now, session_id),
+            )
+        else:
+            db.run(
+                "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=?, "
+                "preview=? WHERE id=?",
+                (seq, len(messages), now, self._text(first), session_id),
+            )
+        return seq
+
+    def import_session_log(
+        self,
+        session_id: str,
+        cwd: str,
+        title: str | None,
+        config: dict[str, Any],
+        tags: Sequence[str],
+        events: Sequence[NewEvent],
+        now: str,
+    ) -> SessionRow:
+        """A new session and its whole log in one transaction: all of it or nothing."""
+        self._need_catalog()
+        args = (session_id, self._text(cwd), self._text(title), dumps(config), now, now)
+
+        def work(db: Statements) -> None:
+            db.run(
+                "INSERT INTO sessions(id, cwd, title, config, created_at, updated_at, tags) "
+                "VALUES(?,?,?,?,?,?,?)",
+                (*args, tags_json(tags)),
+            )
+            index_title(db, session_id, args[2])
+            self._append_in(db, session_id, events, now)
+
+        self._write(work)
+        row = self.get_session(session_id)
+        assert row is not None
+        return row
 
     def load_events(self, session_id: str, after_seq: int | None = None) -> list[StoredEvent]:
         """The session's logical log: its bases' prefixes, then its own events."""

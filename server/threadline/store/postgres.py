@@ -39,6 +39,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .base import SessionDump, StoreError
+from .catalog import index_events, index_title, tags_json, upgrade
 from .codec import dumps, safe_text
 from .rows import COLS
 from .schema import tables
@@ -47,10 +48,12 @@ from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
-2: folds (the SQLite store's schema 3). An older schema is brought up to this one by
-running the ``CREATE … IF NOT EXISTS`` statements again."""
+2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
+``tsvector`` search index; the SQLite store's schema 4). An older schema is brought up
+to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
+`store.catalog.upgrade`."""
 
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
@@ -114,6 +117,7 @@ DIALECT = Dialect(
     row_locks=True,
     text=_pgtext,
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
+    fts="tsvector",
     types={
         "int": "BIGINT",
         "bool": "BOOLEAN",
@@ -121,6 +125,7 @@ DIALECT = Dialect(
         "blob": "BYTEA",
         "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
         "norowid": "",
+        "tsv": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED",
     },
 )
 """Tables named ``tl_…`` (the database may be shared with other software); lease and
@@ -148,7 +153,9 @@ class PostgresStore(SqlStore):
         self._next_listen = 0.0
         self._listen = self._connect()
         try:
-            self.keeps_folds = self._setup(self._listen) and self._may_use("tl_folds")
+            version = self._setup(self._listen)
+            self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
+            self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -201,12 +208,13 @@ class PostgresStore(SqlStore):
             f"{what} {self.where}: {_redact(str(exc), self.url)}", reason=reason, where=self.where
         )
 
-    def _setup(self, conn: Connection[tuple[Any, ...]]) -> bool:
+    def _setup(self, conn: Connection[tuple[Any, ...]]) -> int:
         """Create the schema on first use, or bring an older one up to this version;
-        refuse a schema newer than this code knows before writing anything. Returns
-        False when an older schema stays as it is because this role may not create
-        tables (a team role, docs/teams.md): the sidecar works on it without what the
-        newer tables add (kept folds) until a sidecar of the owner upgrades it."""
+        refuse a schema newer than this code knows before writing anything. Returns the
+        version in effect: an older one when it stays as it is because this role may not
+        create tables (a team role, docs/teams.md): the sidecar works on it without what
+        the newer versions add (kept folds, the catalog) until a sidecar of the owner
+        upgrades it."""
         found: int | None = None
         try:
             with conn.transaction():
@@ -224,10 +232,12 @@ class PostgresStore(SqlStore):
                             "upgrade Threadline or point THREADLINE_STORE at another database"
                         )
                     if found == SCHEMA_VERSION:
-                        return True
+                        return found
                 db = Statements(conn, DIALECT)
                 for statement in tables(DIALECT):
                     db.run(statement)
+                # a store written before the catalog gets its search index built now
+                upgrade(db, DIALECT, backfill=found is not None)
                 conn.execute(
                     "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
                     "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",
@@ -238,16 +248,16 @@ class PostgresStore(SqlStore):
                 raise
             log.warning(
                 "the session store at %s has schema %d and this role may not upgrade it to "
-                "%d; folded transcripts are not kept there until a sidecar of the tables' "
-                "owner starts",
+                "%d; what the newer versions add (kept folds, search, archive, tags) waits "
+                "until a sidecar of the tables' owner starts",
                 self.where,
                 found,
                 SCHEMA_VERSION,
             )
-            return False
-        return True
+            return found
+        return SCHEMA_VERSION
 
-    def _may_use(self, table: str) -> bool:
+    def _may_use(self, table: str, what: str) -> bool:
         """Whether this role may read and write a table: one created by an upgrade
         after the team role's grants (docs/teams.md) needs granting again."""
         r = self._listen.execute(
@@ -256,10 +266,11 @@ class PostgresStore(SqlStore):
         if r is not None and r[0]:
             return True
         log.warning(
-            "this role may not use %s in the session store at %s; folded transcripts are "
-            "not kept there until it is granted (docs/teams.md)",
+            "this role may not use %s in the session store at %s; %s wait until it is "
+            "granted (docs/teams.md)",
             table,
             self.where,
+            what,
         )
         return False
 
@@ -474,6 +485,7 @@ class PostgresStore(SqlStore):
         """Copy a session in one transaction; idempotent. Returns ``copied`` (new),
         ``extended`` (events the copy here lacked were added) or ``kept`` (this store
         already has all of them, or went on further)."""
+        self._need_catalog()
         row = dump.row
 
         def work(db: Statements) -> str:
@@ -484,7 +496,7 @@ class PostgresStore(SqlStore):
                 return "kept"
             if have is None:
                 db.run(
-                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         row.id,
                         row.parent_id,
@@ -500,13 +512,28 @@ class PostgresStore(SqlStore):
                         row.own_count,
                         row.last_seq,
                         row.deleted,
+                        row.archived,
+                        tags_json(row.tags),
+                        _pgtext(row.preview),
                     ),
                 )
             else:
                 db.run(
-                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=? WHERE id=?",
-                    (row.last_seq, row.own_count, row.updated_at, _pgtext(row.title), row.id),
+                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=?, "
+                    "archived=?, tags=?, preview=? WHERE id=?",
+                    (
+                        *(row.last_seq, row.own_count, row.updated_at, _pgtext(row.title)),
+                        *(row.archived, tags_json(row.tags), _pgtext(row.preview), row.id),
+                    ),
                 )
+            index_title(db, row.id, _pgtext(row.title))
+            index_events(
+                db,
+                row.id,
+                [(e.kind, e.payload) for e in dump.events if e.seq > after],
+                want_preview=False,
+                clean=_pgtext,
+            )
             db.many(
                 "INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)",
                 [(row.id, e.seq, e.kind, dumps(e.payload)) for e in dump.events if e.seq > after],

@@ -9,10 +9,12 @@ from typing import Any
 
 from .base import Lease, Owner, SessionRow
 
-COLS = (
+BASE_COLS = (
     "id, parent_id, base_id, base_seq, base_count, forked_at_message_id, cwd, title, "
     "config, created_at, updated_at, own_count, last_seq, deleted"
 )
+COLS = BASE_COLS + ", archived, tags, preview"
+"""A session row's columns; `BASE_COLS` on a schema without the catalog."""
 LEASE_COLS = "session_id, owner_id, pid, host, started, kind, turn_id, since, heartbeat, interrupt"
 
 ID_BATCH = 500
@@ -35,6 +37,9 @@ def session_row(r: Sequence[Any]) -> SessionRow:
         own_count=r[11],
         last_seq=r[12],
         deleted=bool(r[13]),
+        archived=len(r) > 14 and bool(r[14]),
+        tags=tuple(json.loads(r[15])) if len(r) > 15 else (),
+        preview=r[16] if len(r) > 16 else None,
     )
 
 

@@ -75,8 +75,39 @@ CREATE TABLE IF NOT EXISTS folds(
     session_id TEXT PRIMARY KEY,
     seq {int} NOT NULL,
     data {blob} NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS texts(
+    id {serial},
+    session_id TEXT NOT NULL,
+    message_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL{tsv}
+);
+CREATE INDEX IF NOT EXISTS {p}texts_session ON texts(session_id)
 """
+
+CATALOG_COLUMNS = (
+    ("archived", "{bool} NOT NULL DEFAULT FALSE"),
+    ("tags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("preview", "TEXT"),
+)
+"""Columns of ``sessions`` added by the catalog (SQLite schema 4, PostgreSQL 3): added
+to a table of any age by `store.catalog.upgrade`, so they are spelled only here."""
+
+_SEARCH = {
+    # The FTS5 index reads its text from ``texts`` (external content) and is kept in
+    # step with it by triggers, inside whatever transaction writes ``texts``.
+    "fts5": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS texts_fts USING fts5("
+        "body, content='texts', content_rowid='id', tokenize='porter unicode61')",
+        "CREATE TRIGGER IF NOT EXISTS texts_ai AFTER INSERT ON texts BEGIN "
+        "INSERT INTO texts_fts(rowid, body) VALUES (new.id, new.body); END",
+        "CREATE TRIGGER IF NOT EXISTS texts_ad AFTER DELETE ON texts BEGIN "
+        "INSERT INTO texts_fts(texts_fts, rowid, body) VALUES ('delete', old.id, old.body); END",
+    ),
+    # ``texts.tsv`` is a generated column (`Dialect.types["tsv"]`); GIN indexes it.
+    "tsvector": ("CREATE INDEX IF NOT EXISTS {p}texts_tsv ON texts USING GIN(tsv)",),
+}
 
 
 def tables(dialect: Dialect) -> list[str]:
@@ -84,3 +115,8 @@ def tables(dialect: Dialect) -> list[str]:
     this backend's types (run them through `Statements`, which adds the prefix)."""
     text = _TABLES.format(p=dialect.prefix, **dialect.types)
     return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def search_index(dialect: Dialect) -> list[str]:
+    """The statements that create the full-text index over ``texts``."""
+    return [s.format(p=dialect.prefix) for s in _SEARCH[dialect.fts]]

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TypeVar
 
+from .base import StoreError
+from .rows import BASE_COLS, COLS
 from .statements import Dialect, Statements
 
 T = TypeVar("T")
@@ -24,6 +26,21 @@ class SqlBase(ABC):
     keeps_folds: bool = True
     """Whether this connection may use the folds table (a role with privileges on the
     older tables only may not: then folds are neither read, written nor deleted)."""
+    catalog: bool = True
+    """Whether the schema has the catalog (archive, tags, previews, the search index):
+    a role that may not upgrade an older PostgreSQL schema works without it."""
+
+    @property
+    def _cols(self) -> str:
+        """The ``sessions`` columns a row is read from (`rows.session_row`)."""
+        return COLS if self.catalog else BASE_COLS
+
+    def _need_catalog(self) -> None:
+        if not self.catalog:
+            raise StoreError(
+                "this store's schema predates search, archive and tags, and this role may "
+                "not upgrade it; the next sidecar of the tables' owner does (docs/teams.md)"
+            )
 
     @abstractmethod
     def _read(self, work: Callable[[Statements], T]) -> T:

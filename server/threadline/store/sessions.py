@@ -11,9 +11,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Lease, Owner, SessionRow, StoreError
+from .catalog import index_title, tag_pattern, tags_json
 from .codec import dumps
 from .leases import live_lease
-from .rows import COLS, ID_BATCH, session_row, upto
+from .rows import ID_BATCH, session_row, upto
 from .seam import SqlBase
 from .statements import Statements
 
@@ -30,19 +31,23 @@ class SessionOps(SqlBase):
         self, session_id: str, cwd: str, config: dict[str, Any], now: str, title: str | None = None
     ) -> SessionRow:
         args = (session_id, self._text(cwd), self._text(title), dumps(config), now, now)
-        self._write(
-            lambda db: db.run(
+
+        def work(db: Statements) -> None:
+            db.run(
                 "INSERT INTO sessions(id, cwd, title, config, created_at, updated_at) "
                 "VALUES(?,?,?,?,?,?)",
                 args,
             )
-        )
+            self._index_title(db, session_id, args[2])
+
+        self._write(work)
         row = self.get_session(session_id)
         assert row is not None
         return row
 
     def get_session(self, session_id: str, include_deleted: bool = False) -> SessionRow | None:
-        r = self._read(lambda db: db.one(f"SELECT {COLS} FROM sessions WHERE id=?", (session_id,)))
+        cols = self._cols
+        r = self._read(lambda db: db.one(f"SELECT {cols} FROM sessions WHERE id=?", (session_id,)))
         if r is None:
             return None
         row = session_row(r)
@@ -50,23 +55,34 @@ class SessionOps(SqlBase):
             return None
         return row
 
-    def list_session_ids(self, cwd: str | None = None) -> list[str]:
-        if cwd is None:
-            sql, args = "SELECT id FROM sessions WHERE NOT deleted", ()
-        else:
+    def list_session_ids(
+        self, cwd: str | None = None, *, archived: bool = False, tag: str | None = None
+    ) -> list[str]:
+        sql, args = "SELECT id FROM sessions WHERE NOT deleted", []
+        if cwd is not None:
             # stored the same way, so a lone surrogate matches
-            sql, args = "SELECT id FROM sessions WHERE NOT deleted AND cwd=?", (self._text(cwd),)
+            sql += " AND cwd=?"
+            args.append(self._text(cwd))
+        if self.catalog:
+            sql += " AND archived" if archived else " AND NOT archived"
+            if tag is not None:
+                sql += " AND tags LIKE ? ESCAPE '\\'"
+                args.append(tag_pattern(tag))
+        elif archived or tag is not None:
+            return []  # nothing is archived or tagged in a store without the catalog
         rows = self._read(lambda db: db.all(sql + " ORDER BY updated_at DESC, id DESC", args))
         return [r[0] for r in rows]
 
     def get_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionRow]:
+        cols = self._cols
+
         def work(db: Statements) -> dict[str, SessionRow]:
             out: dict[str, SessionRow] = {}
             for i in range(0, len(session_ids), ID_BATCH):
                 part = list(session_ids[i : i + ID_BATCH])
                 marks = ",".join("?" * len(part))
                 for r in db.all(
-                    f"SELECT {COLS} FROM sessions WHERE NOT deleted AND id IN ({marks})", part
+                    f"SELECT {cols} FROM sessions WHERE NOT deleted AND id IN ({marks})", part
                 ):
                     row = session_row(r)
                     out[row.id] = row
@@ -96,7 +112,17 @@ class SessionOps(SqlBase):
         if not sets:
             return
         sql = f"UPDATE sessions SET {', '.join(sets)} WHERE id=?"
-        self._write(lambda db: db.run(sql, (*args, session_id)))
+
+        def work(db: Statements) -> None:
+            db.run(sql, (*args, session_id))
+            if title is not None:
+                self._index_title(db, session_id, args[0])
+
+        self._write(work)
+
+    def _index_title(self, db: Statements, session_id: str, title: str | None) -> None:
+        if self.catalog:
+            index_title(db, session_id, title)
 
     def delete_session(
         self, session_id: str, owner: Owner | None = None, now: float | None = None
@@ -129,8 +155,8 @@ class SessionOps(SqlBase):
             if db.one("SELECT 1 FROM sessions WHERE base_id=? LIMIT 1", (session_id,)):
                 return
             base_id: str | None = r[1]
-            for table in ("events", "messages", "chunks", "inflight", "folds"):
-                if table != "folds" or self.keeps_folds:
+            for table in ("events", "messages", "chunks", "inflight", "folds", "texts"):
+                if (table != "folds" or self.keeps_folds) and (table != "texts" or self.catalog):
                     db.run(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
             db.run("DELETE FROM sessions WHERE id=?", (session_id,))
             if base_id is None:
@@ -213,14 +239,24 @@ class SessionOps(SqlBase):
             now,
             now,
         )
-        self._write(
-            lambda db: db.run(
+
+        def work(db: Statements) -> None:
+            db.run(
                 "INSERT INTO sessions(id, parent_id, base_id, base_seq, base_count, "
                 "forked_at_message_id, cwd, title, config, created_at, updated_at) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                 args,
             )
-        )
+            if self.catalog:
+                # A fork lists with its parent's tags and, when it holds the parent's
+                # first prompt, its preview.
+                db.run(
+                    "UPDATE sessions SET tags=?, preview=? WHERE id=?",
+                    (tags_json(parent.tags), parent.preview if base_count else None, new_id),
+                )
+                index_title(db, new_id, args[7])
+
+        self._write(work)
         row = self.get_session(new_id)
         assert row is not None
         return row

@@ -2,17 +2,20 @@
 
 `SqlStore` is `store.base.SessionStore` over the tables of `store.schema`, assembled
 from one class per part of the contract: sessions and forks (`store.sessions`), the
-event log and kept folds (`store.eventlog`), the stream journal (`store.journal`) and
-leases (`store.leases`). Each is written against the seam (`store.seam.SqlBase`) in
-the shared SQL spelling (`store.statements`); a backend supplies how work runs.
+event log and kept folds (`store.eventlog`), the stream journal (`store.journal`),
+leases (`store.leases`), and the catalog and search (`store.catalog`, `store.search`).
+Each is written against the seam (`store.seam.SqlBase`) in the shared SQL spelling
+(`store.statements`); a backend supplies how work runs.
 """
 
 from __future__ import annotations
 
+from .catalog import CatalogOps
 from .eventlog import EventLogOps
 from .journal import JournalOps
 from .leases import LeaseOps
+from .search import SearchOps
 
 
-class SqlStore(EventLogOps, JournalOps, LeaseOps):
+class SqlStore(EventLogOps, JournalOps, LeaseOps, CatalogOps, SearchOps):
     """`store.base.SessionStore` over SQL tables; a backend supplies how work runs."""

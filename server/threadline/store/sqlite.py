@@ -40,6 +40,7 @@ from .base import (
     StoredEvent,
     StoreError,
 )
+from .catalog import upgrade
 from .codec import loads, safe_text
 from .rows import COLS, iso, session_row
 from .schema import tables
@@ -60,11 +61,13 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
-Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, which is how
-a store of an older version is brought up to this one."""
+4: the catalog (archive, tags, previews, the FTS5 search index; `store.catalog`).
+Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, and the
+catalog's columns and index by `store.catalog.upgrade`, which is how a store of an older
+version is brought up to this one."""
 
 BUSY_TIMEOUT = 10.0
 """Seconds a write waits for another process's transaction before it fails."""
@@ -82,6 +85,7 @@ DIALECT = Dialect(
         "blob": "BLOB",
         "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
         "norowid": " WITHOUT ROWID",
+        "tsv": "",
     },
 )
 """SQLite speaks the shared spelling; its write transaction excludes other writers."""
@@ -101,14 +105,7 @@ class EventStore(SqlStore):
         try:
             self._db = self._connect()
             self._check_integrity()
-            self._check_version()
-            db = Statements(self._db, DIALECT)
-            for statement in tables(DIALECT):
-                db.run(statement)
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            self._set_up()
         except sqlite3.DatabaseError as exc:
             if _disk_full(exc, path.parent):
                 raise self._failure(exc) from exc
@@ -190,13 +187,37 @@ class EventStore(SqlStore):
         if row is None or row[0] != "ok":
             raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else '?'}")
 
-    def _check_version(self) -> None:
-        """A store written by a newer Threadline is left alone, not half-upgraded."""
+    def _set_up(self) -> None:
+        """Create the tables, or bring a store of an older schema up to this one, in one
+        write transaction: of two sidecars starting at once on an old store, one
+        upgrades it and the other finds it done."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            found = self._check_version()
+            db = Statements(self._db, DIALECT)
+            for statement in tables(DIALECT):
+                db.run(statement)
+            if found != SCHEMA_VERSION:
+                # a store written before the catalog gets its search index built now
+                upgrade(db, DIALECT, backfill=found is not None)
+                db.run(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _check_version(self) -> int | None:
+        """The store's schema version (None: a new store). A store written by a newer
+        Threadline is left alone, not half-upgraded."""
         has_meta = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
         ).fetchone()
         if not has_meta:
-            return
+            return None
         r = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if r is not None and int(r[0]) > SCHEMA_VERSION:
             raise StoreError(
@@ -204,6 +225,7 @@ class EventStore(SqlStore):
                 f"(schema {r[0]}, this one knows {SCHEMA_VERSION}); upgrade Threadline or set "
                 "THREADLINE_HOME to another folder"
             )
+        return None if r is None else int(r[0])
 
     def change_token(self) -> int:
         # data_version moves when another connection commits; our own commits are

@@ -23,7 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-TABLES = ("meta", "sessions", "events", "messages", "inflight", "chunks", "leases", "folds")
+TABLES = (
+    "meta",
+    "sessions",
+    "events",
+    "messages",
+    "inflight",
+    "chunks",
+    "leases",
+    "folds",
+    "texts",
+)
 """The tables the shared statements name (a backend may prefix them)."""
 
 
@@ -46,6 +56,9 @@ class Dialect:
     """The column types and table options the schema (`store.schema`) names by role:
     ``int`` (64-bit), ``bool``, ``real``, ``blob``, ``serial`` (an id the database
     counts up, with its primary key) and ``norowid`` (a table option or nothing)."""
+    fts: str = "fts5"
+    """How the search index is kept and queried: ``fts5`` (SQLite) or ``tsvector``
+    (PostgreSQL); `store.schema` and `store.search` spell each."""
 
     def sql(self, statement: str) -> str:
         return _translate(statement, self.prefix, self.mark, self.row_locks)
@@ -73,6 +86,9 @@ class Cursor(Protocol):
     def executemany(self, query: Any, params_seq: Any, /) -> Any: ...
 
     def close(self) -> Any: ...
+
+    @property
+    def description(self) -> Any: ...
 
 
 class Connection(Protocol):
@@ -111,6 +127,13 @@ class Statements:
             cur.executemany(self._dialect.sql(sql), rows)
         finally:
             cur.close()
+
+    def columns(self, table: str) -> set[str]:
+        """The columns a table has now (an older schema may lack some)."""
+        cur = self._conn.execute(self._dialect.sql(f"SELECT * FROM {table} LIMIT 0"), ())
+        names = {str(d[0]) for d in cur.description or ()}
+        cur.fetchall()
+        return names
 
     def lock_session(self, session_id: str) -> None:
         if self._dialect.session_lock is not None:
