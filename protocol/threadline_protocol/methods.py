@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
+from . import catalog as cat
 from .base import Prewritten, StrictWireModel, WireModel, meta_field
+from .catalog import ListFilter
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
@@ -346,6 +348,12 @@ class LoadSessionParams(StrictWireModel):
 class ListSessionsParams(StrictWireModel):
     cwd: str | None = None
     cursor: str | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ListFilter:
+        """``_meta.threadline``: archived, tag (`catalog.ListFilter`)."""
+        raw = (self.meta or {}).get("threadline") or {}
+        return ListFilter.model_validate(raw)
 
 
 class SessionInfoMeta(ThreadlineBlock):
@@ -359,6 +367,10 @@ class SessionInfoMeta(ThreadlineBlock):
     message_count: int
     model: str | None
     """The session's model (null for a session stored without one)."""
+    preview: str | None
+    """The first line of the first prompt (null before one)."""
+    archived: bool
+    tags: list[str]
 
 
 class SessionInfo(WireModel):
@@ -631,6 +643,48 @@ METHODS: dict[str, MethodSpec] = {
             SetConfigOptionParams,
             SetConfigOptionResult,
             "Change a session option such as the model.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/set_title",
+            cat.SetTitleParams,
+            EmptyResult,
+            "Rename a session.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/archive",
+            cat.ArchiveParams,
+            EmptyResult,
+            "Archive (or, archived: false, unarchive) a session.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/set_tags",
+            cat.SetTagsParams,
+            EmptyResult,
+            "Replace a session's tags.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/search",
+            cat.SearchParams,
+            cat.SearchResult,
+            "Full-text search over titles and messages, ranked, with snippets.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/export",
+            cat.ExportParams,
+            cat.ExportResult,
+            "A session as Markdown or as its event log (JSON lines).",
+            dispatch="inline",
+        ),
+        _m(
+            "session/import",
+            cat.ImportParams,
+            cat.ImportResult,
+            "A new session from an exported event log.",
             dispatch="inline",
         ),
         _m(

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
 from threadline_protocol.meta import McpInfo, PromptResultInfo
 
@@ -23,6 +24,7 @@ from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
 from . import capabilities, events
+from .catalog import Catalog
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
@@ -76,6 +78,7 @@ class Engine:
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
         self._watchers: dict[str, RemoteTurnWatcher] = {}
         self._folds = FoldCache(store)
+        self.catalog = Catalog(store, link, self.get, self.sessions.get)
 
     # -- loading and freshness ------------------------------------------------------------
 
@@ -531,7 +534,7 @@ class Engine:
         a walk lists every session once even while other processes move them to the
         top; rows themselves are read fresh (and a session deleted meanwhile is left
         out)."""
-        ids, offset = self._page_walk(params.cwd, params.cursor)
+        ids, offset = self._page_walk(params)
         wanted = ids[offset : offset + LIST_PAGE]
         found = self.store.get_sessions(wanted)
         page = [found[i] for i in wanted if i in found]
@@ -547,6 +550,9 @@ class Engine:
                         forked_at_message_id=r.forked_at_message_id,
                         message_count=r.message_count,
                         model=r.config.get("model"),
+                        preview=r.preview,
+                        archived=r.archived,
+                        tags=list(r.tags),
                     ),
                 )
                 for r in page
@@ -562,9 +568,11 @@ class Engine:
             out.next_cursor = f"page:{token}:{end}"
         return out
 
-    def _page_walk(self, cwd: str | None, cursor: str | None) -> tuple[list[str], int]:
+    def _page_walk(self, params: pm.ListSessionsParams) -> tuple[list[str], int]:
+        cursor = params.cursor
         if cursor is None:
-            return self.store.list_session_ids(cwd), 0
+            only = params.threadline()
+            return self.store.list_session_ids(params.cwd, archived=only.archived, tag=only.tag), 0
         parts = cursor.split(":")
         if len(parts) == 3 and parts[0] == "page" and parts[2].isdigit():
             ids = self._pages.get(parts[1])
@@ -602,6 +610,26 @@ class Engine:
             self.sessions.pop(session_id, None)
             await session.toolset.aclose()
         return pm.EmptyResult()
+
+    # -- the catalog: one line each (engine/catalog.py) --------------------------------------
+
+    def set_title(self, params: cat.SetTitleParams) -> pm.EmptyResult:
+        return self.catalog.set_title(params)
+
+    def archive(self, params: cat.ArchiveParams) -> pm.EmptyResult:
+        return self.catalog.archive(params)
+
+    def set_tags(self, params: cat.SetTagsParams) -> pm.EmptyResult:
+        return self.catalog.set_tags(params)
+
+    def search(self, params: cat.SearchParams) -> cat.SearchResult:
+        return self.catalog.search(params)
+
+    def export(self, params: cat.ExportParams) -> cat.ExportResult:
+        return self.catalog.export(params)
+
+    def import_log(self, params: cat.ImportParams) -> cat.ImportResult:
+        return self.catalog.import_log(params)
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.get(params.session_id)

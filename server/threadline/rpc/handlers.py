@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
 from threadline_protocol.methods import METHODS
 
@@ -101,6 +102,30 @@ def session_compact(
     return server.engine.compact(params)
 
 
+def session_set_title(server: ThreadlineServer, params: cat.SetTitleParams) -> pm.EmptyResult:
+    return server.engine.set_title(params)
+
+
+def session_archive(server: ThreadlineServer, params: cat.ArchiveParams) -> pm.EmptyResult:
+    return server.engine.archive(params)
+
+
+def session_set_tags(server: ThreadlineServer, params: cat.SetTagsParams) -> pm.EmptyResult:
+    return server.engine.set_tags(params)
+
+
+def session_search(server: ThreadlineServer, params: cat.SearchParams) -> cat.SearchResult:
+    return server.engine.search(params)
+
+
+def session_export(server: ThreadlineServer, params: cat.ExportParams) -> cat.ExportResult:
+    return server.engine.export(params)
+
+
+def session_import(server: ThreadlineServer, params: cat.ImportParams) -> cat.ImportResult:
+    return server.engine.import_log(params)
+
+
 CALLS: dict[str, Call] = {
     "initialize": initialize,
     "shutdown": shutdown,
@@ -118,6 +143,12 @@ CALLS: dict[str, Call] = {
     "session/set_config_option": session_set_config_option,
     "session/fork": session_fork,
     "session/compact": session_compact,
+    "session/set_title": session_set_title,
+    "session/archive": session_archive,
+    "session/set_tags": session_set_tags,
+    "session/search": session_search,
+    "session/export": session_export,
+    "session/import": session_import,
 }
 
 ROUTES = routes(METHODS, CALLS)
