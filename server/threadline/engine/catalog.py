@@ -18,8 +18,8 @@ from typing import Literal, cast
 from threadline_protocol import catalog as cat
 from threadline_protocol.methods import EmptyResult
 
-from ..store.base import SessionStore
-from ..store.search import MARK_END, MARK_START, SearchHit, query_terms
+from ..store.base import SearchHit, SessionStore
+from ..store.search import MARK_END, MARK_START, query_terms
 from . import events
 from .errors import InvalidParams, SessionNotFound
 from .link import ClientLink

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from .search import SearchHit
+from typing import Any, Protocol
 
 
 class StoreError(Exception):
@@ -156,6 +153,22 @@ class SessionDump:
     events: list[StoredEvent]
     messages: list[tuple[str, int, int]]
     """``(message id, seq, ordinal)`` of the messages the session's own events created."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    session_id: str
+    message_id: str | None
+    """None for a hit in the session's title."""
+    role: str
+    """``user``, ``assistant``, ``tool`` or ``title``."""
+    snippet: str
+    """The matched text around the match, each matched word between ``store.search.MARK_START``
+    and ``MARK_END``."""
+    title: str | None
+    cwd: str
+    updated_at: str
+    archived: bool
 
 
 class SessionStore(Protocol):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .base import SearchHit
 from .seam import SqlBase
 from .statements import Statements
 
@@ -74,22 +74,6 @@ _PG_HEADLINE = (
 def query_terms(query: str) -> list[str]:
     """The words a query searches for (none: nothing to search)."""
     return _WORD.findall(query)[:MAX_TERMS]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    session_id: str
-    message_id: str | None
-    """None for a hit in the session's title."""
-    role: str
-    """``user``, ``assistant``, ``tool`` or ``title``."""
-    snippet: str
-    """The matched text around the match, each matched word between `MARK_START` and
-    `MARK_END`."""
-    title: str | None
-    cwd: str
-    updated_at: str
-    archived: bool
 
 
 def _hit(r: Sequence[object]) -> SearchHit:
