@@ -47,18 +47,18 @@ def _vocabulary(rng: random.Random) -> list[str]:
     return sorted(words)
 
 
-def _text(rng: random.Random, vocab: list[str], weights: list[float]) -> str:
-    return " ".join(rng.choices(vocab, weights, k=WORDS_PER_MESSAGE)) + "."
+def _text(rng: random.Random, vocab: list[str], cum: list[float]) -> str:
+    return " ".join(rng.choices(vocab, cum_weights=cum, k=WORDS_PER_MESSAGE)) + "."
 
 
-def _session(rng: random.Random, vocab: list[str], weights: list[float], n: int) -> list[Mutation]:
+def _session(rng: random.Random, vocab: list[str], cum: list[float], n: int) -> list[Mutation]:
     out: list[Mutation] = []
     for i in range(n):
         msg = {
             "messageId": new_id("msg"),
             "turnId": f"{'u' if i % 2 == 0 else 'a'}{i // 2 + 1}",
             "role": "user" if i % 2 == 0 else "assistant",
-            "content": [{"type": "text", "text": _text(rng, vocab, weights)}],
+            "content": [{"type": "text", "text": _text(rng, vocab, cum)}],
             "createdAt": now_iso(),
         }
         out.append(UserMessage(msg) if i % 2 == 0 else AssistantMessage(msg))
@@ -69,11 +69,11 @@ def _fill(store: SessionStore, sessions: int, per: int, ctx: Context, label: str
     """Writes the sessions; returns the query words (mid-frequency vocabulary)."""
     rng = random.Random(7)
     vocab = _vocabulary(rng)
-    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+    cum = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))
     t0 = time.monotonic()
     for s in range(sessions):
-        events = [m.to_event() for m in _session(rng, vocab, weights, per)]
-        title = " ".join(rng.choices(vocab, weights, k=4))
+        events = [m.to_event() for m in _session(rng, vocab, cum, per)]
+        title = " ".join(rng.choices(vocab, cum_weights=cum, k=4))
         store.import_session_log(
             new_id("sess"), "/tmp/bench", title, {"model": "scripted:echo"}, [], events, now_iso()
         )
