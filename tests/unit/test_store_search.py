@@ -4,39 +4,14 @@ kept in the append's transaction, and an older store's index built by its upgrad
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.unit.conftest import Opener
 from threadline.store.base import NewEvent, SessionStore
 from threadline.store.search import MARK_END, MARK_START, query_terms
-from threadline.store.sqlite import EventStore
-
-Opener = Callable[[], SessionStore]
-
-
-@pytest.fixture
-def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Opener]:
-    opened: list[SessionStore] = []
-    if backend == "sqlite":
-
-        def open_one() -> SessionStore:
-            opened.append(EventStore(tmp_path / "db.sqlite"))
-            return opened[-1]
-    else:
-        from threadline.store.postgres import PostgresStore
-
-        url = str(request.getfixturevalue("pg_url"))
-
-        def open_one() -> SessionStore:
-            opened.append(PostgresStore(url))
-            return opened[-1]
-
-    yield open_one
-    for store in opened:
-        store.close()
 
 
 def message(mid: str, role: str, text: str) -> dict[str, Any]:
