@@ -1,32 +1,32 @@
-"""A live session: its transcript, options, tools and the one turn it may be running.
+"""A live session: its transcript, options, tools and the one task it may be running.
 
-State machine: idle → running → idle, with ``compacting``/``forking`` as short busy
-states and ``closed`` once unloaded. Only one turn runs at a time; other sessions run
-theirs concurrently. A session is the `TurnHost` its turns and compactions run
-against (``host.py``): they reach the store, the link and the permissions only
-through it.
+State machine: idle → running (a turn) or compacting → idle. One task runs at a time
+(`tasks.py`); other sessions run theirs concurrently. A session is the `TurnHost` its
+turns and compactions run against (``host.py``): they reach the store, the link and
+the permissions only through it. Loading, freshness and leases are `live.py`'s.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
 from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
-from . import compactor, events
+from . import events
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, from_event
+from .outcomes import Interrupted
+from .tasks import RunningTask, SessionTask
 from .transcript import Transcript
-from .turn import Turn
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
+
+R = TypeVar("R")
 
 
 def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -> str | None:
@@ -99,8 +101,8 @@ class Session:
         self.store = store
         self.providers = providers
         self.link = link
-        self.turn: Turn | None = None
-        self.busy: str | None = None
+        self.running: RunningTask[Any] | None = None
+        """The task the session runs now (a turn, a compaction), if any."""
         self.permissions = PermissionBroker()
         self.journal = StoreJournal(store, self.id)
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
@@ -152,12 +154,11 @@ class Session:
 
     @property
     def state(self) -> str:
-        if self.turn is not None:
-            return "running"
-        return self.busy or "idle"
+        running = self.running
+        return "idle" if running is None or running.work is None else running.work.state
 
     def check_idle(self, action: str) -> None:
-        if self.turn is not None or self.busy is not None:
+        if self.running is not None:
             raise SessionBusy(
                 f"session {self.id} is {self.state}; cannot {action} now",
                 {"sessionId": self.id, "state": self.state},
@@ -191,7 +192,7 @@ class Session:
             self.seq = e.seq
         self.row = row
         self.title = row.title
-        if self.turn is None and self.busy is None:
+        if self.running is None:
             self.config = SessionConfig.from_json(row.config)
 
     def announce(self, event: events.Event) -> None:
@@ -252,36 +253,34 @@ class Session:
             temperature=self.config.temperature,
         )
 
-    # -- turns ----------------------------------------------------------------------------
+    # -- tasks ----------------------------------------------------------------------------
 
-    async def prompt(self, prompt: list[dict[str, Any]]) -> dict[str, Any]:
-        self.check_idle("prompt")
-        turn = Turn(self, prompt)
-        self.turn = turn
+    async def run(self, task: SessionTask[R]) -> R:
+        """Run ``task`` as the session's one task (its lease is the caller's)."""
+        work = task.work
+        assert work is not None, "a task that holds no lease runs beside the session's"
+        self.check_idle(work.action)
+        running = RunningTask(task)
+        self.running = running
         try:
-            return await turn.run()
+            return await running.run()
         finally:
-            self.turn = None
+            self.running = None
+            # Where a queued prompt will start, as the next task. None queue yet.
 
-    async def interrupt(self) -> dict[str, Any]:
-        turn = self.turn
-        if turn is None or not turn.cancel():
-            return {"interrupted": False}
-        await turn.done.wait()
-        return {"interrupted": True, "turnId": turn.turn_id}
+    def interruptible(self) -> RunningTask[Any] | None:
+        """The running task that an interrupt stops (a turn), if any."""
+        running = self.running
+        if running is None or running.work is None or not running.work.interruptible:
+            return None
+        return running
 
-    async def compact(self, instructions: str | None, keep_turns: int) -> dict[str, Any]:
-        self.check_idle("compact")
-        self.busy = "compacting"
-        try:
-            return await compactor.compact(
-                self,
-                instructions=instructions,
-                keep_turns=keep_turns,
-                turn_id=f"a{self.transcript.turn_number}",
-            )
-        finally:
-            self.busy = None
+    async def interrupt(self) -> Interrupted:
+        running = self.interruptible()
+        if running is None or not running.cancel():
+            return Interrupted(False)
+        await running.done.wait()
+        return Interrupted(True, running.task.turn_id)
 
     def compaction_limit(self, provider: Provider) -> int | None:
         """Prompt tokens above which a turn compacts first; None when turned off."""
@@ -293,6 +292,6 @@ class Session:
 
     def request_interrupt(self) -> None:
         """Fire-and-forget form for ``session/cancel``."""
-        turn = self.turn
-        if turn is not None:
-            turn.cancel()
+        running = self.interruptible()
+        if running is not None:
+            running.cancel()
