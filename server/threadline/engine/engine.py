@@ -21,6 +21,7 @@ from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import SessionStore
 from . import capabilities, events
 from .commands import SLASH_COMMANDS, prompt_task
+from .compactor import Compaction
 from .config import SessionConfig
 from .errors import InvalidParams
 from .forking import fork
@@ -129,8 +130,6 @@ class Engine:
         return fork(self.live, session_id, message_id, None)
 
     async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
-        from .compactor import Compaction
-
         session = self.live.open(params.session_id)
         task = Compaction(session, params.instructions, params.keep_turns)
         return _compact_result(await self.live.run(session, task))

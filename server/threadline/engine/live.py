@@ -29,7 +29,7 @@ from .mutations import Msg, Mutation
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
-from .tasks import SessionTask, Work
+from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
 from .watch import RemoteTurnWatcher
@@ -219,7 +219,13 @@ class LiveSessions:
         if work is None:
             return await task.run()
         with self.leased(session, work, task.lease_turn_id):
-            return await session.run(task)
+            running = RunningTask(task)
+            session.running = running
+            try:
+                return await running.run()
+            finally:
+                session.running = None
+                # Where a queued prompt will start, as the next task. No queue yet.
 
     def _interrupt_requested(self, session_id: str) -> None:
         """Another process asked (through the store) to stop a turn we run."""

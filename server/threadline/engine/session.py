@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
@@ -25,7 +25,7 @@ from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, from_event
 from .outcomes import Interrupted
-from .tasks import RunningTask, SessionTask
+from .tasks import RunningTask
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
-
-R = TypeVar("R")
 
 
 def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -> str | None:
@@ -254,19 +252,6 @@ class Session:
         )
 
     # -- tasks ----------------------------------------------------------------------------
-
-    async def run(self, task: SessionTask[R]) -> R:
-        """Run ``task`` as the session's one task (its lease is the caller's)."""
-        work = task.work
-        assert work is not None, "a task that holds no lease runs beside the session's"
-        self.check_idle(work.action)
-        running = RunningTask(task)
-        self.running = running
-        try:
-            return await running.run()
-        finally:
-            self.running = None
-            # Where a queued prompt will start, as the next task. None queue yet.
 
     def interruptible(self) -> RunningTask[Any] | None:
         """The running task that an interrupt stops (a turn), if any."""
