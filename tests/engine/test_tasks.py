@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.engine.fakes import EchoTool, FakeHost, scripted, text_prompt, turn
+from tests.engine.fakes import EchoTool, FakeHost, scripted, started, text_prompt, turn, when
 from tests.tools.fakes import FakeEditor
 from threadline.engine import events
 from threadline.engine.blocks import bare_call_block, message, text, user_message
@@ -30,7 +30,7 @@ from threadline.engine.mutations import (
 )
 from threadline.engine.outcomes import CompactionOutcome, TurnOutcome
 from threadline.engine.session import Session
-from threadline.engine.tasks import RunningTask, SessionTask, Work
+from threadline.engine.tasks import RunningTask, Work
 from threadline.engine.turn import Turn
 from threadline.providers.registry import ProviderRegistry
 from threadline.store.base import Owner, StoreError
@@ -38,37 +38,6 @@ from threadline.store.owners import current_owner
 from threadline.store.sqlite import EventStore
 
 pytestmark = pytest.mark.timeout(30)
-
-
-async def started(task: SessionTask[Any], until: anyio.Event) -> tuple[RunningTask[Any], list[Any]]:
-    """Run ``task`` until ``until`` is set, then stop it; its result is returned."""
-    running = RunningTask(task)
-    results: list[Any] = []
-
-    async def run() -> None:
-        results.append(await running.run())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        with anyio.fail_after(5):
-            await until.wait()
-        assert running.cancel()
-    assert running.done.is_set()
-    return running, results
-
-
-def when(host: FakeHost, kind: type[events.Event]) -> anyio.Event:
-    """An event set once the host is told a ``kind`` event."""
-    seen = anyio.Event()
-    told = host.announce
-
-    def announce(event: events.Event) -> None:
-        told(event)
-        if isinstance(event, kind):
-            seen.set()
-
-    host.announce = announce  # type: ignore[method-assign]
-    return seen
 
 
 # -- turn -------------------------------------------------------------------------------
@@ -89,7 +58,9 @@ async def test_a_turn_stopped_while_a_tool_runs_answers_every_call_cancelled() -
         ]
     )
     host = FakeHost(provider, tools=[slow])
-    running, [outcome] = await started(turn(host, "go"), when(host, events.ToolProgress))
+    running, [outcome] = await started(
+        turn(host, "go"), when(host, lambda e: isinstance(e, events.ToolProgress))
+    )
 
     assert isinstance(outcome, TurnOutcome) and outcome.stop_reason == "cancelled"
     assert host.kinds() == ["user_message", "assistant_message", "tool_cancelled", "tool_cancelled"]
@@ -111,7 +82,7 @@ async def test_a_turn_snapshot_is_what_an_interrupt_would_leave_under_new_ids() 
     host = FakeHost(provider)
     t = turn(host, "tell me")
     snapshots: list[list[Any]] = []
-    shown = when(host, events.MessageChunk)
+    shown = when(host, lambda e: isinstance(e, events.MessageChunk))
 
     async def fork_then_stop() -> None:
         await shown.wait()
@@ -153,7 +124,9 @@ async def test_a_compaction_stopped_mid_summary_changes_nothing() -> None:
     two_turns(host)
     task = Compaction(host, None, 1)
     assert task.work is Work.COMPACT and task.snapshot() == []
-    _, [outcome] = await started(task, when(host, events.CompactionProgress))
+    _, [outcome] = await started(
+        task, when(host, lambda e: isinstance(e, events.CompactionProgress))
+    )
 
     assert outcome == CompactionOutcome.unchanged(outcome.tokens_before, 4, "cancelled")
     assert outcome.tokens_before > 0
