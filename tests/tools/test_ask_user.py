@@ -55,3 +55,24 @@ def test_a_free_question_is_one_required_string() -> None:
         "required": ["answer"],
     }
     assert written_out({"question": "  Why?  "}) == "Why?"
+
+
+def test_ask_user_is_offered_only_when_the_request_is_to_ask() -> None:
+    """BM25 selection with the bench's editor session (every built-in tool, ask_user
+    included): no prompt of ``bench/toolprompts.py`` is offered ask_user, so the small
+    model's choices there are unchanged; a request to ask is."""
+    from bench.figures.toolchoice import registry
+    from bench.toolprompts import PLAIN_QUESTIONS, TOOL_PROMPTS
+    from threadline.providers.base import SMALL_MODEL_TOOLS, ChatMessage
+    from threadline.tools.selection import ToolSelector
+
+    selector = ToolSelector(registry())
+
+    def offered(text: str) -> list[str]:
+        return [
+            s.name for s in selector.offer([ChatMessage("user", text)], SMALL_MODEL_TOOLS).specs
+        ]
+
+    for prompt in [p for p, _ in TOOL_PROMPTS] + [q for q, _ in PLAIN_QUESTIONS]:
+        assert "ask_user" not in offered(prompt), prompt
+    assert offered("Ask me which colour I want for the button.")[0] == "ask_user"

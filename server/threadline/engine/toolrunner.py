@@ -8,8 +8,9 @@ at all is asked of one `CallPolicy` (today: the user's permission when the tool 
 it); a mode that allows fewer tools, or asks differently, is another policy.
 
 What the runner keeps across the rounds of a turn: the tool budget, the calls it has
-seen (a model that repeats one gets no tools on its next round) and what the model
-is to be told once on its next request (`notes`).
+seen (a model that repeats one gets no tools on its next round), what the model
+is to be told once on its next request (`notes`), and the turn's final message once a
+call ended the turn with one (`final`: ``ask_user`` to a client that cannot ask).
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class ToolRunner:
         self.notes: list[ChatMessage] = []
         """What the model is told once, on its next request only (the history never
         has it; clients see the refused call's failed result instead)."""
+        self.final: str | None = None
+        """The message a call ended the turn with (``ToolOutcome.final_message``): the
+        calls after it are not run, and the turn stores it as its last answer."""
         self._seen: set[str] = set()
 
     def take_notes(self) -> list[ChatMessage]:
@@ -146,6 +150,8 @@ class ToolRunner:
             self._answer(
                 call, "not run: the tool budget is exhausted", is_error=True, status="cancelled"
             )
+        if self.final is not None:
+            return "end_turn"
         if skipped or (self.budget <= 0 and not self.tools_off and fresh):
             return "max_turn_requests"
         return None
@@ -219,6 +225,10 @@ class ToolRunner:
     async def _run_batch(self, batch: list[ToolCallFinal]) -> None:
         if not batch:
             return
+        if self.final is not None:  # a call before these ended the turn
+            for call in batch:
+                self._answer(call, "not run: the turn ended with a question", status="cancelled")
+            return
         outcomes: dict[str, tuple[ToolOutcome, ToolStatus]] = {}
         if len(batch) == 1:
             outcomes[batch[0].id] = await self._run_one(batch[0])
@@ -235,6 +245,8 @@ class ToolRunner:
         for call in batch:
             outcome, status = outcomes[call.id]
             self._record(call, outcome, status)
+            if outcome.final_message is not None and self.final is None:
+                self.final = outcome.final_message
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
         if failures and self.host.config.strict_tools:
