@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tests.support import stop_process
 from threadline.engine.events import Event
 from threadline.rpc.projection import Projection
 from threadline.tools.base import ToolContext
@@ -64,12 +65,7 @@ def remote_echo_server(transport: str, folder: Path, require: str | None = None)
         path = "/sse" if transport == "sse" else "/mcp"
         yield f"http://127.0.0.1:{port_file.read_text()}{path}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
 
 class FakeEditor:
