@@ -55,6 +55,12 @@ async def wait_until_gone(pids: set[int], seconds: float = 10.0) -> None:
         await anyio.sleep(0.05)
 
 
+def echo_tools(server: str) -> list[str]:
+    """The session's names of ``mcp_echo_server.py``'s tools, sorted."""
+    tools = ["add", "dotted_name", "echo", "fail", "sleep", "where"]
+    return [f"{server}__{t}" for t in tools]
+
+
 def text_of(outcome: ToolOutcome) -> str:
     return "".join(c.get("text", "") for c in outcome.content)
 
@@ -76,14 +82,7 @@ async def test_echo_server_tools_calls_and_clean_close(tmp_path: Path, errlog: A
     assert len(started) == 1
     assert conns.running == ["echo"] and conns.failures == {}
     by_name = {t.name: t for t in tools}
-    assert sorted(by_name) == [
-        "echo__add",
-        "echo__dotted_name",
-        "echo__echo",
-        "echo__fail",
-        "echo__sleep",
-        "echo__where",
-    ]
+    assert sorted(by_name) == echo_tools("echo")
     echo = by_name["echo__echo"]
     assert (echo.kind, echo.needs_permission, echo.parallelizable) == ("read", False, True)
     add = by_name["echo__add"]
@@ -292,14 +291,7 @@ async def test_remote_server_tools_calls_headers_and_failures(
         assert "401" in conns.failures["nokey"], conns.failures
         assert "http(s) url" in conns.failures["nourl"]
         by_name = {t.name: t for t in tools}
-        assert sorted(by_name) == [
-            "web__add",
-            "web__dotted_name",
-            "web__echo",
-            "web__fail",
-            "web__sleep",
-            "web__where",
-        ]
+        assert sorted(by_name) == echo_tools("web")
         assert (by_name["web__echo"].kind, by_name["web__add"].needs_permission) == (
             "read",
             True,
