@@ -196,8 +196,8 @@ def ensure(names: Iterable[str], say: Callable[[str], None]) -> None:
     if not missing:
         return
     decided = plan(missing, euid=os.geteuid(), sudo_works=_sudo_works, allowed=install_allowed())
-    if decided.stop is not None or decided.prefix is None:
-        raise Missing(decided.stop or "")
+    if decided.prefix is None:
+        raise Missing(str(decided.stop))
     how = "with sudo" if decided.prefix else "as root"
     why = ", ".join(f"{p.label} ({p.why})" for p in missing)
     say(
@@ -311,7 +311,7 @@ class _XdistController:
         node.workerinput["threadline_realparts"] = self.folder
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.done:
+        if self.done or node.config.option.collectonly:
             return
         self.done = True
         wanted = json.loads(Path(self.folder, f"{node.gateway.id}.json").read_text())
