@@ -27,6 +27,7 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    restart,
     sessionlist,
     sharing,
     stores,
@@ -51,6 +52,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "sharing": sharing.run,
     "toolchoice": toolchoice.run,
     "stores": stores.run,
+    "restart": restart.run,
 }
 
 

@@ -22,7 +22,7 @@ from threadline_protocol.meta import McpInfo, PromptResultInfo
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
-from . import capabilities, events
+from . import capabilities, events, folds
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
@@ -75,7 +75,12 @@ class Engine:
         self._generation = 0
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
         self._watchers: dict[str, RemoteTurnWatcher] = {}
-        self._folds = FoldCache(store)
+        self._folds = FoldCache(store, replay=self._replay_projection)
+
+    def _replay_projection(self) -> tuple[folds.Project, object]:
+        """How this client is shown a replay, for folds kept as sessions grow."""
+        projection = self.link.projection
+        return projection.replay, projection.variant
 
     # -- loading and freshness ------------------------------------------------------------
 
@@ -187,6 +192,7 @@ class Engine:
             yield
         finally:
             self.leases.release(session.id)
+            self._folds.grown(session.id, session.transcript, session.seq)
 
     def _interrupt_requested(self, session_id: str) -> None:
         """Another process asked (through the store) to stop a turn we run."""
@@ -241,6 +247,7 @@ class Engine:
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
                 tg.start_soon(s.toolset.aclose)
+        await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
         await self.providers.aclose()
 
