@@ -27,6 +27,7 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    promptcache,
     restart,
     sessionlist,
     sharing,
@@ -53,6 +54,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "toolchoice": toolchoice.run,
     "stores": stores.run,
     "restart": restart.run,
+    "promptcache": promptcache.run,
 }
 
 

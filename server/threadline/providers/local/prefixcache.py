@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 DEFAULT_CAPACITY = 256 << 20
 """Bytes of kept states: about 11,000 tokens of SmolLM2-135M's KV cache (e.g. eight
 sessions of 1,400 tokens). ``THREADLINE_PROMPT_CACHE_MB`` sets it; 0 turns it off."""
-MIN_TOKENS = 32
+MIN_TOKENS = 16
 """The live state is kept only when a prompt would drop this many of its tokens or
 more: the next turn of the same session drops just the end of its answer as
 re-rendered (nothing worth a copy), another session's prompt drops all but the shared
