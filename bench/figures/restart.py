@@ -76,6 +76,19 @@ def _first(home: Path, env: dict[str, str], method: str, sid: str) -> tuple[floa
         conn.close(timeout=60)
 
 
+def _small(home: Path, env: dict[str, str]) -> str:
+    """A two-message session on the same home: what any first open in a fresh process
+    costs whatever the session's length (the session's tool modules imported, the
+    first queries)."""
+    conn = spawn(THREADLINE, home, env=env)
+    try:
+        sid = new_session(conn, "scripted:echo", builtinTools=False)
+        conn.call("session/prompt", prompt_params(sid, "hi"))
+        return sid
+    finally:
+        conn.close(timeout=60)
+
+
 def _drop_folds(home: Path, url: str | None) -> None:
     """Remove every kept fold, behind the store's back (the peer's starting point)."""
     if url is None:
@@ -97,8 +110,10 @@ def _measure(
     sid, per_prompt = _grow(home, env, messages, ctx)
     ctx.log(f"restart: {backend} grown to {messages:,} in {time.monotonic() - t0:.0f} s")
     out: dict[str, list[float]] = {"prompt": [per_prompt]}
+    small = _small(home, env)
     for key in ("history", "load"):
         out[key] = [_first(home, env, f"session/{key}", sid)[0] for _ in range(reps)]
+        out[f"{key} small"] = [_first(home, env, f"session/{key}", small)[0] for _ in range(reps)]
     history: list[dict[str, Any]] = _first(home, env, "session/history", sid)[1]["messages"]
     if len(history) < messages:  # and the summaries of auto-compaction
         raise AssertionError(f"{len(history)} messages in history, {messages} prompted")
@@ -123,6 +138,7 @@ def _rows(backend: str, messages: int, r: dict[str, list[float]]) -> list[Row]:
     for i, key in enumerate(("history", "load")):
         s = summarize(r[key])
         peer = summarize(r[f"{key} unkept"])
+        small = summarize(r[f"{key} small"])
         target = TARGETS.get(messages, (None, None))[i]
         rows.append(
             Row(
@@ -132,7 +148,8 @@ def _rows(backend: str, messages: int, r: dict[str, list[float]]) -> list[Row]:
                 ms(s.p50),
                 _spread(s),
                 f"{ratio(s.ratio(peer))} the log folded ({ms(peer.p50)}) · "
-                f"{ratio(s.ratio(dumps))} client json.dumps of the history ({ms(dumps.p50)})",
+                f"{ratio(s.ratio(dumps))} client json.dumps of the history ({ms(dumps.p50)}) · "
+                f"a 2-message session's first {key}: {ms(small.p50)}",
                 "" if target is None else f"< {ms(target)}",
                 "" if target is None else verdict(s.p50 < target),
             )
