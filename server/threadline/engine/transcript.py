@@ -69,6 +69,10 @@ class Transcript:
     )
     """Each message's replay updates as JSON, with the compacted mark and projection
     variant they were made for."""
+    _replay_kept: tuple[list[tuple[bool, object, list[int]]], list[bytes]] | None = None
+    """A restored fold's replay as kept (each message's mark, variant and piece sizes;
+    every piece in order), made into `_replayed` only when something needs it:
+    ``session/load`` of an unchanged fold splices the pieces as they are."""
     changes: int = 0
     """Mutations applied: a fold taken at one count is stale at another."""
 
@@ -221,7 +225,7 @@ class Transcript:
             "callIds": sorted(self.call_ids),
             "summaries": list(self.summaries),
         }
-        return Snapshot(state, list(self._wire), list(self._replayed))
+        return Snapshot(state, list(self._wire), list(self._made()))
 
     def make_replay(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
@@ -231,7 +235,7 @@ class Transcript:
         session grown by prompting is replayed after a restart without projecting a
         message."""
         compacted = self.compacted_indexes()
-        made = self._replayed
+        made = self._made()
         try:
             for i in range(len(self)):
                 key = (i in compacted, variant)
@@ -273,15 +277,10 @@ class Transcript:
                 return None
             start += 1
             made: list[tuple[bool, object, list[int]]] = header.get("replayed", [])
-            sizes = list(itertools.chain.from_iterable(lengths for _, _, lengths in made))
-            pieces = _pieces(data, start, sizes, 0)
-            start += sum(sizes)
-            replayed: list[tuple[tuple[bool, object], list[bytes]]] = []
-            at = 0
-            for mark, variant, lengths in made:
-                replayed.append(((mark, variant), pieces[at : at + len(lengths)]))
-                at += len(lengths)
-            if start != len(data) or len(replayed) > len(sizes):
+            lengths = list(itertools.chain.from_iterable(n for _, _, n in made))
+            pieces = _pieces(data, start, lengths, 0)
+            start += sum(lengths)
+            if start != len(data) or len(made) > len(sizes):
                 return None
             cp = header["checkpoint"]
             t = cls(
@@ -298,7 +297,7 @@ class Transcript:
             return None
         t._unparsed = body
         t._wire = wire
-        t._replayed = replayed
+        t._replay_kept = (made, pieces)
         return t
 
     def _ids(self) -> list[str]:
@@ -307,7 +306,20 @@ class Transcript:
     @property
     def replayed(self) -> int:
         """Messages whose replay updates are made (and kept with a snapshot)."""
-        return len(self._replayed)
+        kept = self._replay_kept
+        return len(kept[0]) if kept is not None else len(self._replayed)
+
+    def _made(self) -> list[tuple[tuple[bool, object], list[bytes]]]:
+        """`_replayed`, made from a restored fold's kept replay on first need."""
+        kept = self._replay_kept
+        if kept is not None:
+            self._replay_kept = None
+            made, pieces = kept
+            at = 0
+            for mark, variant, lengths in made:
+                self._replayed.append(((mark, variant), pieces[at : at + len(lengths)]))
+                at += len(lengths)
+        return self._replayed
 
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
@@ -317,22 +329,33 @@ class Transcript:
         ``variant`` of the projection, such as a client that shows compactions
         differently); ``None`` when one is not orjson's to write."""
         compacted = self.compacted_indexes()
+        kept = self._replay_kept
+        if (
+            kept is not None
+            and len(kept[0]) == len(self)
+            and all(
+                mark == (i in compacted) and made_for == variant
+                for i, (mark, made_for, _) in enumerate(kept[0])
+            )
+        ):
+            return list(kept[1])  # a restored fold's replay, every message's as it was kept
+        replayed = self._made()
         out: list[bytes] = []
         try:
             for i in range(len(self)):
                 mark = i in compacted
                 key = (mark, variant)
-                if i < len(self._replayed) and self._replayed[i][0] == key:
-                    out += self._replayed[i][1]
+                if i < len(replayed) and replayed[i][0] == key:
+                    out += replayed[i][1]
                     continue
                 m = self.messages[i]
                 made = [
                     _kept(orjson.dumps(u)) for u in project({**m, "compacted": True} if mark else m)
                 ]
-                if i < len(self._replayed):
-                    self._replayed[i] = (key, made)
+                if i < len(replayed):
+                    replayed[i] = (key, made)
                 else:
-                    self._replayed.append((key, made))
+                    replayed.append((key, made))
                 out += made
         except TypeError:
             return None
