@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +59,45 @@ def _kept(home: Path, url: str | None, sid: str) -> tuple[int, int]:
     return (int(fold[0][0]) if fold else 0), int(last[0][0])
 
 
-async def _grow(client: SidecarClient, turns: int) -> str:
-    sid = await client.new_session(model="scripted:echo", builtinTools=False)
-    for i in range(turns):
-        await client.prompt(sid, f"turn {i}")
-    return sid
-
-
 async def _history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
     return (await client.call("session/history", {"sessionId": sid}))["messages"]
+
+
+async def _grown_then(
+    home: Path, stop: Callable[[SidecarClient], Awaitable[None]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """A session grown by `TURNS` prompts in a sidecar that ``stop`` then ends; the
+    session and its history as that sidecar answered it."""
+    a = await start_sidecar(home)
+    try:
+        sid = await a.new_session(model="scripted:echo", builtinTools=False)
+        for i in range(TURNS):
+            await a.prompt(sid, f"turn {i}")
+        before = await _history(a, sid)
+        await stop(a)
+    finally:
+        await a.stop()
+    return sid, before
+
+
+async def _exit(a: SidecarClient) -> None:
+    await a.call("shutdown")
+    a.notify("exit")
+    assert a._server is not None
+    assert await asyncio.wait_for(a._server.wait(), 30) == 0
+
+
+async def _kill(a: SidecarClient) -> None:
+    await asyncio.sleep(1.0)  # a fold write under way finishes (it is a worker's)
+    assert a._server is not None
+    os.kill(a._server.pid, signal.SIGKILL)
+    await a._server.wait()
 
 
 async def test_after_shutdown_and_exit_the_next_sidecar_reads_the_kept_fold(
     home: Path, store_url: str | None
 ) -> None:
-    a = await start_sidecar(home)
-    try:
-        sid = await _grow(a, TURNS)
-        before = await _history(a, sid)
-        await a.call("shutdown")
-        a.notify("exit")
-        assert a._server is not None
-        assert await asyncio.wait_for(a._server.wait(), 30) == 0
-    finally:
-        await a.stop()
+    sid, before = await _grown_then(home, _exit)
     fold, last = _kept(home, store_url, sid)
     assert fold == last == 2 * TURNS, "the fold is whole when the sidecar exits normally"
     # Only the kept fold can answer now: the log is gone.
@@ -104,16 +120,7 @@ async def test_after_shutdown_and_exit_the_next_sidecar_reads_the_kept_fold(
 async def test_after_kill_9_the_kept_fold_is_a_bounded_number_of_events_behind(
     home: Path, store_url: str | None
 ) -> None:
-    a = await start_sidecar(home)
-    try:
-        sid = await _grow(a, TURNS)
-        before = await _history(a, sid)
-        await asyncio.sleep(1.0)  # a fold write under way finishes (it is a worker's)
-        assert a._server is not None
-        os.kill(a._server.pid, signal.SIGKILL)
-        await a._server.wait()
-    finally:
-        await a.stop()
+    sid, before = await _grown_then(home, _kill)
     fold, last = _kept(home, store_url, sid)
     assert last == 2 * TURNS
     assert fold > 0 and last - fold < STORE_AFTER, (fold, last)
