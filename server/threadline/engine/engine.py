@@ -27,6 +27,7 @@ from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
 from .ids import new_id, now_iso
+from .labels import fork_title, turn_end
 from .link import ClientLink
 from .measure import context_parts
 from .mutations import AssistantTruncated, Msg, Mutation
@@ -275,17 +276,16 @@ class Engine:
             )
         ]
 
-    def _warning(self, model: str) -> pm.McpMeta | None:
-        """A model that cannot answer for want of a key is said when it is chosen, not
-        at the first prompt."""
-        warning = self.providers.key_problem(model)
-        return None if warning is None else pm.McpMeta(threadline=McpInfo(warning=warning))
-
     def _validated_model(self, model: str | None) -> str:
+        """A model that cannot answer for want of a key is refused when it is chosen
+        (session/new, a model change), not discovered at the next prompt."""
         try:
-            return self.providers.validate(model or self.providers.default_model)
+            valid = self.providers.validate(model or self.providers.default_model)
         except UnknownModel as exc:
             raise InvalidParams(str(exc), {"model": model}) from exc
+        if problem := self.providers.key_problem(valid):
+            raise InvalidParams(problem, {"model": valid, "reason": "no_api_key"})
+        return valid
 
     def new_session(
         self, params: pm.NewSessionParams
@@ -321,8 +321,6 @@ class Engine:
             models=pm.SessionModelState(current_model_id=config.model, available_models=models),
             config_options=self._model_config_option(config.model, models),
         )
-        if meta := self._warning(config.model):
-            result.meta = meta
         if not params.mcp_servers:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
@@ -412,14 +410,15 @@ class Engine:
             raise SessionNotFound(live.id)
         snapshot: list[Mutation] = []
         if params.message_id is not None:
-            where = self.store.locate_message(parent_row.id, params.message_id)
+            at = turn_end(live.transcript.messages, params.message_id) or params.message_id
+            where = self.store.locate_message(parent_row.id, at)
             if where is None:
                 raise InvalidParams(
                     f"message {params.message_id} is not in session {parent_row.id}",
                     {"messageId": params.message_id},
                 )
             base_id, base_seq, base_count = where
-            forked_at: str | None = params.message_id
+            forked_at: str | None = at
         else:
             base_id, base_seq, base_count = (
                 parent_row.id,
@@ -445,7 +444,7 @@ class Engine:
             self.store.append(child.id, [m.to_event() for m in snapshot], now_iso())
         # Named apart from its parent, so the two differ in every session list.
         self.store.update_session(
-            child.id, title=f"{parent_row.title or 'session ' + parent_row.id} · fork"
+            child.id, title=fork_title(parent_row.title or f"session {parent_row.id}")
         )
         return pm.ForkResult(
             session_id=child.id, parent_session_id=parent_row.id, forked_at_message_id=forked_at
@@ -630,10 +629,7 @@ class Engine:
         self.leases.check_free(session.id)
         session.config.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-        result = pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if meta := self._warning(session.config.model):  # as at session/new
-            result.meta = meta
-        return result
+        return pm.SetConfigOptionResult(config_options=self._config_options(session))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
         current = session.config.model

@@ -7,7 +7,8 @@ stays in the session. Ctrl-C at the prompt right after that (or twice in a row) 
 as does Ctrl-D. Tool calls show while they run, permission requests are asked in the
 terminal, and each turn ends with a token-usage line.
 
-Slash commands (see ``/help``): ``/fork [messageId]``, ``/compact [instructions]``,
+Slash commands (see ``/help``): ``/fork [label]``, ``/compact [instructions]``,
+``/interrupt``,
 ``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/tools``,
 ``/quit``. The chat reads and writes files for the sidecar (``fs/*``), so the built-in
 ``write_file`` tool is offered, and asks before each write.
@@ -102,7 +103,8 @@ async def chat(
         try:
             await session.open(session_id, model)
         except (RpcError, ConnectionError) as exc:
-            console.print(Text(f"could not start: {exc}", style="red"))
+            why = f"{exc} ({exc.code})" if isinstance(exc, RpcError) else str(exc)
+            console.print(Text(f"could not start: {why}", style="red"))
             return 1
         console.print(Text("/help for commands · Ctrl-C interrupts · Ctrl-D exits", style="dim"))
         return await session.loop(Commands(session).run)

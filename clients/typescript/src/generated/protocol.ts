@@ -390,7 +390,6 @@ export interface McpInfo {
   mcpFailures?: {
     [key: string]: string;
   } | null;
-  warning?: string | null;
 }
 
 export interface McpMeta {
@@ -655,6 +654,7 @@ export interface SessionInfoUpdate {
 
 export interface SessionInfoUpdateInfo {
   status?: string | null;
+  watching?: boolean | null;
 }
 
 export interface SessionInfoUpdateMeta {
@@ -918,6 +918,7 @@ export interface ToolUseBlock {
 /** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
 export interface TurnInfo {
   compacted?: boolean | null;
+  summary?: boolean | null;
   truncated?: boolean | null;
   turnId: string;
 }

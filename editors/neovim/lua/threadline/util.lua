@@ -25,8 +25,14 @@ function M.describe_error(err)
     vim.lsp.log.debug('threadline error', err.code, err.message, err.data)
   end
   local text = err.message or 'unknown error'
-  if type(reason) == 'string' and not text:find(reason, 1, true) then
-    text = text .. ' (' .. reason:gsub('_', ' ') .. ')'
+  if err.code == -32002 then
+    -- The sidecar says `unknown session: sess_…`; the usual cause is a delete elsewhere.
+    local sid = type(err.data) == 'table' and err.data.sessionId or text:match('(sess_%S+)') or ''
+    return ('session %s no longer exists: it was deleted (perhaps in another editor) or never existed'):format(sid)
+  end
+  local words = type(reason) == 'string' and reason:gsub('_', ' ') or nil
+  if words and not text:lower():find(words:lower(), 1, true) then
+    text = text .. ' (' .. words .. ')'
   end
   return text
 end

@@ -49,40 +49,58 @@ describe('threadline setup', function()
     end
   end)
 
-  --- The missing-key warning, once as a WARN message and once in the chat buffer.
-  local function assert_key_warning(tl, sid)
-    local warned
-    for _, m in ipairs(messages) do
-      if m.msg:find('no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', 1, true) then
-        warned = m
-      end
-    end
-    assert.is_not_nil(warned, vim.inspect(messages))
-    assert.equals(vim.log.levels.WARN, warned.level)
-    assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
+  --- A sidecar started without $OPENAI_API_KEY.
+  local function keyless()
+    local saved = vim.env.OPENAI_API_KEY
+    vim.env.OPENAI_API_KEY = nil
+    local tl = H.start()
+    vim.env.OPENAI_API_KEY = saved
+    return tl
   end
 
-  it('a model without its API key is reported when the session starts, in words', function()
-    local saved = vim.env.OPENAI_API_KEY
-    vim.env.OPENAI_API_KEY = nil
-    local tl = H.start()
-    local sid = H.new_session(tl, 'openai:gpt-4o-mini')
-    vim.env.OPENAI_API_KEY = saved
-    assert_key_warning(tl, sid)
-  end)
-
-  it('a model without its API key is reported when it is chosen for an open session', function()
-    local saved = vim.env.OPENAI_API_KEY
-    vim.env.OPENAI_API_KEY = nil
-    local tl = H.start()
-    local sid = H.new_session(tl, 'scripted:echo')
+  --- Ask for `model` in the open session and wait for the answer.
+  local function choose(tl, sid, model)
     local changed = H.record('ThreadlineModel')
-    vim.cmd('Threadline model openai:gpt-4o-mini')
+    tl.set_model(model, sid)
     H.wait(function()
       return #changed == 1
     end, 'model change')
-    vim.env.OPENAI_API_KEY = saved
-    assert_key_warning(tl, sid)
+    return changed[1]
+  end
+
+  it('a model without its API key is refused when a session starts, in words', function()
+    local tl = keyless()
+    tl.new('openai:gpt-4o-mini')
+    local refused
+    H.wait(function()
+      for _, m in ipairs(messages) do
+        if m.msg:find('no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', 1, true) then
+          refused = m
+        end
+      end
+      return refused ~= nil
+    end, 'the refusal')
+    assert.equals(vim.log.levels.ERROR, refused.level)
+    assert.is_nil(refused.msg:find('\n', 1, true), 'one line')
+    assert.is_nil(refused.msg:find('(no api key)', 1, true), 'the reason is not said twice')
+  end)
+
+  it('a model without its API key is refused when it is chosen for an open session', function()
+    local tl = keyless()
+    local sid = H.new_session(tl, 'scripted:echo')
+    local changed = choose(tl, sid, 'openai:gpt-4o-mini')
+    assert.equals('scripted:echo', changed.model)
+    assert.equals('openai:gpt-4o-mini', changed.refused)
+    assert.matches('model not changed: no API key', messages[#messages].msg, 1, true)
+    assert.matches('[model not changed (still scripted:echo): no API key', H.text(tl.buffer(sid)), 1, true)
+    -- The session kept its model: the next prompt is answered, not an auth error.
+    local done = H.record('ThreadlineTurnDone')
+    tl.ask('still echoing', sid)
+    H.wait(function()
+      return #done == 1
+    end, 'the prompt after the refusal')
+    assert.equals('end_turn', done[1].stopReason)
+    assert.equals('', tl.status(sid))
   end)
 
   it(':checkhealth threadline reports the sidecar, its version, initialize, the model and the data folder', function()
