@@ -29,6 +29,7 @@ from .figures import (
     modelserver,
     promptcache,
     restart,
+    search,
     sessionlist,
     sharing,
     stores,
@@ -53,6 +54,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "sharing": sharing.run,
     "toolchoice": toolchoice.run,
     "stores": stores.run,
+    "search": search.run,
     "restart": restart.run,
     "promptcache": promptcache.run,
 }

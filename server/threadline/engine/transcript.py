@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from .ids import new_id, now_iso
+from .blocks import cancelled_result_block, tool_message
 from .mutations import (
     ContextSummary,
     ExperienceForget,
@@ -438,22 +438,7 @@ def cancelled_results(
     turn = turn_id or f"a{transcript.turn_number}"
     return [
         ToolCancelled(
-            {
-                "messageId": new_id("msg"),
-                "turnId": turn,
-                "role": "tool",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "toolUseId": call_id,
-                        "toolName": block.get("name"),
-                        "content": [{"type": "text", "text": f"Tool call cancelled: {reason}."}],
-                        "isError": True,
-                        "status": "cancelled",
-                    }
-                ],
-                "createdAt": now_iso(),
-            }
+            tool_message(turn, cancelled_result_block(call_id, block.get("name"), reason))
         )
         for call_id, block in transcript.open_calls.items()
     ]
