@@ -107,6 +107,12 @@ CALLS: dict[str, Call] = {
     "session/set_config_option": Engine.set_config_option,
     "session/fork": Engine.fork,
     "session/compact": Engine.compact,
+    "session/set_title": Engine.set_title,
+    "session/archive": Engine.archive,
+    "session/set_tags": Engine.set_tags,
+    "session/search": Engine.search,
+    "session/export": Engine.export,
+    "session/import": Engine.import_log,
 }
 
 ROUTES = routes(METHODS, CALLS)
