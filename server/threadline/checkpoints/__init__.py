@@ -7,10 +7,9 @@ folder (``THREADLINE_HOME/checkpoints/<workspace hash>/``); the user's ``.git``,
 stash and refs are never read for writing nor written. See ``docs/checkpoints.md``.
 """
 
-from .git import GitUnavailable, git_binary
+from .git import CheckpointError, GitUnavailable, git_binary
 from .shadow import (
     EMPTY_TREE,
-    CheckpointError,
     FileChange,
     Limits,
     ShadowRepo,

@@ -28,7 +28,11 @@ def git_binary() -> str | None:
     return shutil.which("git")
 
 
-class GitFailed(Exception):
+class CheckpointError(Exception):
+    """A snapshot, diff or restore could not be done; the message says why."""
+
+
+class GitFailed(CheckpointError):
     """A git command exited with an error; the message carries its stderr."""
 
 

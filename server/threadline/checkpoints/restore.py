@@ -20,6 +20,7 @@ import logging
 import os
 import stat
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,13 +42,21 @@ class Restored:
     """The restore finished one a killed process had begun."""
 
 
-def restore(repo: ShadowRepo, target: str) -> Restored:
-    """Make the workspace equal ``target`` for every file a snapshot covers."""
+def restore(repo: ShadowRepo, target: str, only: Collection[str] | None = None) -> Restored:
+    """Make the workspace equal ``target`` for every file a snapshot covers, or only
+    for the paths in ``only`` (what a session changed; anything else is left be)."""
     with repo.locked() as git:
-        return _restore(repo, git, target)
+        return _restore(repo, git, target, only)
 
 
-def _restore(repo: ShadowRepo, git: Git, target: str, *, resumed: bool = False) -> Restored:
+def _restore(
+    repo: ShadowRepo,
+    git: Git,
+    target: str,
+    only: Collection[str] | None,
+    *,
+    resumed: bool = False,
+) -> Restored:
     # The shadow index is the snapshot just taken of the workspace: it names the
     # files a checkpoint covers (ignored and oversized ones are not touched).
     current = repo.snapshot_locked(git).tree
@@ -60,6 +69,8 @@ def _restore(repo: ShadowRepo, git: Git, target: str, *, resumed: bool = False) 
         meta = parts[i][1:].decode().split(" ")
         path = os.fsdecode(parts[i + 1])
         i += 2
+        if only is not None and path not in only:
+            continue
         if meta[4] == "D":
             deletes.append(path)
         else:
@@ -67,7 +78,15 @@ def _restore(repo: ShadowRepo, git: Git, target: str, *, resumed: bool = False) 
     if not writes and not deletes:
         repo.journal.unlink(missing_ok=True)
         return Restored((), (), resumed)
-    _write_json(repo.journal, {"root": str(repo.root), "target": target, "at": time.time()})
+    _write_json(
+        repo.journal,
+        {
+            "root": str(repo.root),
+            "target": target,
+            "only": None if only is None else sorted(only),
+            "at": time.time(),
+        },
+    )
     pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
     contents = git.objects([blob for _, mode, blob in writes if mode != "160000"])
     it = iter(contents)
@@ -89,14 +108,15 @@ def resume(repo: ShadowRepo) -> Restored | None:
     """Finish a restore a killed process left (its journal); None when there is none."""
     with repo.locked() as git:
         try:
-            target = json.loads(repo.journal.read_text())["target"]
+            journal = json.loads(repo.journal.read_text())
+            target, only = journal["target"], journal.get("only")
         except FileNotFoundError:
             return None
         except (ValueError, KeyError):
             repo.journal.unlink(missing_ok=True)
             return None
         log.warning("finishing the restore of %s to %s that was cut short", repo.root, target)
-        return _restore(repo, git, target, resumed=True)
+        return _restore(repo, git, target, only, resumed=True)
 
 
 def resume_all(data_dir: Path) -> list[Restored]:
@@ -120,13 +140,13 @@ def resume_all(data_dir: Path) -> list[Restored]:
     return done
 
 
-def materialize(repo: ShadowRepo, tree: str, dest: Path) -> int:
-    """Write every file of ``tree`` into ``dest`` (new or empty); returns how many."""
+def materialize(repo: ShadowRepo, tree: str, dest: Path) -> list[str]:
+    """Write every file of ``tree`` into ``dest`` (new or empty); returns their paths."""
     if dest.exists() and any(dest.iterdir()):
         raise CheckpointError(f"{dest} is not empty: a fork's files go into a new folder")
     dest.mkdir(parents=True, exist_ok=True)
     if tree == EMPTY_TREE:
-        return 0
+        return []
     with repo.locked() as git:
         index = repo.home / f"materialize-{os.getpid()}.index"
         env = git.env(work_tree=dest, index=index)
@@ -136,7 +156,7 @@ def materialize(repo: ShadowRepo, tree: str, dest: Path) -> int:
             listed = git.run(["ls-files", "-z"], env=env)
         finally:
             index.unlink(missing_ok=True)
-    return len([p for p in listed.split(b"\0") if p])
+    return [os.fsdecode(p) for p in listed.split(b"\0") if p]
 
 
 def _put(root: Path, path: str, mode: str, data: bytes) -> None:

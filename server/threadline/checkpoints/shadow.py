@@ -19,18 +19,14 @@ import fcntl
 import hashlib
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .git import Git, GitFailed
+from .git import CheckpointError, Git, GitFailed
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's id of the tree with nothing in it: the state before any checkpoint."""
-
-
-class CheckpointError(Exception):
-    """A snapshot, diff or restore could not be done; the message says why."""
 
 
 class TooManyFiles(CheckpointError):
@@ -122,7 +118,7 @@ class ShadowRepo:
     # -- set-up and locking -------------------------------------------------------------
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[Git]:
+    def locked(self) -> Generator[Git]:
         """The repository, created if new, held against other processes (two sidecars
         on one workspace share its index)."""
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)

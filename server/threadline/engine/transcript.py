@@ -20,15 +20,18 @@ from .mutations import (
     ContextSummary,
     ExperienceForget,
     ExperienceRemember,
+    Mark,
     MessageMutation,
     Msg,
     Mutation,
     ToolCancelled,
+    TranscriptReset,
+    WorkspaceCheckpoint,
     from_event,
 )
 from .rawjson import RawJSON
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 """Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
 restored (the log is folded instead), so a kept fold never outlives its reader."""
 
@@ -65,6 +68,10 @@ class Transcript:
     variant they were made for."""
     changes: int = 0
     """Mutations applied: a fold taken at one count is stale at another."""
+    marks: list[Mark] = field(default_factory=list[Mark])
+    """The workspace checkpoints, in order (``engine/workspace.py`` reads them)."""
+    rewound: str | None = None
+    """The rewind that ``session/unrewind`` may still undo (no message since)."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -83,6 +90,7 @@ class Transcript:
     def _append(self, message: Msg) -> None:
         self.index[message["messageId"]] = len(self.messages)
         self.messages.append(message)
+        self.rewound = None
         turn = message.get("turnId", "")
         if message["role"] == "user" and turn.startswith("u"):
             with contextlib.suppress(ValueError):
@@ -113,12 +121,34 @@ class Transcript:
             self.experiences[mutation.experience_id] = mutation.text
         elif isinstance(mutation, ExperienceForget):
             self.experiences.pop(mutation.experience_id, None)
+        elif isinstance(mutation, WorkspaceCheckpoint):
+            self.marks.append(Mark(len(self), mutation.trees, mutation.host, mutation.moment))
+        elif isinstance(mutation, TranscriptReset):
+            self._reset(mutation)
         else:
             start = len(self.messages)
             for m in mutation.messages:
                 self._append(m)
             self.working_start = start
             self.checkpoint = None
+
+    def _reset(self, reset: TranscriptReset) -> None:
+        """Keep the first ``keep`` messages, append the reset's, take its state. Each
+        kept message's JSON and replay stay; the history's cache goes."""
+        keep = reset.keep
+        kept = self.messages[:keep]
+        self._messages, self.index, self.open_calls = [], {}, {}
+        for m in [*kept, *reset.messages]:
+            self._append(m)
+        self._wire = self._wire[:keep]
+        self._replayed = self._replayed[:keep]
+        self._history = None
+        self.experiences = dict(reset.experiences)
+        self.working_start = reset.working_start
+        cp = reset.compaction
+        self.checkpoint = None if cp is None else Checkpoint(cp[0], cp[1], frozenset(cp[2]))
+        self.marks = list(reset.marks)
+        self.rewound = reset.rewind_id
 
     # -- views ----------------------------------------------------------------------
 
@@ -200,6 +230,8 @@ class Transcript:
                 "turnNumber": self.turn_number,
                 "openCalls": self.open_calls,
                 "callIds": sorted(self.call_ids),
+                "marks": [m.wire() for m in self.marks],
+                "rewound": self.rewound,
             }
         except TypeError:
             return None
@@ -266,6 +298,8 @@ class Transcript:
                 turn_number=header["turnNumber"],
                 open_calls=header["openCalls"],
                 call_ids=set(header["callIds"]),
+                marks=[Mark.from_wire(m) for m in header["marks"]],
+                rewound=header["rewound"],
             )
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None

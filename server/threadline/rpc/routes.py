@@ -107,6 +107,9 @@ CALLS: dict[str, Call] = {
     "session/set_config_option": Engine.set_config_option,
     "session/fork": Engine.fork,
     "session/compact": Engine.compact,
+    "session/diff": Engine.diff,
+    "session/rewind": Engine.rewind,
+    "session/unrewind": Engine.unrewind,
 }
 
 ROUTES = routes(METHODS, CALLS)
