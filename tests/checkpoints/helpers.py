@@ -67,7 +67,7 @@ def workspace_files(ws: Path) -> dict[str, str]:
     }
 
 
-def acting(client: SidecarClient, actions: list[Callable[[], None]]) -> None:
+def acting(client: SidecarClient, actions: list[Callable[[], object]]) -> None:
     """Answer each ``tool/call`` by running the next action."""
 
     async def handler(params: dict[str, Any]) -> dict[str, Any]:

@@ -131,12 +131,10 @@ async def test_a_user_edit_after_the_checkpoint_is_refused_then_forced(
     assert a.read_text() == "the user's own words\n"
 
 
-async def test_unrewind_only_until_the_next_prompt(
-    sidecar: SidecarClient, tmp_path: Path
-) -> None:
+async def test_unrewind_only_until_the_next_prompt(sidecar: SidecarClient, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    acting(sidecar, [lambda: (ws / "x").write_text(str(i)) for i in range(3)])
+    acting(sidecar, [lambda i=i: (ws / "x").write_text(str(i)) for i in range(3)])
     sid = await changing_session(sidecar, ws)
     await sidecar.prompt(sid, "one")
     await sidecar.prompt(sid, "two")
