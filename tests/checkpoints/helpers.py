@@ -4,6 +4,7 @@ files however the test says (a client tool that declares itself mutating)."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import subprocess
 from collections.abc import Callable
@@ -68,10 +69,13 @@ def workspace_files(ws: Path) -> dict[str, str]:
 
 
 def acting(client: SidecarClient, actions: list[Callable[[], object]]) -> None:
-    """Answer each ``tool/call`` by running the next action."""
+    """Answer each ``tool/call`` by running the next action (awaited if it returns an
+    awaitable: a call that holds its turn open)."""
 
     async def handler(params: dict[str, Any]) -> dict[str, Any]:
-        actions.pop(0)()
+        done = actions.pop(0)()
+        if inspect.isawaitable(done):
+            await done
         return {"content": [{"type": "text", "text": "changed"}]}
 
     client.on_request("tool/call", handler)

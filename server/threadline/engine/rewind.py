@@ -110,16 +110,19 @@ class Files:
             paths = None if target is None else await self._plan(session, latest, target, force)
             cut = fork(self.live, session.id, None, None)
             self.live.store.update_session(cut.session_id, title=_cut_title(session))
-            files = None
             marks = list(prefix.marks)
-            if target is not None and paths is not None:
-                files, after = await self._restore(session, target, paths)
-                marks.append(Mark(keep, after, self.ws.host, "restore"))
+            if target is not None:
+                marks.append(Mark(keep, target.trees, self.ws.host, "restore"))
             elif latest is not None and (not marks or marks[-1].trees != latest.trees):
                 # The files stay as the cut turns left them: the next restore compares
                 # the workspace with that, not with an older checkpoint.
                 marks.append(Mark(keep, latest.trees, latest.host, "rewind"))
+            # The cut first, then the files: a process killed in between leaves a
+            # restore journal that the next start finishes, so the two agree.
             session.commit([_reset(prefix, keep, (), tuple(marks), cut.session_id)])
+            files = None
+            if target is not None and paths is not None:
+                files = await self._restore(session, target, paths)
         return Rewound(cut.session_id, len(session.transcript), files or RestoredFiles())
 
     async def unrewind(
@@ -145,15 +148,15 @@ class Files:
             ]:
                 raise InvalidParams(f"{rewind_id} is not this session's rewind", {})
             target = cut.marks[-1] if cut.marks else None
-            files = None
-            marks = list(cut.marks)
+            paths = None
             if restore_files and target is not None:
                 self._check_on()
                 latest = t.marks[-1] if t.marks else None
                 paths = await self._plan(session, latest, target, force)
-                files, after = await self._restore(session, target, paths)
-                marks.append(Mark(len(cut), after, self.ws.host, "restore"))
-            session.commit([_reset(cut, keep, tuple(cut.messages[keep:]), tuple(marks), None)])
+            session.commit([_reset(cut, keep, tuple(cut.messages[keep:]), tuple(cut.marks), None)])
+            files = None
+            if target is not None and paths is not None:
+                files = await self._restore(session, target, paths)
         held = store.delete_session(rewind_id, self.live.owner, time.time())
         del held  # a fork someone opened meanwhile stays: it is theirs now
         return Rewound(None, len(session.transcript), files or RestoredFiles())
@@ -179,9 +182,7 @@ class Files:
             with self.live.leased(child, Work.REWIND):
                 latest = parent.transcript.marks[-1] if parent.transcript.marks else None
                 paths = await self._plan(child, latest, target, force)
-                files, after = await self._restore(child, target, paths)
-                child.commit([WorkspaceCheckpoint(after, self.ws.host, "restore")])
-                return files
+                return await self._restore(child, target, paths)
         except BaseException:
             await self.live.delete(child.id)
             raise
@@ -258,9 +259,9 @@ class Files:
 
     async def _restore(
         self, session: Session, target: Mark, paths: dict[str, set[str]]
-    ) -> tuple[RestoredFiles, Trees]:
-        """Bring ``paths`` back to ``target``; what was written and deleted, and the
-        workspace's trees after (the checkpoint the session records)."""
+    ) -> RestoredFiles:
+        """Bring ``paths`` back to ``target``, then checkpoint the workspace as it is
+        (files nobody changed are as they were, not as in ``target``)."""
 
         def work() -> tuple[RestoredFiles, Trees]:
             written: list[str] = []
@@ -274,7 +275,11 @@ class Files:
             after = self.ws.snapshot_now(session.roots)
             return RestoredFiles(tuple(written), tuple(deleted)), after
 
-        return await _off_loop(work)
+        files, after = await _off_loop(work)
+        marks = session.transcript.marks
+        if not marks or marks[-1].trees != after:
+            session.commit([WorkspaceCheckpoint(after, self.ws.host, "restore")])
+        return files
 
     def _check_on(self) -> None:
         if not self.ws.enabled:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ import anyio.to_thread
 
 from ..checkpoints import CheckpointError, ShadowRepo, git_binary
 from ..checkpoints.restore import resume, resume_all
+from ..store.owners import hostname
 from .mutations import Mark
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,8 @@ Trees = tuple[tuple[str, str], ...]
 class Workspaces:
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
-        self.host = socket.gethostname()
+        self.host = hostname()
+        """This machine, as leases name it (``THREADLINE_HOST`` overrides)."""
         self.off_reason: str | None = None
         """Why checkpoints are off in this process, or None when they are on."""
         if data_dir is None:
