@@ -14,12 +14,14 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
+from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
 from threadline_protocol.meta import CompactResultInfo, McpInfo, PromptResultInfo, ToolOffer
 
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import SessionStore
 from . import capabilities, events
+from .catalog import Catalog
 from .commands import SLASH_COMMANDS, prompt_task
 from .compactor import Compaction
 from .config import SessionConfig
@@ -63,6 +65,7 @@ class Engine:
         self.live = LiveSessions(store, providers, link, workspaces)
         self.files = Files(self.live)
         self._pages = SessionPages(store)
+        self.catalog = Catalog(store, link, self.live.open, self.live.sessions.get)
 
     def get(self, session_id: str) -> Session:
         """The live session (loaded, caught up, repaired)."""
@@ -231,7 +234,7 @@ class Engine:
         return self._set_up(self.live.open(params.session_id), params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
-        rows, next_cursor = self._pages.page(params.cwd, params.cursor)
+        rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
         out = pm.ListSessionsResult(
             sessions=[
                 pm.SessionInfo(
@@ -244,6 +247,9 @@ class Engine:
                         forked_at_message_id=r.forked_at_message_id,
                         message_count=r.message_count,
                         model=r.config.get("model"),
+                        preview=r.preview,
+                        archived=r.archived,
+                        tags=list(r.tags),
                     ),
                 )
                 for r in rows
@@ -260,6 +266,26 @@ class Engine:
     async def delete(self, session_id: str) -> pm.EmptyResult:
         await self.live.delete(session_id)
         return pm.EmptyResult()
+
+    # -- the catalog: one line each (engine/catalog.py) --------------------------------------
+
+    def set_title(self, params: cat.SetTitleParams) -> pm.EmptyResult:
+        return self.catalog.set_title(params)
+
+    def archive(self, params: cat.ArchiveParams) -> pm.EmptyResult:
+        return self.catalog.archive(params)
+
+    def set_tags(self, params: cat.SetTagsParams) -> pm.EmptyResult:
+        return self.catalog.set_tags(params)
+
+    def search(self, params: cat.SearchParams) -> cat.SearchResult:
+        return self.catalog.search(params)
+
+    def export(self, params: cat.ExportParams) -> cat.ExportResult:
+        return self.catalog.export(params)
+
+    def import_log(self, params: cat.ImportParams) -> cat.ImportResult:
+        return self.catalog.import_log(params)
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.live.open(params.session_id)

@@ -110,6 +110,12 @@ CALLS: dict[str, Call] = {
     "session/diff": Engine.diff,
     "session/rewind": Engine.rewind,
     "session/unrewind": Engine.unrewind,
+    "session/set_title": Engine.set_title,
+    "session/archive": Engine.archive,
+    "session/set_tags": Engine.set_tags,
+    "session/search": Engine.search,
+    "session/export": Engine.export,
+    "session/import": Engine.import_log,
 }
 
 ROUTES = routes(METHODS, CALLS)
