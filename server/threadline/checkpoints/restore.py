@@ -98,8 +98,8 @@ def _restore(
             time.sleep(pause)
     for path in deletes:
         _remove(repo.root, path)
-    # The index follows the workspace again (stat data refreshed for the files written).
-    git.run(["add", "-A", "--ignore-errors"], ok=(0, 1))
+    # The shadow index still holds the files as they were: the next snapshot reads
+    # the few written again (their size or time changed), nothing else.
     repo.journal.unlink(missing_ok=True)
     return Restored(tuple(p for p, _, _ in writes), tuple(deletes), resumed)
 
