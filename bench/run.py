@@ -28,6 +28,8 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    promptcache,
+    restart,
     search,
     sessionlist,
     sharing,
@@ -55,6 +57,8 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "stores": stores.run,
     "search": search.run,
     "checkpoints": checkpoints.run,
+    "restart": restart.run,
+    "promptcache": promptcache.run,
 }
 
 
