@@ -10,9 +10,17 @@ from .base import Prewritten, StrictWireModel, WireModel, meta_field
 from .content import ContentBlock
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
-from .updates import SessionNotification, ToolCallLocation
+from .updates import SessionNotification, ToolCallContent, ToolCallLocation
 from .versions import PROTOCOL_VERSION as PROTOCOL_VERSION
 from .versions import THREADLINE_PROTOCOL_VERSION as THREADLINE_PROTOCOL_VERSION
+from .work import (
+    CreateTerminalParams,
+    CreateTerminalResult,
+    SessionModeState,
+    TerminalOutputResult,
+    TerminalRef,
+    WaitForExitResult,
+)
 
 # -- initialize ----------------------------------------------------------------------
 
@@ -241,6 +249,7 @@ class SessionConfigOption(WireModel):
 
 class NewSessionResult(WireModel):
     session_id: str
+    modes: SessionModeState | None = None
     models: SessionModelState | None = None
     config_options: list[SessionConfigOption] | None = None
     meta: McpMeta | None = meta_field()
@@ -408,6 +417,8 @@ class PermissionToolCall(WireModel):
     status: str | None = None
     raw_input: Any = None
     locations: list[ToolCallLocation] | None = None
+    content: list[ToolCallContent] | None = None
+    """What the call would do, shown before the user decides (an edit's ``diff``)."""
 
 
 class RequestPermissionParams(WireModel):
@@ -660,6 +671,41 @@ METHODS: dict[str, MethodSpec] = {
             WriteTextFileParams,
             EmptyResult,
             "Write a file through the editor.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/create",
+            CreateTerminalParams,
+            CreateTerminalResult,
+            "Run a command in the client's terminal (clients that advertised terminal).",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/output",
+            TerminalRef,
+            TerminalOutputResult,
+            "A client terminal's output so far, and its exit status once it exited.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/wait_for_exit",
+            TerminalRef,
+            WaitForExitResult,
+            "Wait until a client terminal's command exits.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/kill",
+            TerminalRef,
+            EmptyResult,
+            "Kill a client terminal's command; the terminal stays until released.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/release",
+            TerminalRef,
+            EmptyResult,
+            "Free a client terminal (killing its command if it still runs).",
             direction="server_to_client",
         ),
         _m(

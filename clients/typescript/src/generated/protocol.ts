@@ -218,6 +218,37 @@ export interface ContextResult {
   [key: string]: unknown;
 }
 
+/** ACP ``terminal/create``: run ``command`` with ``args`` in the client's terminal. */
+export interface CreateTerminalParams {
+  args?: string[];
+  command: string;
+  cwd?: string | null;
+  env?: EnvVariableSetting[];
+  outputByteLimit?: number | null;
+  sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface CreateTerminalResult {
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``current_mode_update``: the session's mode changed (from any client). */
+export interface CurrentModeUpdate {
+  currentModeId: string;
+  sessionUpdate: "current_mode_update";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``diff`` content: a file's whole text before and after (``oldText`` absent
+ * for a new file). Shown from the call's first ``tool_call``, in its permission
+ * request and in its result, live and on replay.
+ */
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
@@ -242,6 +273,13 @@ export interface EmptyResult {
 }
 
 export interface EnvVariable {
+  name: string;
+  value: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface EnvVariableSetting {
   name: string;
   value: string;
   /** Peers may add fields (ACP extensibility). */
@@ -453,6 +491,7 @@ export interface NewSessionResult {
   _meta?: McpMeta | null;
   configOptions?: SessionConfigOption[] | null;
   models?: SessionModelState | null;
+  modes?: SessionModeState | null;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
@@ -481,6 +520,7 @@ export interface PermissionSelected {
 
 /** ACP ``ToolCallUpdate`` as it appears in a permission request. */
 export interface PermissionToolCall {
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: string | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -498,6 +538,7 @@ export interface Plan {
   [key: string]: unknown;
 }
 
+/** One entry of ACP's ``plan`` update (the whole list is sent each time). */
 export interface PlanEntry {
   content: string;
   /** @default "medium" */
@@ -663,6 +704,22 @@ export interface SessionInfoUpdateMeta {
   [key: string]: unknown;
 }
 
+export interface SessionMode {
+  description?: string | null;
+  id: string;
+  name: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``modes`` in session results: the mode the session is in and the choices. */
+export interface SessionModeState {
+  availableModes: SessionMode[];
+  currentModeId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SessionModelState {
   availableModels: ModelInfo[];
   currentModelId: string;
@@ -673,7 +730,7 @@ export interface SessionModelState {
 /** Params of the ``session/update`` notification. */
 export interface SessionNotification {
   sessionId: string;
-  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate;
+  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -703,6 +760,43 @@ export interface SummaryBlock {
   compactionId?: string | null;
   text: string;
   type: "summary";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalExitStatus {
+  exitCode?: number | null;
+  signal?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalOutputResult {
+  exitStatus?: TerminalExitStatus | null;
+  output: string;
+  truncated: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * Params of ``terminal/output``, ``terminal/wait_for_exit``, ``terminal/kill`` and
+ * ``terminal/release``.
+ */
+export interface TerminalRef {
+  sessionId: string;
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``terminal`` content: the client shows the terminal ``terminal/create``
+ * made, live, for as long as it keeps it.
+ */
+export interface TerminalToolCallContent {
+  terminalId: string;
+  type: "terminal";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -807,7 +901,7 @@ export interface ToolCallMeta {
 
 export interface ToolCallProgress {
   _meta?: ToolCallUpdateMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[] | null;
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other" | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -822,7 +916,7 @@ export interface ToolCallProgress {
 
 export interface ToolCallStart {
   _meta?: ToolCallMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[];
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[];
   /** @default "other" */
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
   locations?: ToolCallLocation[];
@@ -888,8 +982,10 @@ export interface ToolOffer {
 export interface ToolResultBlock {
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   /** @default false */
   isError?: boolean;
+  plan?: PlanEntry[] | null;
   rawOutput?: unknown;
   /** @default "completed" */
   status?: "completed" | "failed" | "cancelled";
@@ -901,9 +997,11 @@ export interface ToolResultBlock {
 
 /**
  * A tool call, with what clients were shown of it when it was made (``title``,
- * ``kind``, ``locations``), so ``session/load`` replays exactly that.
+ * ``kind``, ``locations``, and ``content``: the diff it would make), so
+ * ``session/load`` replays exactly that.
  */
 export interface ToolUseBlock {
+  content?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   id: string;
   input: { [key: string]: unknown };
   kind?: string | null;
@@ -954,6 +1052,13 @@ export interface UserMessageChunk {
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface WaitForExitResult {
+  exitCode?: number | null;
+  signal?: string | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1129,6 +1234,41 @@ export interface ProtocolMethods {
     params: unknown;
     result: unknown;
   };
+  /** Run a command in the client's terminal (clients that advertised terminal). */
+  "terminal/create": {
+    direction: "server_to_client";
+    kind: "request";
+    params: CreateTerminalParams;
+    result: CreateTerminalResult;
+  };
+  /** Kill a client terminal's command; the terminal stays until released. */
+  "terminal/kill": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** A client terminal's output so far, and its exit status once it exited. */
+  "terminal/output": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: TerminalOutputResult;
+  };
+  /** Free a client terminal (killing its command if it still runs). */
+  "terminal/release": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** Wait until a client terminal's command exits. */
+  "terminal/wait_for_exit": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: WaitForExitResult;
+  };
   /** Run a client-defined tool. */
   "tool/call": {
     direction: "server_to_client";
@@ -1163,6 +1303,11 @@ export const METHODS = {
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
+  "terminal/create": { direction: "server_to_client", kind: "request" },
+  "terminal/kill": { direction: "server_to_client", kind: "request" },
+  "terminal/output": { direction: "server_to_client", kind: "request" },
+  "terminal/release": { direction: "server_to_client", kind: "request" },
+  "terminal/wait_for_exit": { direction: "server_to_client", kind: "request" },
   "tool/call": { direction: "server_to_client", kind: "request" },
 } as const;
 export type MethodName = keyof ProtocolMethods;
