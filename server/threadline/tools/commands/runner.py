@@ -70,7 +70,7 @@ def _killpg(pgid: int, sig: int) -> None:
 def _watchdog(pgid: int) -> subprocess.Popen[bytes]:
     """A process that kills group ``pgid`` once its stdin closes (the sidecar died)."""
     return subprocess.Popen(
-        ["/bin/sh", "-c", f"read _ignored; kill -KILL -- -{pgid} 2>/dev/null"],
+        ["/bin/sh", "-c", f"read _ignored; kill -KILL -{pgid} 2>/dev/null"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -1,5 +1,4 @@
-"""Built-in workspace tools: read, list and search files, edit and write them, run
-commands (``tools/commands/``) and keep a plan (``tools/plan.py``).
+"""Built-in workspace tools: read, list and search files, edit and write them.
 
 Every path goes through :class:`~threadline.tools.sandbox.Sandbox` first, so a tool only
 ever touches files inside the session's ``cwd`` and extra roots; a refusal is an error
@@ -13,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Tool
-from ..commands.run_command import RunCommand
-from ..plan import UpdatePlan
 from .common import offers_fs
 from .edit_file import EditFile
 from .list_directory import ListDirectory
@@ -26,21 +23,18 @@ __all__ = [
     "EditFile",
     "ListDirectory",
     "ReadFile",
-    "RunCommand",
     "SearchText",
-    "UpdatePlan",
     "WriteFile",
     "workspace_tools",
 ]
 
 
 def workspace_tools(client_capabilities: dict[str, Any] | None) -> list[Tool]:
-    """The built-in tools a client gets: the read-only ones, ``write_file`` only when
-    it advertised ``fs.writeTextFile``, then ``edit_file`` (through the editor or to
-    disk), ``run_command`` (in the client's terminal or the sidecar) and ``update_plan``.
-    Every tool that changes something asks first (the session's mode may say otherwise)."""
+    """The file tools a client gets: the read-only ones, ``write_file`` only when it
+    advertised ``fs.writeTextFile``, and ``edit_file`` (through the editor or to disk).
+    The tools that change something ask first (the session's mode may say otherwise)."""
     tools: list[Tool] = [ReadFile(), ListDirectory(), SearchText()]
     if offers_fs(client_capabilities, "writeTextFile"):
         tools.append(WriteFile())
-    tools += [EditFile(), RunCommand(), UpdatePlan()]
+    tools.append(EditFile())
     return tools
