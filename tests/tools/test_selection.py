@@ -79,6 +79,12 @@ def test_a_plain_question_is_offered_no_tools(question: str) -> None:
         ("Read the file README.md.", "read_file"),
         ("Search the workspace for TODO.", "search_text"),
         ("Remember that I use tabs.", "remember"),
+        ("Run the tests.", "run_command"),
+        ("run the tests", "run_command"),
+        ("Run git status.", "run_command"),
+        ("Replace foo with bar in file src/a.py.", "edit_file"),
+        ("In calc.py, replace return a - b with return a + b.", "edit_file"),
+        ("Make a plan with the steps for this task.", "update_plan"),
     ],
 )
 def test_the_matching_tool_is_offered_first(prompt: str, best: str) -> None:

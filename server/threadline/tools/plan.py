@@ -52,20 +52,17 @@ class UpdatePlan:
     """Replace the session's plan with the given checklist."""
 
     name = "update_plan"
-    description = (
-        "Write or update your plan: the whole checklist of steps for the task, each "
-        "with a status (pending, in_progress, completed). The user sees it."
-    )
+    description = "Keep a plan the user sees: the whole checklist of steps, each with a status."
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
             "entries": {
                 "type": "array",
-                "description": "Every step of the plan, in order",
+                "description": "Every step, in order",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "content": {"type": "string", "description": "What the step does"},
+                        "content": {"type": "string", "description": "The step"},
                         "priority": {"type": "string", "enum": list(PRIORITIES)},
                         "status": {"type": "string", "enum": list(STATUSES)},
                     },

@@ -38,23 +38,18 @@ class RunCommand:
 
     name = "run_command"
     description = (
-        "Run a shell command in the workspace, such as running the tests, a build, "
-        "git status or a script, and get its output and exit code. The user approves "
-        "each command."
+        "Run a shell command in the workspace (tests, a build, git, a script); "
+        "returns its output and exit code."
     )
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "The shell command line to run"},
-            "cwd": {
-                "type": "string",
-                "description": "Folder to run it in, relative to the workspace (default: its root)",
-            },
+            "command": {"type": "string", "description": "Shell command line"},
+            "cwd": {"type": "string", "description": "Folder to run in"},
             "timeout": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
-                "description": f"Seconds before it is stopped (default {DEFAULT_TIMEOUT})",
             },
         },
         "required": ["command"],

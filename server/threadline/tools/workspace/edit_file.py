@@ -22,15 +22,9 @@ from .edits import apply_edits, parse_edits, unified
 _EDIT_ITEM: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "oldText": {
-            "type": "string",
-            "description": 'Exact text to replace, copied from the file ("" creates a new file)',
-        },
-        "newText": {"type": "string", "description": "The text to put in its place"},
-        "replaceAll": {
-            "type": "boolean",
-            "description": "Replace every occurrence instead of exactly one",
-        },
+        "oldText": {"type": "string", "description": "Exact text to replace"},
+        "newText": {"type": "string", "description": "Replacement text"},
+        "replaceAll": {"type": "boolean", "description": "Replace every match"},
     },
     "required": ["oldText", "newText"],
 }
@@ -41,9 +35,8 @@ class EditFile:
 
     name = "edit_file"
     description = (
-        "Edit a file in the workspace: replace exact text with new text. Each oldText "
-        "must match the file exactly once (copy it from read_file, with enough lines "
-        'to be unique); edits apply in order. To create a new file use oldText "".'
+        "Edit a file: replace exact text with new text. Each oldText must match the "
+        'file once; oldText "" creates a new file.'
     )
     parameters: dict[str, Any] = {
         "type": "object",
@@ -53,7 +46,6 @@ class EditFile:
                 "type": "array",
                 "items": _EDIT_ITEM,
                 "minItems": 1,
-                "description": "Replacements, applied in order",
             },
         },
         "required": ["path", "edits"],
