@@ -35,8 +35,8 @@ class EditFile:
 
     name = "edit_file"
     description = (
-        "Edit a file: replace exact text with new text. Each oldText must match the "
-        'file once; oldText "" creates a new file.'
+        "Edit a file: change text by replacing exact oldText (one match) with newText; "
+        'oldText "" creates a file.'
     )
     parameters: dict[str, Any] = {
         "type": "object",
