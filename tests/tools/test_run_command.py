@@ -21,7 +21,7 @@ import pytest
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.redact import command_env
 from threadline.tools.base import ToolOutcome
-from threadline.tools.commands import confine
+from threadline.tools.commands import confine, runner
 from threadline.tools.commands.output import HEAD_BYTES, TAIL_BYTES
 from threadline.tools.commands.run_command import RunCommand
 
@@ -50,6 +50,17 @@ def alive(marker: str) -> list[int]:
         if marker.encode() in cmdline and ") Z" not in st:
             found.append(int(pid))
     return found
+
+
+def gone(marker: str, within: float = 2.0) -> bool:
+    """Whether every process holding ``marker`` is gone (SIGKILL is delivered at once
+    but a loaded machine takes a moment to tear a process down)."""
+    deadline = time.monotonic() + within
+    while alive(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def marker() -> str:
@@ -159,11 +170,11 @@ async def test_a_timeout_kills_a_process_that_ignores_sigterm(tmp_path: Path) ->
     command = f"trap '' TERM; sleep {m} & trap '' TERM; wait"
     started = time.monotonic()
     out, _ = await run(tmp_path, {"command": command, "timeout": 1})
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 1 + runner.KILL_GRACE + 2.0
     assert out.is_error
     assert "stopped after the 1 s timeout" in text_of(out)
     assert out.raw_output["timedOut"] is True
-    assert alive(m) == []
+    assert gone(m), alive(m)
 
 
 async def test_an_interrupt_kills_the_whole_group_within_a_second(tmp_path: Path) -> None:
@@ -184,15 +195,17 @@ async def test_an_interrupt_kills_the_whole_group_within_a_second(tmp_path: Path
         cancelled_at = time.monotonic()
         tg.cancel_scope.cancel()
     stopped_at = time.monotonic()
-    assert stopped_at - cancelled_at < 1.0
-    assert alive(m) == []
+    # SIGTERM, then SIGKILL runner.KILL_GRACE (0.4 s) later: far sooner than the
+    # command would end (a loaded CI machine gets some slack).
+    assert stopped_at - cancelled_at < runner.KILL_GRACE + 2.0
+    assert gone(m), alive(m)
 
 
 async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path) -> None:
     m = marker()
     out, _ = await run(tmp_path, {"command": f"sleep {m} > /dev/null 2>&1 & echo left"})
     assert "left" in text_of(out)
-    assert alive(m) == []
+    assert gone(m), alive(m)
 
 
 def test_a_killed_sidecar_leaves_no_orphan(tmp_path: Path) -> None:
@@ -261,7 +274,7 @@ async def test_client_terminal_interrupt_kills_then_releases(tmp_path: Path) -> 
         tg.cancel_scope.cancel()
     assert editor.methods()[-2:] == ["terminal/kill", "terminal/release"]
     assert editor.released == ["term_1"]
-    assert alive(m) == []
+    assert gone(m), alive(m)
 
 
 async def test_client_terminal_timeout_kills_and_reports(tmp_path: Path) -> None:
