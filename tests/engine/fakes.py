@@ -128,7 +128,9 @@ class FakeHost:
     def tool_context(self, call_id: str) -> ToolContext:
         return ToolContext(self.id, call_id, "/nowhere", (), NoClient())
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
+    async def ask_permission(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> bool:
         self.asked.append((tool.name, call.id))
         return self.allow
 

@@ -38,9 +38,11 @@ def call_block(
     title: str,
     kind: str,
     locations: list[dict[str, Any]],
+    content: list[dict[str, Any]] | None = None,
 ) -> Block:
-    """A ``tool_use`` block with what the client is shown of it."""
-    return {
+    """A ``tool_use`` block with what the client is shown of it; ``content``: what the
+    call would do (an edit's diff), shown from its first ``tool_call`` on."""
+    block: Block = {
         "type": "tool_use",
         "id": call_id,
         "name": name,
@@ -49,6 +51,9 @@ def call_block(
         "kind": kind,
         "locations": locations,
     }
+    if content:
+        block["content"] = content
+    return block
 
 
 def summary_block(text: str, compaction_id: str) -> Block:

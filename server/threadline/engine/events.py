@@ -38,9 +38,11 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolProgress:
-    """A call started running: live only, not history."""
+    """A call started running, or shows its content so far (a command's output, the
+    terminal it runs in): live only, not history."""
 
     tool_call_id: str
+    content: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

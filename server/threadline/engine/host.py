@@ -97,7 +97,9 @@ class TurnHost(CompactionHost, Protocol):
         """What a tool run (or its ``locations``) is given for one call."""
         ...
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
+    async def ask_permission(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> bool:
         """Whether the user allows this call (remembered "always" answers included)."""
         ...
 

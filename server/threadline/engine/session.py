@@ -212,10 +212,17 @@ class Session:
     # -- tools ----------------------------------------------------------------------------
 
     def tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(self.id, call_id, self.cwd, tuple(self.config.roots), self.link)
+        def progress(content: list[dict[str, Any]]) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content)))
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
-        return await self.permissions.ask(tool, call, self.tool_context(call.id))
+        return ToolContext(
+            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress
+        )
+
+    async def ask_permission(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> bool:
+        return await self.permissions.ask(tool, call, self.tool_context(call.id), list(shown))
 
     # -- model ----------------------------------------------------------------------------
 

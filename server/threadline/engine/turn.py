@@ -38,7 +38,7 @@ from ..providers.base import (
     Usage,
 )
 from ..store.base import StoreError
-from ..tools.base import ToolOutcome
+from ..tools.base import ToolOutcome, preview_of
 from ..tools.schema import argument_problem
 from ..tools.selection import offer_meta
 from . import blocks, compactor, events
@@ -145,6 +145,8 @@ class Turn:
         self._ephemeral: list[ChatMessage] = []
         self._call_blocks: list[dict[str, Any]] = []
         """The ``tool_use`` and ``exit_signal`` blocks of the last committed answer."""
+        self._previews: dict[str, list[dict[str, Any]]] = {}
+        """What each call of the last answer would do (an edit's diff), by call id."""
         # A provider reports usage at the end of a stream; an interrupt ends it before
         # that, and its usage is then estimated: the request's size, one token a piece.
         self._unreported: tuple[int, int] | None = None
@@ -370,6 +372,7 @@ class Turn:
                     },
                 )
             return stream
+        self._previews = await self._preview(stream.calls)
         self._commit_stream(stream, truncated=False)
         return stream
 
@@ -565,6 +568,10 @@ class Turn:
             block["compactSummary"] = outcome.compact_summary
         if outcome.raw_output is not None:
             block["rawOutput"] = outcome.raw_output
+        if outcome.display:
+            block["display"] = outcome.display
+        if outcome.plan is not None:
+            block["plan"] = outcome.plan
         return self._message("tool", [block])
 
     async def _run_batches(self, calls: list[ToolCallFinal]) -> None:
@@ -609,6 +616,18 @@ class Turn:
                 {"reason": "tool_execution_error", "partialText": self.partial_text()},
             )
 
+    async def _preview(self, calls: list[ToolCallFinal]) -> dict[str, list[dict[str, Any]]]:
+        """What each call would do, worked out before the answer is stored, so its
+        first ``tool_call`` and its permission request show it (an edit's diff)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for call in calls:
+            tool = self.host.tools.get(call.name)
+            if tool is not None:
+                shown = await preview_of(tool, call.arguments, self.host.tool_context(call.id))
+                if shown:
+                    out[call.id] = shown
+        return out
+
     def _describe(self, call: ToolCallFinal) -> dict[str, Any]:
         """The call's ``tool_use`` block, with the title, kind and locations its tool
         gives (a tool that does not exist is shown by its name)."""
@@ -626,7 +645,13 @@ class Turn:
         except Exception:
             title = call.name
         return blocks.call_block(
-            call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
+            call.id,
+            call.name,
+            call.arguments,
+            title=title,
+            kind=tool.kind,
+            locations=locations,
+            content=self._previews.get(call.id),
         )
 
     async def _run_one(self, call: ToolCallFinal) -> tuple[ToolOutcome, str]:
@@ -634,7 +659,7 @@ class Turn:
         tool = host.tools.get(call.name)
         assert tool is not None
         if tool.needs_permission:
-            allowed = await host.ask_permission(tool, call)
+            allowed = await host.ask_permission(tool, call, self._previews.get(call.id, ()))
             if not allowed:
                 return (
                     ToolOutcome.text(

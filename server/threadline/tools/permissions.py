@@ -26,9 +26,16 @@ class PermissionBroker:
     def __init__(self) -> None:
         self._always: dict[str, bool] = {}
 
-    async def ask(self, tool: Tool, call: ToolCallFinal, ctx: ToolContext) -> bool:
+    async def ask(
+        self,
+        tool: Tool,
+        call: ToolCallFinal,
+        ctx: ToolContext,
+        shown: list[dict[str, Any]] | None = None,
+    ) -> bool:
         """``ctx`` is the call's own context: the request goes to its client, and the
-        files it would touch are worked out as the tool will see them."""
+        files it would touch are worked out as the tool will see them. ``shown``: what
+        the call would do (an edit's diff), as its ``tool_call`` showed it."""
         remembered = self._always.get(tool.name)
         if remembered is not None:
             return remembered
@@ -41,6 +48,7 @@ class PermissionBroker:
                 "status": "pending",
                 "rawInput": call.arguments,
                 "locations": _locations(tool, call, ctx),
+                **({"content": shown} if shown else {}),
             },
             "options": OPTIONS,
         }
