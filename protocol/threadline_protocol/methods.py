@@ -83,8 +83,12 @@ from .sessions import (
 from .updates import SessionNotification, ToolCallLocation
 from .versions import PROTOCOL_VERSION, THREADLINE_PROTOCOL_VERSION
 from .work import (
+    ApprovalsResult,
     CreateTerminalParams,
     CreateTerminalResult,
+    RemoveApprovalParams,
+    SetModeParams,
+    SetModeResult,
     TerminalOutputResult,
     TerminalRef,
     WaitForExitResult,
@@ -323,6 +327,27 @@ METHODS: dict[str, MethodSpec] = {
             SetConfigOptionParams,
             SetConfigOptionResult,
             "Change a session option such as the model.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/set_mode",
+            SetModeParams,
+            SetModeResult,
+            "Switch the session's mode (ask, plan, code, auto).",
+            dispatch="inline",
+        ),
+        _m(
+            "session/approvals",
+            SessionRef,
+            ApprovalsResult,
+            'The session\'s kept "always" answers.',
+            dispatch="inline",
+        ),
+        _m(
+            "session/remove_approval",
+            RemoveApprovalParams,
+            ApprovalsResult,
+            'Forget one kept "always" answer.',
             dispatch="inline",
         ),
         _m(

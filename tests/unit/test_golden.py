@@ -63,6 +63,7 @@ BUILT: dict[str, dict[str, Any]] = {
         CALL, "in_progress", [{"type": "terminal", "terminalId": "term_1"}]
     ),
     "plan": updates.plan(PLAN_ENTRIES),
+    "current_mode_update": updates.current_mode("plan"),
     "tool_call_update.cancelled": updates.tool_result(
         {
             **RESULT,

@@ -23,6 +23,7 @@ from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import InflightStream, SessionRow, SessionStore
 from ..store.owners import current_owner
 from . import capabilities, events
+from . import modes as session_modes
 from .config import SessionConfig
 from .errors import InvalidParams, SessionBusy, SessionNotFound
 from .folds import FoldCache
@@ -300,6 +301,7 @@ class Engine:
             builtin_tools=opts.builtin_tools,
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
+            mode=opts.mode,
         )
         session_id = new_id("sess")
         row = self.store.create_session(session_id, params.cwd, config.to_json(), now_iso())
@@ -311,8 +313,9 @@ class Engine:
         models = self._models(config.model)
         result = pm.NewSessionResult(
             session_id=session_id,
+            modes=session_modes.mode_state(config.mode),
             models=pm.SessionModelState(current_model_id=config.model, available_models=models),
-            config_options=self._model_config_option(config.model, models),
+            config_options=self._config_options(session),
         )
         if meta := self._warning(config.model):
             result.meta = meta
@@ -522,8 +525,12 @@ class Engine:
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        """``{}`` at once, or once the MCP servers asked for have started."""
-        result = pm.LoadSessionResult()
+        """The session's mode and options at once, or once the MCP servers asked for
+        have started."""
+        result = pm.LoadSessionResult(
+            modes=session_modes.mode_state(session.config.mode),
+            config_options=self._config_options(session),
+        )
         return self._with_mcp(session, servers, result) if servers else result
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
@@ -605,6 +612,9 @@ class Engine:
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.get(params.session_id)
+        if params.config_id == "mode":
+            session_modes.change_mode(session, params.value)
+            return pm.SetConfigOptionResult(config_options=self._config_options(session))
         if params.config_id == "builtinTools":
             if not isinstance(params.value, bool):
                 raise InvalidParams("builtinTools must be true or false", {"value": params.value})
@@ -630,7 +640,8 @@ class Engine:
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
         current = session.config.model
-        return self._model_config_option(current, self._models(current))
+        options = self._model_config_option(current, self._models(current))
+        return [*options, session_modes.mode_option(session.config.mode)]
 
 
 def _truncated_from(inflight: InflightStream, transcript: Transcript) -> Msg:

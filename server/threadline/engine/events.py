@@ -95,6 +95,13 @@ class AvailableCommands:
 
 
 @dataclass(frozen=True, slots=True)
+class ModeChanged:
+    """The session's mode changed (``session/set_mode`` or its config option)."""
+
+    mode_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Replayed:
     """A committed message shown as ``session/load`` shows it (the messages of a turn
     another process runs, as they land)."""
@@ -112,6 +119,7 @@ Event = (
     | CompactionProgress
     | Compacted
     | AvailableCommands
+    | ModeChanged
     | Replayed
 )
 

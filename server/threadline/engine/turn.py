@@ -658,21 +658,14 @@ class Turn:
         host = self.host
         tool = host.tools.get(call.name)
         assert tool is not None
-        if tool.needs_permission:
-            allowed = await host.ask_permission(tool, call, self._previews.get(call.id, ()))
-            if not allowed:
-                return (
-                    ToolOutcome.text(
-                        "The user refused permission for this tool call. Do not retry it; "
-                        "continue without it or ask the user.",
-                        is_error=True,
-                    ),
-                    "failed",
-                )
+        decision = await host.authorize(tool, call, self._previews.get(call.id, ()))
+        if decision.action == "refuse":
+            return ToolOutcome.text(decision.reason, is_error=True), "failed"
+        ctx = host.tool_context(call.id, confined=decision.action == "confined")
         host.announce(events.ToolProgress(call.id))
         try:
             with anyio.fail_after(tool.timeout):
-                outcome = await tool.run(call.arguments, host.tool_context(call.id))
+                outcome = await tool.run(call.arguments, ctx)
         except TimeoutError:
             return (
                 ToolOutcome.text(f"{call.name} timed out after {tool.timeout:g} s", is_error=True),

@@ -191,6 +191,11 @@ def available_commands(commands: Sequence[tuple[str, str, str | None]]) -> Updat
     }
 
 
+def current_mode(mode_id: str) -> Update:
+    """ACP's ``current_mode_update``."""
+    return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
+
+
 def replay(message: Msg, *, compaction: bool) -> list[Update]:
     """One stored message as the updates a live client was shown for it;
     ``compaction``: the client shows ``compaction_update``. Text chunks also carry
@@ -266,5 +271,7 @@ class Projection:
                 return [compacted(message_id, turn_id, block, shown=self.shows_compaction)]
             case events.AvailableCommands(commands):
                 return [available_commands(commands)]
+            case events.ModeChanged(mode_id):
+                return [current_mode(mode_id)]
             case events.Replayed(message):
                 return self.replay(message)

@@ -76,6 +76,9 @@ class ToolContext:
     """Shows the call's content so far while it runs (a command's output, the terminal
     it runs in), as a ``tool_call_update``; live only, the result is what is kept.
     None where nobody watches."""
+    confined: bool = False
+    """Run in the sandbox (``commands/confine.py``): the session's mode let the call run
+    unasked on that condition."""
 
     def report(self, content: list[ShownContent]) -> None:
         if self.progress is not None:

@@ -69,6 +69,30 @@ export interface Annotations {
   [key: string]: unknown;
 }
 
+/**
+ * An "always" answer kept with the session. ``scope``: ``workspace`` (the tool's
+ * calls on paths inside the session's roots) or ``prefix`` (a ``run_command`` whose
+ * command starts with ``prefix``, word for word); ``tool`` for every call of the tool
+ * (tools other than these two).
+ */
+export interface ApprovalRule {
+  allow: boolean;
+  createdAt: string;
+  id: string;
+  prefix?: string | null;
+  scope: "workspace" | "prefix" | "tool";
+  tool: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ``session/approvals`` and ``session/remove_approval``: the rules now kept. */
+export interface ApprovalsResult {
+  rules: ApprovalRule[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface AudioContent {
   annotations?: Annotations | null;
   data: string;
@@ -400,9 +424,14 @@ export interface LoadSessionParams {
   sessionId: string;
 }
 
-/** ``session/load`` and ``session/resume``: ``{}``, with MCP failures if any. */
+/**
+ * ``session/load`` and ``session/resume``: the session's mode and options, with
+ * MCP failures if any.
+ */
 export interface LoadSessionResult {
   _meta?: McpMeta | null;
+  configOptions?: SessionConfigOption[] | null;
+  modes?: SessionModeState | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -617,6 +646,13 @@ export interface ReadTextFileResult {
   [key: string]: unknown;
 }
 
+export interface RemoveApprovalParams {
+  /** Constraints: minLength 1. */
+  ruleId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
 export interface RequestPermissionParams {
   options: PermissionOption[];
   sessionId: string;
@@ -756,6 +792,20 @@ export interface SetConfigOptionResult {
   [key: string]: unknown;
 }
 
+/** ACP ``session/set_mode``. */
+export interface SetModeParams {
+  /** Constraints: minLength 1. */
+  modeId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface SetModeResult {
+  _meta?: { [key: string]: unknown } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SummaryBlock {
   compactionId?: string | null;
   text: string;
@@ -850,6 +900,8 @@ export interface ThreadlineSessionOptions {
   builtinTools?: boolean | string[];
   exitTools?: ToolDefinition[];
   maxTokens?: number | null;
+  /** @default "code" */
+  mode?: "ask" | "plan" | "code" | "auto";
   model?: string | null;
   /** @default false */
   strictTools?: boolean;
@@ -1115,6 +1167,13 @@ export interface ProtocolMethods {
     params: InitializeParams;
     result: InitializeResult;
   };
+  /** The session's kept "always" answers. */
+  "session/approvals": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: ApprovalsResult;
+  };
   /** ACP's interrupt. */
   "session/cancel": {
     direction: "client_to_server";
@@ -1199,6 +1258,13 @@ export interface ProtocolMethods {
     params: PromptParams;
     result: PromptResult;
   };
+  /** Forget one kept "always" answer. */
+  "session/remove_approval": {
+    direction: "client_to_server";
+    kind: "request";
+    params: RemoveApprovalParams;
+    result: ApprovalsResult;
+  };
   /** Ask the user before a tool runs. */
   "session/request_permission": {
     direction: "server_to_client";
@@ -1219,6 +1285,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SetConfigOptionParams;
     result: SetConfigOptionResult;
+  };
+  /** Switch the session's mode (ask, plan, code, auto). */
+  "session/set_mode": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetModeParams;
+    result: SetModeResult;
   };
   /** Streamed session updates. */
   "session/update": {
@@ -1286,6 +1359,7 @@ export const METHODS = {
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
   "initialize": { direction: "client_to_server", kind: "request" },
+  "session/approvals": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
@@ -1298,9 +1372,11 @@ export const METHODS = {
   "session/load": { direction: "client_to_server", kind: "request" },
   "session/new": { direction: "client_to_server", kind: "request" },
   "session/prompt": { direction: "client_to_server", kind: "request" },
+  "session/remove_approval": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
+  "session/set_mode": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
   "terminal/create": { direction: "server_to_client", kind: "request" },

@@ -98,13 +98,14 @@ class RunCommand:
         display: list[dict[str, Any]] = []
         where = "sidecar"
         try:
-            if client_runs_terminals(ctx) and not self.sandboxed:
+            sandboxed = self.sandboxed or ctx.confined
+            if client_runs_terminals(ctx) and not sandboxed:
                 finished, terminal_id = await run_in_client(ctx, command, cwd=cwd, timeout=timeout)
                 display = [{"type": "terminal", "terminalId": terminal_id}]
                 where = "terminal"
             else:
                 argv = [SHELL, "-c", command]
-                if self.sandboxed:
+                if sandboxed:
                     argv = confine.confined(
                         argv, roots=sandbox_of(ctx).real_roots, cwd=cwd, network=self.network
                     )
