@@ -27,6 +27,9 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    promptcache,
+    restart,
+    search,
     sessionlist,
     sharing,
     stores,
@@ -51,6 +54,9 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "sharing": sharing.run,
     "toolchoice": toolchoice.run,
     "stores": stores.run,
+    "search": search.run,
+    "restart": restart.run,
+    "promptcache": promptcache.run,
 }
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tests.engine.fakes import FakeHost, scripted
-from threadline.engine import compaction, compactor
+from threadline.engine import compaction
+from threadline.engine.compactor import Compaction
 from threadline.engine.mutations import (
     AssistantMessage,
     ContextSummary,
@@ -170,12 +171,12 @@ async def test_compact_commits_one_summary_through_the_host() -> None:
         host.commit([UserMessage(m) if m["role"] == "user" else AssistantMessage(m)])
     host.commits.clear()
 
-    result = await compactor.compact(host, instructions=None, keep_turns=1, turn_id="a3")
+    result = await Compaction(host, None, 1, turn_id="a3").run()
 
-    assert result["summary"] == "Goal: fix main.py."
-    assert result["_meta"] == {"threadline": {"compacted": True}}
-    assert (result["messagesBefore"], result["messagesAfter"]) == (6, 4)
-    assert result["tokensAfter"] < result["tokensBefore"]
+    assert result.summary == "Goal: fix main.py."
+    assert result.compacted and result.reason is None
+    assert (result.messages_before, result.messages_after) == (6, 4)
+    assert result.tokens_after < result.tokens_before
     [([summary], end)] = host.commits
     assert isinstance(summary, ContextSummary) and end is False
     assert summary.up_to_message_id == "a2"
@@ -196,11 +197,9 @@ async def test_compact_with_nothing_old_enough_changes_nothing() -> None:
     host = FakeHost(provider)
     host.commit([UserMessage(msg("u1", "user", text("hi")))])
     host.commits.clear()
-    result = await compactor.compact(host, instructions=None, keep_turns=2, turn_id="a1")
-    assert result["summary"] == ""
-    assert result["_meta"]["threadline"] == {
-        "compacted": False,
-        "reason": "nothing old enough to summarise",
-    }
+    result = await Compaction(host, None, 2, turn_id="a1").run()
+    assert result.summary == ""
+    assert not result.compacted
+    assert result.reason == "nothing old enough to summarise"
     assert host.commits == [] and host.events == []
     assert provider.calls == 0

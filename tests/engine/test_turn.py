@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
-from tests.engine.fakes import EchoTool, FakeHost, scripted, text_prompt, turn
+from tests.engine.fakes import EchoTool, FakeHost, scripted, started, text_prompt, turn, when
 from threadline.engine import events
 from threadline.engine.errors import ToolLoopFailed
 from threadline.engine.events import Event
@@ -25,7 +24,7 @@ async def test_a_plain_answer_is_streamed_journaled_and_committed() -> None:
     t = turn(host, "say hello")
     result = await t.run()
 
-    assert result["stopReason"] == "end_turn"
+    assert result.stop_reason == "end_turn"
     assert host.kinds() == ["user_message", "assistant_message"]
     user, answer = host.committed
     assert isinstance(user, UserMessage) and isinstance(answer, AssistantMessage)
@@ -39,7 +38,7 @@ async def test_a_plain_answer_is_streamed_journaled_and_committed() -> None:
     assert [end for _, end in host.commits] == [False, True]
     # Journaled before announced, under the id the answer is stored with.
     [(message_id, meta)] = host.journal.began
-    assert message_id == answer.message["messageId"] == result["_meta"]["threadline"]["messageId"]
+    assert message_id == answer.message["messageId"] == result.message_id
     assert meta == {"turnId": "a1", "model": provider.model_id}
     assert "".join(text for _, text in host.journal.runs) == "Hello, world"
     chunks = host.updates_of("agent_message_chunk")
@@ -47,17 +46,17 @@ async def test_a_plain_answer_is_streamed_journaled_and_committed() -> None:
     assert {c["messageId"] for c in chunks} == {message_id}
     assert host.titled == [text_prompt("say hello")]
     # Usage as the scripted model reported it: the request's size, two deltas.
-    usage = result["usage"]
-    assert usage["outputTokens"] == 2
-    assert usage["inputTokens"] > 0
-    assert usage["totalTokens"] == usage["inputTokens"] + 2
+    usage = result.usage
+    assert usage.output_tokens == 2
+    assert usage.input_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + 2
     [shown] = host.updates_of("usage_update")
     assert shown == {
         "sessionUpdate": "usage_update",
-        "used": usage["inputTokens"] + 2,
+        "used": usage.input_tokens + 2,
         "size": provider.context_window,
     }
-    assert result["_meta"]["threadline"]["userMessageId"] == user.message["messageId"]
+    assert result.user_message_id == user.message["messageId"]
 
 
 async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None:
@@ -69,7 +68,7 @@ async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None
     host = FakeHost(provider, tools=[echo])
     result = await turn(host, "echo ping").run()
 
-    assert result["stopReason"] == "end_turn"
+    assert result.stop_reason == "end_turn"
     assert host.kinds() == ["user_message", "assistant_message", "tool_result", "assistant_message"]
     call_msg, result_msg, final = host.committed[1:]
     [use] = call_msg.message["content"]
@@ -117,29 +116,15 @@ async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None
 async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_cancelled() -> None:
     provider = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
     host = FakeHost(provider)
-    t = turn(host, "tell me")
-    results: list[dict[str, object]] = []
-    shown = anyio.Event()
 
-    def announce(event: Event) -> None:
-        FakeHost.announce(host, event)
+    def all_shown(_: Event) -> bool:
         chunks = host.updates_of("agent_message_chunk")
-        if "".join(c["content"]["text"] for c in chunks) == "partial answer":
-            shown.set()
+        return "".join(c["content"]["text"] for c in chunks) == "partial answer"
 
-    host.announce = announce  # type: ignore[method-assign]
-
-    async def run() -> None:
-        results.append(await t.run())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        with anyio.fail_after(5):
-            await shown.wait()
-        assert t.cancel()
+    t, results = await started(turn(host, "tell me"), when(host, all_shown))
 
     [result] = results
-    assert result["stopReason"] == "cancelled"
+    assert result.stop_reason == "cancelled"
     assert host.kinds() == ["user_message", "assistant_truncated"]
     truncated = host.committed[-1]
     assert isinstance(truncated, AssistantTruncated)
@@ -149,9 +134,7 @@ async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_canc
     assert truncated.message["messageId"] == host.journal.began[0][0]
     assert host.commits[-1][1] is True  # ends the journal
     # The model never reported usage: it is estimated, one token a delta.
-    usage = result["usage"]
-    assert isinstance(usage, dict)
-    assert usage["outputTokens"] == 2
+    assert result.usage.output_tokens == 2
     assert t.done.is_set()
     assert host.transcript.messages[-1]["truncated"] is True
 
@@ -165,7 +148,7 @@ async def test_a_refused_permission_fails_the_call_without_running_it() -> None:
     host = FakeHost(provider, tools=[echo], allow=False)
     result = await turn(host, "go").run()
 
-    assert result["stopReason"] == "end_turn"
+    assert result.stop_reason == "end_turn"
     assert echo.runs == []
     call_id = host.committed[1].message["content"][0]["id"]
     assert host.asked == [("echo", call_id)]

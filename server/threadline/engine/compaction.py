@@ -1,5 +1,5 @@
 """Compaction, the pure part: what to summarise, how the model is shown it, what it
-is asked, and the message and answer that come of it. `compactor.py` runs it (the
+is asked. `compactor.py` runs it (the
 model call, the commit); nothing here touches a session, so it is tested on its own.
 
 The session's own model writes a handoff summary of older history.
@@ -8,21 +8,18 @@ The last ``keep_turns`` turns and the original task message stay verbatim; older
 tool results are shown to the summariser through their ``compactSummary`` when a tool
 gave one. A session over its limit is always brought back under it: fewer turns are
 kept if the ones asked for do not leave room, and a task message too large to keep is
-summarised with the rest. The result is one ``ContextSummary`` mutation, so a compaction that fails
-changes nothing, and ``session/history`` still shows every message (the replaced
-ones marked ``compacted``).
+summarised with the rest. The result is one ``ContextSummary`` mutation (its message
+made by `blocks.summary_message`), so a compaction that fails changes nothing, and
+``session/history`` still shows every message (the replaced ones marked ``compacted``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..providers.base import ChatMessage, ChatRequest
-from .blocks import summary_block
 from .compiler import render_block
-from .ids import new_id, now_iso
 from .mutations import Msg
 
 SUMMARY_MAX_TOKENS = 600
@@ -143,39 +140,3 @@ def summary_budget(max_tokens: int | None) -> int:
     """Tokens the summary may take: a session that caps answers short gets a short
     summary too (never tiny)."""
     return max(128, min(SUMMARY_MAX_TOKENS, max_tokens or SUMMARY_MAX_TOKENS))
-
-
-def summary_message(text: str, compaction_id: str, turn_id: str, model: str) -> Msg:
-    """The assistant message a summary is stored as (one ``summary`` block)."""
-    return {
-        "messageId": new_id("msg"),
-        "turnId": turn_id,
-        "role": "assistant",
-        "content": [summary_block(text, compaction_id)],
-        "createdAt": now_iso(),
-        "model": model,
-    }
-
-
-def unchanged(tokens: int, messages: int, reason: str) -> dict[str, Any]:
-    """The answer of a compaction that committed nothing, and why."""
-    return {
-        "summary": "",
-        "tokensBefore": tokens,
-        "tokensAfter": tokens,
-        "messagesBefore": messages,
-        "messagesAfter": messages,
-        "_meta": {"threadline": {"compacted": False, "reason": reason}},
-    }
-
-
-def compacted(summary: str, tokens: tuple[int, int], messages: tuple[int, int]) -> dict[str, Any]:
-    """The answer of a compaction that committed its summary: ``(before, after)`` pairs."""
-    return {
-        "summary": summary,
-        "tokensBefore": tokens[0],
-        "tokensAfter": tokens[1],
-        "messagesBefore": messages[0],
-        "messagesAfter": messages[1],
-        "_meta": {"threadline": {"compacted": True}},
-    }

@@ -62,11 +62,13 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """A new title, or a provider's status notice (a retry…)."""
+    """A new title, a provider's status notice (a retry…), or that this client now
+    watches a turn running in another process (``watching``), or no longer does."""
 
     updated_at: str
     title: str | None = None
     status: str | None = None
+    watching: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

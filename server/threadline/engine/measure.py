@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from threadline_protocol.methods import ContextParts, ContextResult
-
 from ..providers.base import ChatRequest, Provider
 from .compiler import to_chat_messages
 from .host import CompactionHost
+from .outcomes import ContextUse
 
 
-def context_parts(session: CompactionHost, provider: Provider) -> ContextResult:
+def context_parts(session: CompactionHost, provider: Provider) -> ContextUse:
     """Needs of the session only what a compaction does: its transcript, options and
     the request compiler."""
     request = session.compile_request(
@@ -31,11 +30,7 @@ def context_parts(session: CompactionHost, provider: Provider) -> ContextResult:
     summary = provider.count_tokens(ChatRequest(to_chat_messages(summaries))) if summaries else 0
     tools = max(0, used - without_tools)
     history = max(0, used - tools - system - summary)
-    return ContextResult(
-        used=used,
-        size=provider.context_window,
-        parts=ContextParts(system=system, tools=tools, history=history, summary=summary),
-    )
+    return ContextUse(used, provider.context_window, system, tools, history, summary)
 
 
 def _is_summary(message: dict[str, Any]) -> bool:

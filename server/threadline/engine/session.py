@@ -1,10 +1,9 @@
-"""A live session: its transcript, options, tools and the one turn it may be running.
+"""A live session: its transcript, options, tools and the one task it may be running.
 
-State machine: idle → running → idle, with ``compacting``/``forking`` as short busy
-states and ``closed`` once unloaded. Only one turn runs at a time; other sessions run
-theirs concurrently. A session is the `TurnHost` its turns and compactions run
-against (``host.py``): they reach the store, the link and the permissions only
-through it.
+State machine: idle → running (a turn) or compacting → idle. One task runs at a time
+(`tasks.py`); other sessions run theirs concurrently. A session is the `TurnHost` its
+turns and compactions run against (``host.py``): they reach the store, the link and
+the permissions only through it. Loading, freshness and leases are `live.py`'s.
 """
 
 from __future__ import annotations
@@ -20,15 +19,16 @@ from ..tools.approvals import Approvals
 from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
-from . import compactor, events
+from . import events
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, from_event
+from .outcomes import Interrupted
+from .tasks import RunningTask
 from .transcript import Transcript
-from .turn import Turn
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
@@ -101,9 +101,11 @@ class Session:
         self.store = store
         self.providers = providers
         self.link = link
-        self.turn: Turn | None = None
-        self.busy: str | None = None
-        self.permissions = PermissionBroker(Approvals(self.config.approvals, self.save_config))
+        self.running: RunningTask[Any] | None = None
+        """The task the session runs now (a turn, a compaction), if any."""
+        self.permissions = PermissionBroker(
+            Approvals(lambda: self.config.approvals, self.save_config)
+        )
         self.journal = StoreJournal(store, self.id)
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
         from ..tools.selection import ToolSelector
@@ -153,19 +155,18 @@ class Session:
         return registry
 
     def save_config(self) -> None:
-        """Store the session's options (mode, kept approvals…) with its row."""
+        """Store the session's options (its mode, kept approvals…) with its row."""
         self.store.update_session(self.id, config=self.config.to_json(), now=now_iso())
 
     # -- state ------------------------------------------------------------------------
 
     @property
     def state(self) -> str:
-        if self.turn is not None:
-            return "running"
-        return self.busy or "idle"
+        running = self.running
+        return "idle" if running is None or running.work is None else running.work.state
 
     def check_idle(self, action: str) -> None:
-        if self.turn is not None or self.busy is not None:
+        if self.running is not None:
             raise SessionBusy(
                 f"session {self.id} is {self.state}; cannot {action} now",
                 {"sessionId": self.id, "state": self.state},
@@ -199,7 +200,7 @@ class Session:
             self.seq = e.seq
         self.row = row
         self.title = row.title
-        if self.turn is None and self.busy is None:
+        if self.running is None:
             self.config = SessionConfig.from_json(row.config)
 
     def announce(self, event: events.Event) -> None:
@@ -290,36 +291,21 @@ class Session:
             temperature=self.config.temperature,
         )
 
-    # -- turns ----------------------------------------------------------------------------
+    # -- tasks ----------------------------------------------------------------------------
 
-    async def prompt(self, prompt: list[dict[str, Any]]) -> dict[str, Any]:
-        self.check_idle("prompt")
-        turn = Turn(self, prompt)
-        self.turn = turn
-        try:
-            return await turn.run()
-        finally:
-            self.turn = None
+    def interruptible(self) -> RunningTask[Any] | None:
+        """The running task that an interrupt stops (a turn), if any."""
+        running = self.running
+        if running is None or running.work is None or not running.work.interruptible:
+            return None
+        return running
 
-    async def interrupt(self) -> dict[str, Any]:
-        turn = self.turn
-        if turn is None or not turn.cancel():
-            return {"interrupted": False}
-        await turn.done.wait()
-        return {"interrupted": True, "turnId": turn.turn_id}
-
-    async def compact(self, instructions: str | None, keep_turns: int) -> dict[str, Any]:
-        self.check_idle("compact")
-        self.busy = "compacting"
-        try:
-            return await compactor.compact(
-                self,
-                instructions=instructions,
-                keep_turns=keep_turns,
-                turn_id=f"a{self.transcript.turn_number}",
-            )
-        finally:
-            self.busy = None
+    async def interrupt(self) -> Interrupted:
+        running = self.interruptible()
+        if running is None or not running.cancel():
+            return Interrupted(False)
+        await running.done.wait()
+        return Interrupted(True, running.task.turn_id)
 
     def compaction_limit(self, provider: Provider) -> int | None:
         """Prompt tokens above which a turn compacts first; None when turned off."""
@@ -331,6 +317,6 @@ class Session:
 
     def request_interrupt(self) -> None:
         """Fire-and-forget form for ``session/cancel``."""
-        turn = self.turn
-        if turn is not None:
-            turn.cancel()
+        running = self.interruptible()
+        if running is not None:
+            running.cancel()

@@ -20,6 +20,7 @@ from ..store.base import SessionStore, StreamTail
 from . import events
 from .blocks import shown_text
 from .errors import SessionNotFound
+from .ids import now_iso
 from .mutations import Msg
 from .session import Session
 
@@ -51,6 +52,7 @@ class RemoteTurnWatcher:
         return self._task is not None and self._task.done()
 
     def start(self) -> None:
+        self.session.announce(events.SessionInfo(now_iso(), watching=True))
         self._tail()  # the partial answer so far, before anything else is sent
         self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -71,6 +73,7 @@ class RemoteTurnWatcher:
                         self._committed(message)
                     self._tail()
                 if ended:
+                    self.session.announce(events.SessionInfo(now_iso(), watching=False))
                     return
                 await asyncio.sleep(POLL_SECONDS)
         except SessionNotFound:

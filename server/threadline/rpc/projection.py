@@ -164,7 +164,8 @@ def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Up
     """A committed ``summary`` block: the compaction's completed update for a client that
     shows compactions, else the summary as an agent message."""
     if not shown:
-        return message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
+        update = message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
+        return marked(update, {"summary": True})
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
@@ -172,12 +173,19 @@ def usage_update(used: int, size: int) -> Update:
     return {"sessionUpdate": "usage_update", "used": used, "size": size}
 
 
-def session_info(title: str | None, updated_at: str, status: str | None = None) -> Update:
+def session_info(
+    title: str | None, updated_at: str, status: str | None = None, watching: bool | None = None
+) -> Update:
     u: Update = {"sessionUpdate": "session_info_update", "updatedAt": updated_at}
     if title is not None:
         u["title"] = title
+    meta: dict[str, Any] = {}
     if status is not None:
-        u["_meta"] = {"threadline": {"status": status}}
+        meta["status"] = status
+    if watching is not None:
+        meta["watching"] = watching
+    if meta:
+        u["_meta"] = {"threadline": meta}
     return u
 
 
@@ -261,8 +269,8 @@ class Projection:
                 return tool_finished(block)
             case events.Usage(used, size):
                 return [usage_update(used, size)]
-            case events.SessionInfo(updated_at, title, status):
-                return [session_info(title, updated_at, status)]
+            case events.SessionInfo(updated_at, title, status, watching):
+                return [session_info(title, updated_at, status, watching)]
             case events.CompactionProgress(compaction_id, status, error):
                 if not self.shows_compaction:
                     return []

@@ -111,6 +111,12 @@ CALLS: dict[str, Call] = {
     "session/remove_approval": session_modes.remove_approval,
     "session/fork": Engine.fork,
     "session/compact": Engine.compact,
+    "session/set_title": Engine.set_title,
+    "session/archive": Engine.archive,
+    "session/set_tags": Engine.set_tags,
+    "session/search": Engine.search,
+    "session/export": Engine.export,
+    "session/import": Engine.import_log,
 }
 
 ROUTES = routes(METHODS, CALLS)

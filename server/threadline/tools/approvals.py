@@ -99,12 +99,17 @@ def matches(rule: Rule, tool: str, arguments: dict[str, Any]) -> bool:
 
 
 class Approvals:
-    """A session's kept rules; ``save`` stores them (with the session's config) after
-    every change."""
+    """A session's kept rules (``rules`` gives the list the session's config holds now:
+    another process may have replaced the config); ``save`` stores them after every
+    change."""
 
-    def __init__(self, rules: list[Rule], save: Callable[[], None]) -> None:
-        self.rules = rules
+    def __init__(self, rules: Callable[[], list[Rule]], save: Callable[[], None]) -> None:
+        self._rules = rules
         self._save = save
+
+    @property
+    def rules(self) -> list[Rule]:
+        return self._rules()
 
     def match(self, tool: str, arguments: dict[str, Any]) -> Rule | None:
         """The latest rule covering this call (a later answer overrides an earlier)."""

@@ -32,7 +32,8 @@ class PermissionBroker:
     """Asks the client before a tool runs; keeps "always" answers in ``approvals``."""
 
     def __init__(self, approvals: Approvals | None = None) -> None:
-        self.approvals = approvals or Approvals([], lambda: None)
+        kept: list[dict[str, Any]] = []
+        self.approvals = approvals or Approvals(lambda: kept, lambda: None)
 
     async def ask(
         self,

@@ -93,6 +93,13 @@ export interface ApprovalsResult {
   [key: string]: unknown;
 }
 
+export interface ArchiveParams {
+  /** @default true */
+  archived?: boolean;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
 export interface AudioContent {
   annotations?: Annotations | null;
   data: string;
@@ -320,6 +327,20 @@ export interface ExitSignalBlock {
   [key: string]: unknown;
 }
 
+export interface ExportParams {
+  /** @default "markdown" */
+  format?: "markdown" | "jsonl";
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface ExportResult {
+  content: string;
+  format: "markdown" | "jsonl";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface FileSystemCapability {
   /** @default false */
   readTextFile?: boolean;
@@ -375,6 +396,20 @@ export interface Implementation {
   [key: string]: unknown;
 }
 
+export interface ImportParams {
+  /** Constraints: minLength 1. */
+  content: string;
+  cwd?: string | null;
+}
+
+export interface ImportResult {
+  events: number;
+  messages: number;
+  sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 /** ACP ``InitializeRequest``; LSP-style keys are accepted too. */
 export interface InitializeParams {
   _meta?: { [key: string]: unknown } | null;
@@ -406,6 +441,7 @@ export interface InterruptResult {
 }
 
 export interface ListSessionsParams {
+  _meta?: { [key: string]: unknown } | null;
   cursor?: string | null;
   cwd?: string | null;
 }
@@ -457,7 +493,6 @@ export interface McpInfo {
   mcpFailures?: {
     [key: string]: string;
   } | null;
-  warning?: string | null;
 }
 
 export interface McpMeta {
@@ -680,6 +715,38 @@ export interface ResourceLink {
   [key: string]: unknown;
 }
 
+export interface SearchHit {
+  archived: boolean;
+  cwd: string;
+  messageId: string | null;
+  role: "user" | "assistant" | "tool" | "title";
+  sessionId: string;
+  snippet: SnippetSpan[];
+  title: string | null;
+  updatedAt: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface SearchParams {
+  cursor?: string | null;
+  cwd?: string | null;
+  /**
+   * Constraints: minimum 1, maximum 100.
+   * @default 20
+   */
+  limit?: number;
+  /** Constraints: minLength 1, maxLength 1000. */
+  query: string;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  nextCursor?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SessionCapabilities {
   close?: { [key: string]: unknown } | null;
   delete?: { [key: string]: unknown } | null;
@@ -715,10 +782,13 @@ export interface SessionInfo {
 
 /** ``_meta`` of a ``session/list`` entry: every key always sent, null when unknown. */
 export interface SessionInfoMeta {
+  archived: boolean;
   forkedAtMessageId: string | null;
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
+  preview: string | null;
+  tags: string[];
 }
 
 export interface SessionInfoUpdate {
@@ -732,6 +802,7 @@ export interface SessionInfoUpdate {
 
 export interface SessionInfoUpdateInfo {
   status?: string | null;
+  watching?: boolean | null;
 }
 
 export interface SessionInfoUpdateMeta {
@@ -802,6 +873,27 @@ export interface SetModeParams {
 
 export interface SetModeResult {
   _meta?: { [key: string]: unknown } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface SetTagsParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: maxItems 32. */
+  tags: string[];
+}
+
+export interface SetTitleParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: minLength 1, maxLength 200. */
+  title: string;
+}
+
+export interface SnippetSpan {
+  match: boolean;
+  text: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1068,6 +1160,7 @@ export interface ToolUseBlock {
 /** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
 export interface TurnInfo {
   compacted?: boolean | null;
+  summary?: boolean | null;
   truncated?: boolean | null;
   turnId: string;
 }
@@ -1174,6 +1267,13 @@ export interface ProtocolMethods {
     params: SessionRef;
     result: ApprovalsResult;
   };
+  /** Archive (or, archived: false, unarchive) a session. */
+  "session/archive": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ArchiveParams;
+    result: EmptyResult;
+  };
   /** ACP's interrupt. */
   "session/cancel": {
     direction: "client_to_server";
@@ -1209,6 +1309,13 @@ export interface ProtocolMethods {
     params: SessionRef;
     result: EmptyResult;
   };
+  /** A session as Markdown or as its event log (JSON lines). */
+  "session/export": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ExportParams;
+    result: ExportResult;
+  };
   /** Branch a session at a message. */
   "session/fork": {
     direction: "client_to_server";
@@ -1222,6 +1329,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SessionRef;
     result: HistoryResult;
+  };
+  /** A new session from an exported event log. */
+  "session/import": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ImportParams;
+    result: ImportResult;
   };
   /** Stop the running turn. */
   "session/interrupt": {
@@ -1279,6 +1393,13 @@ export interface ProtocolMethods {
     params: LoadSessionParams;
     result: LoadSessionResult;
   };
+  /** Full-text search over titles and messages, ranked, with snippets. */
+  "session/search": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SearchParams;
+    result: SearchResult;
+  };
   /** Change a session option such as the model. */
   "session/set_config_option": {
     direction: "client_to_server";
@@ -1292,6 +1413,20 @@ export interface ProtocolMethods {
     kind: "request";
     params: SetModeParams;
     result: SetModeResult;
+  };
+  /** Replace a session's tags. */
+  "session/set_tags": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetTagsParams;
+    result: EmptyResult;
+  };
+  /** Rename a session. */
+  "session/set_title": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetTitleParams;
+    result: EmptyResult;
   };
   /** Streamed session updates. */
   "session/update": {
@@ -1360,13 +1495,16 @@ export const METHODS = {
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
   "initialize": { direction: "client_to_server", kind: "request" },
   "session/approvals": { direction: "client_to_server", kind: "request" },
+  "session/archive": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
   "session/context": { direction: "client_to_server", kind: "request" },
   "session/delete": { direction: "client_to_server", kind: "request" },
+  "session/export": { direction: "client_to_server", kind: "request" },
   "session/fork": { direction: "client_to_server", kind: "request" },
   "session/history": { direction: "client_to_server", kind: "request" },
+  "session/import": { direction: "client_to_server", kind: "request" },
   "session/interrupt": { direction: "client_to_server", kind: "request" },
   "session/list": { direction: "client_to_server", kind: "request" },
   "session/load": { direction: "client_to_server", kind: "request" },
@@ -1375,8 +1513,11 @@ export const METHODS = {
   "session/remove_approval": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
+  "session/search": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
   "session/set_mode": { direction: "client_to_server", kind: "request" },
+  "session/set_tags": { direction: "client_to_server", kind: "request" },
+  "session/set_title": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
   "terminal/create": { direction: "server_to_client", kind: "request" },

@@ -1,0 +1,334 @@
+"""The sessions this process holds live, kept fresh against a store others write too.
+
+`LiveSessions` is the one owner of a session's life in this process: loading it (from
+a kept fold when it can), the freshness check (one change token per request, then
+the session's own events caught up), forgetting one another process deleted, the
+leases its tasks hold (`leased`, `run`) and what a dead owner left unfinished
+(`repair`), the watchers of turns that run elsewhere, and unloading. The engine asks
+it for a session (`open`) and to run a task on one; everything else here is
+bookkeeping the protocol operations need not see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Generator
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from ..store.base import SessionRow, SessionStore
+from ..store.owners import current_owner
+from .errors import SessionBusy, SessionNotFound
+from .folds import FoldCache, Project
+from .link import ClientLink
+from .mutations import Msg, Mutation
+from .outcomes import Interrupted
+from .ownership import LeaseKeeper, busy_error
+from .session import Session
+from .tasks import RunningTask, SessionTask, Work
+from .transcript import Transcript
+from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
+from .watch import RemoteTurnWatcher
+
+if TYPE_CHECKING:
+    from ..providers.registry import ProviderRegistry
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+REMOTE_INTERRUPT_WAIT = 10.0
+"""Seconds an interrupt waits for another process to end the turn."""
+
+
+class LiveSessions:
+    def __init__(self, store: SessionStore, providers: ProviderRegistry, link: ClientLink) -> None:
+        self.store = store
+        self.providers = providers
+        self.link = link
+        self.sessions: dict[str, Session] = {}
+        self.owner = current_owner()
+        self.leases = LeaseKeeper(store, self.owner, self._interrupt_requested)
+        self._token = store.change_token()
+        self._generation = 0
+        self._watchers: dict[str, RemoteTurnWatcher] = {}
+        self._folds = FoldCache(store, replay=self._replay_projection)
+
+    def _replay_projection(self) -> tuple[Project, object]:
+        """How this client is shown a replay, for folds kept as sessions grow."""
+        projection = self.link.projection
+        return projection.replay, projection.variant
+
+    # -- opening and freshness --------------------------------------------------------------
+
+    def open(self, session_id: str) -> Session:
+        """The session, loaded or caught up with what other processes committed."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            row = self.store.get_session(session_id)
+            if row is None:
+                self._folds.drop(session_id)
+                raise SessionNotFound(session_id)
+            return self.load(row)
+        self.sync(session)
+        if (
+            session.running is None
+            and _mid_turn(session.transcript)
+            and self.leases.live_holder(session.id) is None
+            and (
+                session.transcript.open_calls or self.store.inflight_stream(session.id) is not None
+            )
+        ):
+            # A turn another sidecar ran stopped mid-way in what we hold, and that
+            # sidecar is gone (dying writes nothing): what it left is ours to record.
+            self.repair(session)
+        return session
+
+    def load(self, row: SessionRow) -> Session:
+        transcript, seq = self._folds.open(row)  # kept, or folded from the log
+        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        session.checked = self._generation
+        self.sessions[row.id] = session
+        if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
+            self.repair(session)
+        return session
+
+    def sync(self, session: Session) -> Session:
+        """Fold in what other processes committed; one cheap look when nothing did."""
+        token = self.store.change_token()
+        if token != self._token:
+            self._token = token
+            self._generation += 1
+        if session.checked == self._generation:
+            return session
+        row = self.store.get_session(session.id)
+        if row is None:
+            self._forget(session)
+            raise SessionNotFound(session.id)
+        if row.last_seq != session.seq:
+            session.catch_up(self.store.load_events(session.id, after_seq=session.seq), row)
+        else:
+            session.catch_up([], row)
+        session.checked = self._generation
+        return session
+
+    def new_messages(self, session: Session) -> list[Msg]:
+        """What other processes committed since we last looked."""
+        before = len(session.transcript)
+        self.sync(session)
+        return session.transcript.messages[before:]
+
+    def _forget(self, session: Session) -> None:
+        """Drop a session another process deleted."""
+        self.sessions.pop(session.id, None)
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(session.toolset.aclose())
+
+    # -- what an unfinished turn left ---------------------------------------------------
+
+    def _record_unfinished(self, session: Session) -> None:
+        """Under the lease, once caught up: store what a turn that stopped without
+        finishing left (a journaled answer, calls without a result): a dead owner's,
+        or ours from a turn whose last record could not be written (a full disk)."""
+        transcript = session.transcript
+        inflight = self.store.inflight_stream(session.id)
+        if inflight is not None:
+            answer = PartialAnswer.journaled(inflight, transcript)
+            turn_id = journaled_turn(inflight, transcript)
+            left = unfinished(transcript, CRASHED, answer=answer, turn_id=turn_id)
+            if left:
+                session.commit(left, end_stream=True)
+            else:
+                self.store.clear_stream(session.id)
+        if transcript.open_calls:
+            session.commit(unfinished(transcript, CRASHED))
+
+    def repair(self, session: Session) -> None:
+        """Record what a dead process left unfinished, under a repair lease. Never
+        touches a live process's turn: it holds the lease, and the repair is skipped."""
+        if session.running is not None or session.id in self.leases.held:
+            return
+        try:
+            self.leases.acquire(session.id, Work.REPAIR)
+        except SessionBusy:
+            return
+        try:
+            self.sync(session)
+            self._record_unfinished(session)
+        finally:
+            self.leases.release(session.id)
+
+    def recover(self) -> int:
+        """Turn answers cut off by a crash into truncated messages; returns how many.
+        Streams whose owner is alive (another sidecar on this home) are left alone."""
+        recovered = 0
+        for inflight in self.store.inflight_streams():
+            sid = inflight.session_id
+            loaded_here = sid not in self.sessions
+            try:
+                session = self.sessions.get(sid)
+                if session is None:
+                    session = self.open(sid)  # loading repairs what a dead owner left
+                else:
+                    self.repair(session)
+            except SessionNotFound:
+                self.store.clear_stream(sid)  # the journal of a deleted session
+                continue
+            except Exception:
+                log.exception("could not recover the interrupted turn of %s", sid)
+                continue
+            if self.store.inflight_stream(sid) is None:
+                recovered += 1
+            elif loaded_here:
+                # A live owner's turn: not ours to keep loaded, or a read after that
+                # owner dies would not load (and so repair) it again.
+                self.sessions.pop(sid, None)
+        return recovered
+
+    def snapshot(self, session: Session) -> list[Mutation]:
+        """What the turn running on ``session`` would leave if stopped now, for a fork:
+        ours from the task itself, another process's from its journal."""
+        running = session.running
+        if running is not None:
+            return running.task.snapshot()
+        if self.leases.live_holder(session.id) is None:
+            return []
+        transcript = session.transcript
+        inflight = self.store.inflight_stream(session.id)
+        answer = None if inflight is None else PartialAnswer.journaled(inflight, transcript)
+        return unfinished(transcript, FORKED, answer=answer, copy=True)
+
+    # -- leases and tasks -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def leased(self, session: Session, work: Work, turn_id: str | None = None) -> Generator[None]:
+        """Hold the session's lease around work that writes to it, the session caught
+        up and whatever a turn left unfinished recorded first."""
+        session.check_idle(work.action)
+        self.leases.acquire(session.id, work, turn_id)
+        try:
+            self.sync(session)
+            self._record_unfinished(session)
+            yield
+        finally:
+            self.leases.release(session.id)
+            self._folds.grown(session.id, session.transcript, session.seq)
+
+    async def run(self, session: Session, task: SessionTask[R]) -> R:
+        """Run a task on the session: under its lease as the session's one task, or,
+        for one that holds none, beside whatever runs."""
+        work = task.work
+        if work is None:
+            return await task.run()
+        with self.leased(session, work, task.lease_turn_id):
+            running = RunningTask(task)
+            session.running = running
+            try:
+                return await running.run()
+            finally:
+                session.running = None
+                # Where a queued prompt will start, as the next task. No queue yet.
+
+    def _interrupt_requested(self, session_id: str) -> None:
+        """Another process asked (through the store) to stop a turn we run."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.request_interrupt()
+
+    async def interrupt(self, session: Session) -> Interrupted:
+        """Stop the session's turn, here or in the process that runs it."""
+        if session.interruptible() is not None:
+            return await session.interrupt()
+        lease = self.leases.live_holder(session.id)
+        if lease is None or lease.kind != Work.TURN:
+            return Interrupted(False)
+        self.store.request_interrupt(session.id)
+        # The owner sees the request at its next heartbeat and records what was left.
+        with anyio.move_on_after(REMOTE_INTERRUPT_WAIT):
+            while True:
+                now = self.store.get_lease(session.id)
+                if now is None or now.owner.id != lease.owner.id or now.since != lease.since:
+                    break
+                await anyio.sleep(0.02)
+        self.sync(session)
+        return Interrupted(True, lease.turn_id)
+
+    def cancel(self, session_id: str) -> None:
+        """Ask the turn to stop, without waiting (``session/cancel``)."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.interruptible() is not None:
+            session.request_interrupt()
+            return
+        lease = self.leases.live_holder(session_id)
+        if lease is not None and lease.kind == Work.TURN:
+            self.store.request_interrupt(session_id)
+
+    # -- watching, unloading ----------------------------------------------------------------
+
+    def watch(self, session: Session) -> None:
+        """Stream a turn that runs in another process to this client, as it goes."""
+        lease = self.leases.live_holder(session.id)
+        if lease is None or lease.kind != Work.TURN or session.running is not None:
+            return
+        old = self._watchers.get(session.id)
+        if old is not None and not old.done:
+            return
+        watcher = RemoteTurnWatcher(
+            session, lease.owner.id, store=self.store, sync=self.new_messages
+        )
+        self._watchers[session.id] = watcher
+        watcher.start()
+
+    async def close(self, session: Session) -> None:
+        """Unload: stop its turn and tools, keep its fold for a later open."""
+        watcher = self._watchers.pop(session.id, None)
+        if watcher is not None:
+            watcher.stop()
+        await session.interrupt()
+        await session.toolset.aclose()
+        if self.sessions.pop(session.id, None) is session:
+            self._folds.put(session.id, session.transcript, session.seq)
+
+    async def delete(self, session_id: str) -> None:
+        """Delete a session no process is working on (`SessionBusy` otherwise)."""
+        session = self.sessions.get(session_id)
+        if session is None and self.store.get_session(session_id) is None:
+            raise SessionNotFound(session_id)
+        self.leases.check_free(session_id)
+        self._folds.drop(session_id)
+        if session is not None:
+            await session.interrupt()
+        held = self.store.delete_session(session_id, self.owner, time.time())
+        if held is not None:
+            raise busy_error(session_id, held)
+        if session is not None:
+            self.sessions.pop(session_id, None)
+            await session.toolset.aclose()
+
+    async def aclose(self) -> None:
+        """Interrupt every running turn so its partial state is recorded, then stop."""
+        running = [s for s in self.sessions.values() if s.running is not None]
+        if running:
+            async with anyio.create_task_group() as tg:
+                for s in running:
+                    tg.start_soon(s.interrupt)
+        for watcher in list(self._watchers.values()):
+            watcher.stop()
+        async with anyio.create_task_group() as tg:
+            for s in self.sessions.values():
+                tg.start_soon(s.toolset.aclose)
+        await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
+        await self.leases.aclose()
+
+
+def _mid_turn(transcript: Transcript) -> bool:
+    """Whether the transcript stops inside a turn: a call without its result, or a
+    prompt or tool result that no answer follows yet."""
+    if transcript.open_calls:
+        return True
+    last = transcript.messages[-1] if transcript.messages else None
+    return last is not None and last["role"] in ("user", "tool")
