@@ -52,18 +52,12 @@ class PlanEntry(WireModel):
 # -- terminal/* (server → client) -----------------------------------------------------
 
 
-class EnvVariableSetting(WireModel):
-    name: str
-    value: str
-
-
 class CreateTerminalParams(WireModel):
     """ACP ``terminal/create``: run ``command`` with ``args`` in the client's terminal."""
 
     session_id: str
     command: str
     args: list[str] = Field(default_factory=list)
-    env: list[EnvVariableSetting] = Field(default_factory=list)
     cwd: str | None = None
     output_byte_limit: int | None = Field(default=None, ge=0)
 

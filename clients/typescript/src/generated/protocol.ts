@@ -254,7 +254,6 @@ export interface CreateTerminalParams {
   args?: string[];
   command: string;
   cwd?: string | null;
-  env?: EnvVariableSetting[];
   outputByteLimit?: number | null;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
@@ -304,13 +303,6 @@ export interface EmptyResult {
 }
 
 export interface EnvVariable {
-  name: string;
-  value: string;
-  /** Peers may add fields (ACP extensibility). */
-  [key: string]: unknown;
-}
-
-export interface EnvVariableSetting {
   name: string;
   value: string;
   /** Peers may add fields (ACP extensibility). */

@@ -16,7 +16,15 @@ from typing import Any
 from ..base import ShownContent, ToolContext, ToolKind, ToolOutcome, diff_content
 from ..sandbox import PathRefused, Resolved
 from . import textfile
-from .common import FILE_PATH_PARAM, ToolArgError, named, refusal, sandbox_of
+from .common import (
+    FILE_PATH_PARAM,
+    ToolArgError,
+    named,
+    path_location,
+    path_title,
+    refusal,
+    sandbox_of,
+)
 from .edits import apply_edits, parse_edits, unified
 
 _EDIT_ITEM: dict[str, Any] = {
@@ -56,14 +64,10 @@ class EditFile:
     timeout = 60.0
 
     def title(self, arguments: dict[str, Any]) -> str:
-        path = arguments.get("path")
-        return f"Edit {path}" if isinstance(path, str) else "Edit file"
+        return path_title("Edit", arguments)
 
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        try:
-            return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
-        except PathRefused:
-            return []
+        return path_location(arguments, ctx)
 
     async def _plan(
         self, arguments: dict[str, Any], ctx: ToolContext

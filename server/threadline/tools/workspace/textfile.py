@@ -25,7 +25,15 @@ from threadline_protocol import methods as pm
 
 from ..base import ToolContext
 from ..sandbox import PathRefused, Resolved, Sandbox
-from .common import ToolArgError, client_offers, human_size, in_thread, is_binary, sandbox_of
+from .common import (
+    ToolArgError,
+    client_offers,
+    human_size,
+    in_thread,
+    is_binary,
+    open_regular,
+    sandbox_of,
+)
 
 FILE_MAX_BYTES = 1 << 20
 """Largest file the editing tools read or write (1 MiB): bigger ones are not source a
@@ -62,17 +70,11 @@ def check_size(text: str) -> int:
 def _stat_disk(sandbox: Sandbox, resolved: Resolved) -> os.stat_result | None:
     """The file's status (None when missing), refusing what the tools cannot edit."""
     try:
-        fd = sandbox.open(resolved, os.O_RDONLY | os.O_NONBLOCK)
+        fd = open_regular(sandbox, resolved)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise ToolArgError("this is a directory") from None
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolArgError("this is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolArgError("not a regular file")
         if st.st_size > FILE_MAX_BYTES:
             raise ToolArgError(
                 f"the file is {human_size(st.st_size)}, over the "
@@ -86,7 +88,7 @@ def _stat_disk(sandbox: Sandbox, resolved: Resolved) -> os.stat_result | None:
 
 
 def _read_disk(sandbox: Sandbox, resolved: Resolved) -> str:
-    fd = sandbox.open(resolved, os.O_RDONLY | os.O_NONBLOCK)
+    fd = open_regular(sandbox, resolved)
     with os.fdopen(fd, "rb") as f:
         data = f.read(FILE_MAX_BYTES + 1)
     if len(data) > FILE_MAX_BYTES:
@@ -142,10 +144,7 @@ async def save(ctx: ToolContext, resolved: Resolved, text: str, mode: int | None
 def _open_parent(sandbox: Sandbox, resolved: Resolved) -> int:
     """A descriptor of the file's folder, opened beneath its root without following
     links; missing folders on the way are created (inside the root only)."""
-    roots = [r for r in sandbox.real_roots if resolved.real.startswith(r.rstrip(os.sep) + os.sep)]
-    if not roots:
-        raise PathRefused(f"refused: {resolved.shown!r} is outside the workspace")
-    root = max(roots, key=len)
+    root = sandbox.real_root_of(resolved)
     parts = os.path.relpath(os.path.dirname(resolved.real), root).split(os.sep)
     parts = [p for p in parts if p not in ("", ".")]
     fd = os.open(root, _DIR_FLAGS | os.O_CLOEXEC)

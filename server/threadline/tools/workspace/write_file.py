@@ -22,6 +22,8 @@ from .common import (
     client_offers,
     human_size,
     named,
+    path_location,
+    path_title,
     refusal,
     sandbox_of,
 )
@@ -54,14 +56,10 @@ class WriteFile:
     timeout = 60.0
 
     def title(self, arguments: dict[str, Any]) -> str:
-        path = arguments.get("path")
-        return f"Write {path}" if isinstance(path, str) else "Write file"
+        return path_title("Write", arguments)
 
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        try:
-            return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
-        except PathRefused:
-            return []
+        return path_location(arguments, ctx)
 
     async def _old_text(self, resolved: Resolved, ctx: ToolContext) -> str | None:
         """The file as it is before the write (None: new, or not text we can show)."""
