@@ -10,7 +10,7 @@ from pydantic import Field, StrictBool
 
 from .base import WireModel, meta_field
 from .content import ContentBlock
-from .updates import ToolCallLocation
+from .updates import ToolCallContent, ToolCallLocation
 
 
 class PermissionOption(WireModel):
@@ -28,6 +28,8 @@ class PermissionToolCall(WireModel):
     status: str | None = None
     raw_input: Any = None
     locations: list[ToolCallLocation] | None = None
+    content: list[ToolCallContent] | None = None
+    """What the call would do, shown before the user decides (an edit's ``diff``)."""
 
 
 class RequestPermissionParams(WireModel):

@@ -99,6 +99,17 @@ from .sessions import (
 )
 from .updates import SessionNotification, ToolCallLocation
 from .versions import PROTOCOL_VERSION, THREADLINE_PROTOCOL_VERSION
+from .work import (
+    ApprovalsResult,
+    CreateTerminalParams,
+    CreateTerminalResult,
+    RemoveApprovalParams,
+    SetModeParams,
+    SetModeResult,
+    TerminalOutputResult,
+    TerminalRef,
+    WaitForExitResult,
+)
 
 __all__ = [
     "METHODS",
@@ -371,6 +382,27 @@ METHODS: dict[str, MethodSpec] = {
             dispatch="inline",
         ),
         _m(
+            "session/set_mode",
+            SetModeParams,
+            SetModeResult,
+            "Switch the session's mode (ask, plan, code, auto).",
+            dispatch="inline",
+        ),
+        _m(
+            "session/approvals",
+            SessionRef,
+            ApprovalsResult,
+            'The session\'s kept "always" answers.',
+            dispatch="inline",
+        ),
+        _m(
+            "session/remove_approval",
+            RemoveApprovalParams,
+            ApprovalsResult,
+            'Forget one kept "always" answer.',
+            dispatch="inline",
+        ),
+        _m(
             "session/set_title",
             cat.SetTitleParams,
             EmptyResult,
@@ -439,6 +471,41 @@ METHODS: dict[str, MethodSpec] = {
             WriteTextFileParams,
             EmptyResult,
             "Write a file through the editor.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/create",
+            CreateTerminalParams,
+            CreateTerminalResult,
+            "Run a command in the client's terminal (clients that advertised terminal).",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/output",
+            TerminalRef,
+            TerminalOutputResult,
+            "A client terminal's output so far, and its exit status once it exited.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/wait_for_exit",
+            TerminalRef,
+            WaitForExitResult,
+            "Wait until a client terminal's command exits.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/kill",
+            TerminalRef,
+            EmptyResult,
+            "Kill a client terminal's command; the terminal stays until released.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/release",
+            TerminalRef,
+            EmptyResult,
+            "Free a client terminal (killing its command if it still runs).",
             direction="server_to_client",
         ),
         _m(

@@ -21,7 +21,8 @@ DONE = {"name": "done", "description": "Signal the end", "inputSchema": {"type":
 
 def test_registry_orders_sources_and_respects_capabilities() -> None:
     reg = build_registry(tools=[WEATHER], exit_tools=[DONE], client_capabilities={})
-    assert reg.names() == ["read_file", "list_directory", "search_text", "get_weather"]
+    builtin = ["read_file", "list_directory", "search_text", "edit_file", "run_command"]
+    assert reg.names() == [*builtin, "update_plan", "get_weather"]
     assert [s.name for s in reg.specs()][-1] == "done"
     assert isinstance(reg.get("get_weather"), ClientTool)
     writer = build_registry(client_capabilities={"fs": {"writeTextFile": True}})

@@ -62,6 +62,9 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/close": "close",
     "session/delete": "delete",
     "session/set_config_option": "setConfigOption",
+    "session/set_mode": "setMode",
+    "session/approvals": "approvals",
+    "session/remove_approval": "removeApproval",
   };
   const fromSchema = Object.entries(METHODS)
     .filter(([, m]) => m.direction === "client_to_server")

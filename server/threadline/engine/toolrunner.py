@@ -4,8 +4,12 @@ The turn hands the runner an answer's calls; the runner answers every one of the
 with exactly one stored result, whatever happens: an unknown tool, a repeated or
 invalid call, a spent budget, a refusal, a timeout, a failure. Calls that may run
 together run in one batch; a call that may not is a barrier. Whether a call may run
-at all is asked of one `CallPolicy` (today: the user's permission when the tool needs
-it); a mode that allows fewer tools, or asks differently, is another policy.
+at all is asked of one `CallPolicy`: the session's (`HostPolicy`: its mode, its kept
+approvals, then the user, `tools/modes.py`), or a test's.
+
+Before an answer is stored, the runner works out what each call would do (an edit's
+diff, `preview`): the call's ``tool_use`` block keeps it, so its first ``tool_call``,
+its permission request and every replay show it.
 
 What the runner keeps across the rounds of a turn: the tool budget, the calls it has
 seen (a model that repeats one gets no tools on its next round), what the model
@@ -17,13 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 import anyio
 
 from ..providers.base import ChatMessage, ToolCallFinal
-from ..tools.base import Tool, ToolOutcome, mutates
+from ..tools.base import Tool, ToolOutcome, mutates, preview_of
+from ..tools.modes import Decision
 from ..tools.schema import argument_problem
 from . import blocks, events
 from .blocks import Block, ToolStatus
@@ -42,21 +47,39 @@ REFUSED = (
 class CallPolicy(Protocol):
     """Whether a call may run: the one place a permission or mode check goes."""
 
-    async def refusal(self, tool: Tool, call: ToolCallFinal) -> str | None:
-        """None to run the call; else what the model is told instead of its result."""
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
+        """``run``, ``confined`` (in the sandbox) or ``refuse`` (``reason`` is what
+        the model is told instead of a result). ``shown``: what the call would do."""
         ...
 
 
+class HostPolicy:
+    """The session decides: its mode, its kept approvals, and the user when those
+    leave the call open (``TurnHost.authorize``)."""
+
+    def __init__(self, host: TurnHost) -> None:
+        self._host = host
+
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
+        return await self._host.authorize(tool, call, shown)
+
+
 class AskWhenNeeded:
-    """A tool that needs permission runs only when the user allows the call."""
+    """A tool that needs permission runs only when ``ask`` allows the call."""
 
     def __init__(self, ask: Callable[[Tool, ToolCallFinal], Awaitable[bool]]) -> None:
         self._ask = ask
 
-    async def refusal(self, tool: Tool, call: ToolCallFinal) -> str | None:
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
         if tool.needs_permission and not await self._ask(tool, call):
-            return REFUSED
-        return None
+            return Decision("refuse", REFUSED)
+        return Decision("run")
 
 
 class ToolRunner:
@@ -83,6 +106,8 @@ class ToolRunner:
         """The message a call ended the turn with (``ToolOutcome.final_message``): the
         calls after it are not run, and the turn stores it as its last answer."""
         self._seen: set[str] = set()
+        self.previews: dict[str, list[dict[str, Any]]] = {}
+        """What each call of the latest answer would do (an edit's diff), by call id."""
         self._checkpointed = False
         """The workspace was checkpointed before this turn's first change."""
 
@@ -92,6 +117,16 @@ class ToolRunner:
 
     def _say_once(self, text: str) -> None:
         self.notes.append(ChatMessage("user", text, ephemeral=True))
+
+    async def preview(self, calls: Sequence[ToolCallFinal]) -> None:
+        """Work out what each call would do before its answer is stored."""
+        self.previews = {}
+        for call in calls:
+            tool = self.host.tools.get(call.name)
+            if tool is not None:
+                shown = await preview_of(tool, call.arguments, self.host.tool_context(call.id))
+                if shown:
+                    self.previews[call.id] = shown
 
     def describe(self, call: ToolCallFinal) -> Block:
         """The call's ``tool_use`` block, with the title, kind and locations its tool
@@ -110,7 +145,13 @@ class ToolRunner:
         except Exception:
             title = call.name
         return blocks.call_block(
-            call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
+            call.id,
+            call.name,
+            call.arguments,
+            title=title,
+            kind=tool.kind,
+            locations=locations,
+            content=self.previews.get(call.id),
         )
 
     async def run(
@@ -200,6 +241,8 @@ class ToolRunner:
             status=status,
             compact_summary=outcome.compact_summary,
             raw_output=outcome.raw_output,
+            display=outcome.display,
+            plan=outcome.plan,
         )
         self.host.commit((ToolResult(blocks.tool_message(self.turn_id, block)),))
         self.host.announce(events.ToolFinished(block))
@@ -277,13 +320,14 @@ class ToolRunner:
         host = self.host
         tool = host.tools.get(call.name)
         assert tool is not None
-        refused = await self.policy.refusal(tool, call)
-        if refused is not None:
-            return ToolOutcome.text(refused, is_error=True), "failed"
+        decision = await self.policy.decide(tool, call, self.previews.get(call.id, []))
+        if decision.action == "refuse":
+            return ToolOutcome.text(decision.reason, is_error=True), "failed"
+        ctx = host.tool_context(call.id, confined=decision.action == "confined")
         host.announce(events.ToolProgress(call.id))
         try:
             with anyio.fail_after(tool.timeout):
-                outcome = await tool.run(call.arguments, host.tool_context(call.id))
+                outcome = await tool.run(call.arguments, ctx)
         except TimeoutError:
             return (
                 ToolOutcome.text(f"{call.name} timed out after {tool.timeout:g} s", is_error=True),

@@ -34,7 +34,7 @@ from .mutations import (
 from .outcomes import TurnOutcome
 from .stream import Answer, read_bursts, stop_reason
 from .tasks import Work
-from .toolrunner import AskWhenNeeded, CallPolicy, ToolRunner
+from .toolrunner import CallPolicy, HostPolicy, ToolRunner
 from .unfinished import FORKED, PartialAnswer, Why, stopped, unfinished
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class Turn:
     ) -> None:
         self.host = host
         self.prompt = prompt
-        self.policy = policy or AskWhenNeeded(host.ask_permission)
+        self.policy = policy or HostPolicy(host)
         self.lease_turn_id: str | None = f"a{host.transcript.turn_number + 1}"
         self.answer: Answer | None = None
         """The answer streaming now (none between model calls)."""
@@ -98,6 +98,8 @@ class Turn:
                 provider = await self.host.provider()
                 request = await self._compile(provider)
                 answer = await self._stream(provider, request)
+                if not answer.stopped:
+                    await self.tools.preview(answer.calls)
                 self._commit(answer)
                 if not answer.calls:
                     return self._outcome(stop_reason(answer.finish))

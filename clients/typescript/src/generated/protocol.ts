@@ -71,6 +71,30 @@ export interface Annotations {
   [key: string]: unknown;
 }
 
+/**
+ * An "always" answer kept with the session. ``scope``: ``workspace`` (the tool's
+ * calls on paths inside the session's roots) or ``prefix`` (a ``run_command`` whose
+ * command starts with ``prefix``, word for word); ``tool`` for every call of the tool
+ * (tools other than these two).
+ */
+export interface ApprovalRule {
+  allow: boolean;
+  createdAt: string;
+  id: string;
+  prefix?: string | null;
+  scope: "workspace" | "prefix" | "tool";
+  tool: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ``session/approvals`` and ``session/remove_approval``: the rules now kept. */
+export interface ApprovalsResult {
+  rules: ApprovalRule[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface ArchiveParams {
   /** @default true */
   archived?: boolean;
@@ -264,6 +288,31 @@ export interface CreateElicitationResult {
   [key: string]: unknown;
 }
 
+/** ACP ``terminal/create``: run ``command`` with ``args`` in the client's terminal. */
+export interface CreateTerminalParams {
+  args?: string[];
+  command: string;
+  cwd?: string | null;
+  outputByteLimit?: number | null;
+  sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface CreateTerminalResult {
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``current_mode_update``: the session's mode changed (from any client). */
+export interface CurrentModeUpdate {
+  currentModeId: string;
+  sessionUpdate: "current_mode_update";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 /**
  * ``session/diff``: from just before ``fromMessageId`` (default: the last prompt)
  * to just after ``toMessageId`` (default: now).
@@ -284,6 +333,11 @@ export interface DiffResult {
   [key: string]: unknown;
 }
 
+/**
+ * ACP ``diff`` content: a file's whole text before and after (``oldText`` absent
+ * for a new file). Shown from the call's first ``tool_call``, in its permission
+ * request and in its result, live and on replay.
+ */
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
@@ -509,12 +563,13 @@ export interface LoadSessionParams {
 }
 
 /**
- * ``session/load`` and ``session/resume``: the session's config options (the
- * model select), with MCP failures if any.
+ * ``session/load`` and ``session/resume``: the session's mode and options, with
+ * MCP failures if any.
  */
 export interface LoadSessionResult {
   _meta?: McpMeta | null;
   configOptions?: SessionConfigOption[] | null;
+  modes?: SessionModeState | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -602,6 +657,7 @@ export interface NewSessionResult {
   _meta?: McpMeta | null;
   configOptions?: SessionConfigOption[] | null;
   models?: SessionModelState | null;
+  modes?: SessionModeState | null;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
@@ -630,6 +686,7 @@ export interface PermissionSelected {
 
 /** ACP ``ToolCallUpdate`` as it appears in a permission request. */
 export interface PermissionToolCall {
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: string | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -647,6 +704,7 @@ export interface Plan {
   [key: string]: unknown;
 }
 
+/** One entry of ACP's ``plan`` update (the whole list is sent each time). */
 export interface PlanEntry {
   content: string;
   /** @default "medium" */
@@ -723,6 +781,13 @@ export interface ReadTextFileResult {
   content: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+export interface RemoveApprovalParams {
+  /** Constraints: minLength 1. */
+  ruleId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
 }
 
 export interface RequestPermissionParams {
@@ -876,6 +941,22 @@ export interface SessionInfoUpdateMeta {
   [key: string]: unknown;
 }
 
+export interface SessionMode {
+  description?: string | null;
+  id: string;
+  name: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``modes`` in session results: the mode the session is in and the choices. */
+export interface SessionModeState {
+  availableModes: SessionMode[];
+  currentModeId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SessionModelState {
   availableModels: ModelInfo[];
   currentModelId: string;
@@ -886,7 +967,7 @@ export interface SessionModelState {
 /** Params of the ``session/update`` notification. */
 export interface SessionNotification {
   sessionId: string;
-  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate;
+  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -908,6 +989,20 @@ export interface SetConfigOptionParams {
 export interface SetConfigOptionResult {
   _meta?: McpMeta | null;
   configOptions: SessionConfigOption[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``session/set_mode``. */
+export interface SetModeParams {
+  /** Constraints: minLength 1. */
+  modeId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface SetModeResult {
+  _meta?: { [key: string]: unknown } | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -937,6 +1032,43 @@ export interface SummaryBlock {
   compactionId?: string | null;
   text: string;
   type: "summary";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalExitStatus {
+  exitCode?: number | null;
+  signal?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalOutputResult {
+  exitStatus?: TerminalExitStatus | null;
+  output: string;
+  truncated: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * Params of ``terminal/output``, ``terminal/wait_for_exit``, ``terminal/kill`` and
+ * ``terminal/release``.
+ */
+export interface TerminalRef {
+  sessionId: string;
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``terminal`` content: the client shows the terminal ``terminal/create``
+ * made, live, for as long as it keeps it.
+ */
+export interface TerminalToolCallContent {
+  terminalId: string;
+  type: "terminal";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -990,6 +1122,8 @@ export interface ThreadlineSessionOptions {
   builtinTools?: boolean | string[];
   exitTools?: ToolDefinition[];
   maxTokens?: number | null;
+  /** @default "code" */
+  mode?: "ask" | "plan" | "code" | "auto";
   model?: string | null;
   /** @default false */
   strictTools?: boolean;
@@ -1041,7 +1175,7 @@ export interface ToolCallMeta {
 
 export interface ToolCallProgress {
   _meta?: ToolCallUpdateMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[] | null;
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other" | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -1056,7 +1190,7 @@ export interface ToolCallProgress {
 
 export interface ToolCallStart {
   _meta?: ToolCallMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[];
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[];
   /** @default "other" */
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
   locations?: ToolCallLocation[];
@@ -1124,8 +1258,10 @@ export interface ToolOffer {
 export interface ToolResultBlock {
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   /** @default false */
   isError?: boolean;
+  plan?: PlanEntry[] | null;
   rawOutput?: unknown;
   /** @default "completed" */
   status?: "completed" | "failed" | "cancelled";
@@ -1137,9 +1273,11 @@ export interface ToolResultBlock {
 
 /**
  * A tool call, with what clients were shown of it when it was made (``title``,
- * ``kind``, ``locations``), so ``session/load`` replays exactly that.
+ * ``kind``, ``locations``, and ``content``: the diff it would make), so
+ * ``session/load`` replays exactly that.
  */
 export interface ToolUseBlock {
+  content?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   id: string;
   input: { [key: string]: unknown };
   kind?: string | null;
@@ -1217,6 +1355,13 @@ export interface UserMessageChunk {
   [key: string]: unknown;
 }
 
+export interface WaitForExitResult {
+  exitCode?: number | null;
+  signal?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface WriteTextFileParams {
   content: string;
   path: string;
@@ -1275,6 +1420,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: InitializeParams;
     result: InitializeResult;
+  };
+  /** The session's kept "always" answers. */
+  "session/approvals": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: ApprovalsResult;
   };
   /** Archive (or, archived: false, unarchive) a session. */
   "session/archive": {
@@ -1388,6 +1540,13 @@ export interface ProtocolMethods {
     params: PromptParams;
     result: PromptResult;
   };
+  /** Forget one kept "always" answer. */
+  "session/remove_approval": {
+    direction: "client_to_server";
+    kind: "request";
+    params: RemoveApprovalParams;
+    result: ApprovalsResult;
+  };
   /** Ask the user before a tool runs. */
   "session/request_permission": {
     direction: "server_to_client";
@@ -1422,6 +1581,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SetConfigOptionParams;
     result: SetConfigOptionResult;
+  };
+  /** Switch the session's mode (ask, plan, code, auto). */
+  "session/set_mode": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetModeParams;
+    result: SetModeResult;
   };
   /** Replace a session's tags. */
   "session/set_tags": {
@@ -1458,6 +1624,41 @@ export interface ProtocolMethods {
     params: unknown;
     result: unknown;
   };
+  /** Run a command in the client's terminal (clients that advertised terminal). */
+  "terminal/create": {
+    direction: "server_to_client";
+    kind: "request";
+    params: CreateTerminalParams;
+    result: CreateTerminalResult;
+  };
+  /** Kill a client terminal's command; the terminal stays until released. */
+  "terminal/kill": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** A client terminal's output so far, and its exit status once it exited. */
+  "terminal/output": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: TerminalOutputResult;
+  };
+  /** Free a client terminal (killing its command if it still runs). */
+  "terminal/release": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** Wait until a client terminal's command exits. */
+  "terminal/wait_for_exit": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: WaitForExitResult;
+  };
   /** Run a client-defined tool. */
   "tool/call": {
     direction: "server_to_client";
@@ -1476,6 +1677,7 @@ export const METHODS = {
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
   "initialize": { direction: "client_to_server", kind: "request" },
+  "session/approvals": { direction: "client_to_server", kind: "request" },
   "session/archive": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
@@ -1492,16 +1694,23 @@ export const METHODS = {
   "session/load": { direction: "client_to_server", kind: "request" },
   "session/new": { direction: "client_to_server", kind: "request" },
   "session/prompt": { direction: "client_to_server", kind: "request" },
+  "session/remove_approval": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
   "session/rewind": { direction: "client_to_server", kind: "request" },
   "session/search": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
+  "session/set_mode": { direction: "client_to_server", kind: "request" },
   "session/set_tags": { direction: "client_to_server", kind: "request" },
   "session/set_title": { direction: "client_to_server", kind: "request" },
   "session/unrewind": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
+  "terminal/create": { direction: "server_to_client", kind: "request" },
+  "terminal/kill": { direction: "server_to_client", kind: "request" },
+  "terminal/output": { direction: "server_to_client", kind: "request" },
+  "terminal/release": { direction: "server_to_client", kind: "request" },
+  "terminal/wait_for_exit": { direction: "server_to_client", kind: "request" },
   "tool/call": { direction: "server_to_client", kind: "request" },
 } as const;
 export type MethodName = keyof ProtocolMethods;
