@@ -62,6 +62,12 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/close": "close",
     "session/delete": "delete",
     "session/set_config_option": "setConfigOption",
+    "session/set_title": "setTitle",
+    "session/archive": "archive",
+    "session/set_tags": "setTags",
+    "session/search": "search",
+    "session/export": "exportSession",
+    "session/import": "importSession",
   };
   const fromSchema = Object.entries(METHODS)
     .filter(([, m]) => m.direction === "client_to_server")
