@@ -27,6 +27,8 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    promptcache,
+    restart,
     search,
     sessionlist,
     sharing,
@@ -53,6 +55,8 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "toolchoice": toolchoice.run,
     "stores": stores.run,
     "search": search.run,
+    "restart": restart.run,
+    "promptcache": promptcache.run,
 }
 
 

@@ -23,7 +23,7 @@ import anyio
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
 from .errors import SessionBusy, SessionNotFound
-from .folds import FoldCache
+from .folds import FoldCache, Project
 from .link import ClientLink
 from .mutations import Msg, Mutation
 from .outcomes import Interrupted
@@ -56,7 +56,12 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._watchers: dict[str, RemoteTurnWatcher] = {}
-        self._folds = FoldCache(store)
+        self._folds = FoldCache(store, replay=self._replay_projection)
+
+    def _replay_projection(self) -> tuple[Project, object]:
+        """How this client is shown a replay, for folds kept as sessions grow."""
+        projection = self.link.projection
+        return projection.replay, projection.variant
 
     # -- opening and freshness --------------------------------------------------------------
 
@@ -211,6 +216,7 @@ class LiveSessions:
             yield
         finally:
             self.leases.release(session.id)
+            self._folds.grown(session.id, session.transcript, session.seq)
 
     async def run(self, session: Session, task: SessionTask[R]) -> R:
         """Run a task on the session: under its lease as the session's one task, or,
@@ -315,6 +321,7 @@ class LiveSessions:
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
                 tg.start_soon(s.toolset.aclose)
+        await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 
 
