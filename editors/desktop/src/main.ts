@@ -8,6 +8,7 @@
 import type { Message, SearchHit, SessionInfo } from "@threadline/client";
 import { ChatController } from "../../vscode/src/core/chatController";
 import { mountChat, type MountedChat } from "../../vscode/webview/src/chat";
+import { editInPlace, snippetNodes } from "../../vscode/webview/src/find";
 import type { HostMessage, WebviewMessage } from "../../vscode/webview/src/messages";
 import { describeHit, describeSessions } from "../../vscode/webview/src/sessions";
 import { contextParts, renderPicture, type ContextParts } from "./context";
@@ -178,56 +179,23 @@ class App {
     button.dataset.sessionId = hit.sessionId;
     if (hit.messageId) button.dataset.messageId = hit.messageId;
     button.title = "Click: open at this message · Shift+click: open beside";
-    const snippet = document.createElement("span");
-    snippet.className = "hit-snippet";
-    for (const span of hit.snippet) {
-      if (span.match) {
-        const mark = document.createElement("mark");
-        mark.textContent = span.text;
-        snippet.append(mark);
-      } else {
-        snippet.append(span.text.replace(/\s+/g, " "));
-      }
-    }
+    const snippet = textSpan("hit-snippet", "");
+    snippet.append(...snippetNodes(hit.snippet));
     button.append(textSpan("node-title", row.label), textSpan("node-meta", row.detail), snippet);
     button.addEventListener("click", (e) => void this.open(hit.sessionId, e.shiftKey, hit.messageId));
     return button;
   }
 
-  /** Rename in place: the row's title becomes a text field; Enter keeps it, Escape or leaving not. */
+  /** Rename in place (Enter keeps the new title, Escape or leaving the field not). */
   private rename(button: HTMLElement, session: SessionInfo): void {
-    const li = button.parentElement!;
-    if (li.querySelector(":scope > .rename-input")) return;
-    const input = document.createElement("input");
-    input.className = "rename-input";
-    input.value = session.title ?? "";
-    input.setAttribute("aria-label", "New title");
-    button.hidden = true;
-    li.prepend(input);
-    let finished = false;
-    const done = async (keep: boolean) => {
-      if (finished) return;
-      finished = true;
-      const title = input.value.trim();
-      input.remove();
-      button.hidden = false;
-      if (!keep || !title || title === session.title) return;
+    editInPlace(button.parentElement!, button, session.title ?? "", async (title) => {
       try {
         await this.client.setTitle(session.sessionId, title);
       } catch (err) {
         window.alert(`Not renamed: ${err instanceof Error ? err.message : String(err)}`);
       }
       this.refreshTree();
-    };
-    input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" || e.key === "Escape") {
-        e.preventDefault();
-        void done(e.key === "Enter");
-      }
     });
-    input.addEventListener("blur", () => void done(false));
-    input.focus();
-    input.select();
   }
 
   /** Archive (or, in the archived list, unarchive) a session; panes showing it keep it. */

@@ -6,7 +6,7 @@
 import type { ChatState, Entry } from "./state";
 import { renderMarkdown } from "./markdown";
 import type { WebviewMessage } from "./messages";
-import type { SnippetSpan } from "@threadline/client";
+import { editInPlace, snippetNodes } from "./find";
 import { describeHit, describeSessions } from "./sessions";
 
 export interface Elements {
@@ -56,11 +56,6 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, t
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
-}
-
-/** A search snippet: its text, the matched words in `<mark>`. */
-function snippetNodes(spans: readonly SnippetSpan[]): Node[] {
-  return spans.map((s) => (s.match ? el("mark", undefined, s.text) : document.createTextNode(s.text.replace(/\s+/g, " "))));
 }
 
 function pretty(value: unknown): string {
@@ -352,7 +347,11 @@ export class ChatView {
       });
       const rename = el("button", "rename", "Rename");
       rename.title = "Give this session another title";
-      rename.addEventListener("click", () => this.startRename(line, s.sessionId, s.title ?? ""));
+      rename.addEventListener("click", () =>
+        editInPlace(line, button, s.title ?? "", (title) =>
+          this.post({ type: "rename", sessionId: s.sessionId, title, relist: true }),
+        ),
+      );
       const archived = state.sessionsArchived;
       const archive = el("button", "archive", archived ? "Unarchive" : "Archive");
       archive.title = archived
@@ -397,37 +396,5 @@ export class ChatView {
       return button;
     });
     results.replaceChildren(heading, ...hits);
-  }
-
-  /** Rename in place: the row's title becomes a text field; Enter keeps it, Escape not. */
-  private startRename(line: HTMLElement, sessionId: string, title: string): void {
-    if (line.querySelector(".rename-input")) return;
-    const input = el("input", "rename-input");
-    input.value = title;
-    input.setAttribute("aria-label", "New title");
-    const button = line.querySelector<HTMLElement>(".session")!;
-    button.hidden = true;
-    line.prepend(input);
-    let finished = false;
-    const done = (keep: boolean) => {
-      if (finished) return;
-      finished = true;
-      const value = input.value.trim();
-      input.remove();
-      button.hidden = false;
-      if (keep && value && value !== title) this.post({ type: "rename", sessionId, title: value, relist: true });
-    };
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        event.preventDefault();
-        done(true);
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        done(false);
-      }
-    });
-    input.addEventListener("blur", () => done(false));
-    input.focus();
-    input.select();
   }
 }
