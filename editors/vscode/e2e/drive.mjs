@@ -379,7 +379,12 @@ try {
     await until("the hit in view", async () =>
       (await chat().locator(`.search-target[data-message-id="${messageId}"]`).count()) === 1,
     );
+    // The panel closed on the click; reopened, it still holds the search until cleared.
+    assert.equal(await chat().locator(".sessions-panel").isVisible(), false);
+    await chat().locator("#sessions").click();
     await box.fill("");
+    await until("the list instead of hits", async () => chat().locator(".sessions-panel .session-list").isVisible());
+    await chat().locator("#sessions").click();
   });
 
   await step("search-from-palette", async () => {
