@@ -19,6 +19,7 @@ from . import machine
 from .context import Context
 from .figures import (
     backpressure,
+    checkpoints,
     coldstart,
     concurrency,
     forkload,
@@ -55,6 +56,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "toolchoice": toolchoice.run,
     "stores": stores.run,
     "search": search.run,
+    "checkpoints": checkpoints.run,
     "restart": restart.run,
     "promptcache": promptcache.run,
 }

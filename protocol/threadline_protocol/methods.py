@@ -13,6 +13,18 @@ from typing import Literal
 from pydantic import BaseModel, model_validator
 
 from . import catalog as cat
+from .checkpoints import (
+    CheckpointUnavailableData,
+    DiffParams,
+    DiffResult,
+    FileDiff,
+    RestoredFiles,
+    RewindParams,
+    RewindResult,
+    UnrewindParams,
+    UnrewindResult,
+    WorkspaceChangedData,
+)
 from .client_requests import (
     CancelRequestParams,
     LspCancelParams,
@@ -91,6 +103,7 @@ __all__ = [
     "AgentCapabilities",
     "AgentCapabilitiesMeta",
     "CancelRequestParams",
+    "CheckpointUnavailableData",
     "ClientCapabilities",
     "ClientSessionCapabilities",
     "CompactParams",
@@ -100,9 +113,12 @@ __all__ = [
     "ContentBlock",
     "ContextParts",
     "ContextResult",
+    "DiffParams",
+    "DiffResult",
     "Dispatch",
     "EmptyResult",
     "EnvVariable",
+    "FileDiff",
     "FileSystemCapability",
     "ForkParams",
     "ForkResult",
@@ -139,6 +155,9 @@ __all__ = [
     "ReadTextFileResult",
     "RequestPermissionParams",
     "RequestPermissionResult",
+    "RestoredFiles",
+    "RewindParams",
+    "RewindResult",
     "SessionCapabilities",
     "SessionConfigOption",
     "SessionInfo",
@@ -157,7 +176,10 @@ __all__ = [
     "ToolCallCallResult",
     "ToolCallLocation",
     "ToolDefinition",
+    "UnrewindParams",
+    "UnrewindResult",
     "Usage",
+    "WorkspaceChangedData",
     "WriteTextFileParams",
 ]
 
@@ -261,6 +283,27 @@ METHODS: dict[str, MethodSpec] = {
             ForkResult,
             "Branch a session at a message.",
             dispatch="inline",
+        ),
+        _m(
+            "session/diff",
+            DiffParams,
+            DiffResult,
+            "The files a stretch of the session changed (default: the last turn).",
+            dispatch="task",
+        ),
+        _m(
+            "session/rewind",
+            RewindParams,
+            RewindResult,
+            "End the session before a prompt; the files too, if asked.",
+            dispatch="task",
+        ),
+        _m(
+            "session/unrewind",
+            UnrewindParams,
+            UnrewindResult,
+            "Undo the last rewind (files too), until the next prompt.",
+            dispatch="task",
         ),
         _m(
             "session/compact",

@@ -79,6 +79,8 @@ class FakeHost:
         self.projection = Projection(shows_compaction=True)
         self.asked: list[tuple[str, str]] = []
         self.titled: list[list[dict[str, Any]]] = []
+        self.checkpoints: list[str] = []
+        """The moments the turn checkpointed the workspace at, in order."""
 
     @property
     def committed(self) -> list[Mutation]:
@@ -137,6 +139,9 @@ class FakeHost:
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         self.titled.append(prompt)
+
+    async def checkpoint(self, moment: str) -> None:
+        self.checkpoints.append(moment)
 
 
 class EchoTool:

@@ -104,3 +104,8 @@ class TurnHost(CompactionHost, Protocol):
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         """Name an untitled session after its first prompt."""
         ...
+
+    async def checkpoint(self, moment: str) -> None:
+        """Record the workspace's files (``before`` the turn's first change to them,
+        ``after`` each); never fails the turn (``engine/workspace.py``)."""
+        ...

@@ -33,6 +33,7 @@ from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
 from .watch import RemoteTurnWatcher
+from .workspace import Workspaces
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
@@ -46,8 +47,15 @@ REMOTE_INTERRUPT_WAIT = 10.0
 
 
 class LiveSessions:
-    def __init__(self, store: SessionStore, providers: ProviderRegistry, link: ClientLink) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        providers: ProviderRegistry,
+        link: ClientLink,
+        workspaces: Workspaces | None = None,
+    ) -> None:
         self.store = store
+        self.workspaces = workspaces or Workspaces(None)
         self.providers = providers
         self.link = link
         self.sessions: dict[str, Session] = {}
@@ -90,7 +98,9 @@ class LiveSessions:
 
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
-        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        session = Session(
+            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+        )
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:

@@ -20,10 +20,13 @@ from .mutations import (
     ContextSummary,
     ExperienceForget,
     ExperienceRemember,
+    Mark,
     MessageMutation,
     Msg,
     Mutation,
     ToolCancelled,
+    TranscriptReset,
+    WorkspaceCheckpoint,
     from_event,
 )
 from .rawjson import RawJSON
@@ -31,7 +34,7 @@ from .rawjson import RawJSON
 COMPACTED = b',"compacted":true}'
 """What ends a message's JSON once a compaction marks it (``{**message, "compacted": true}``)."""
 
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
 """Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
 restored (the log is folded instead), so a kept fold never outlives its reader."""
 
@@ -75,6 +78,10 @@ class Transcript:
     ``session/load`` of an unchanged fold splices the pieces as they are."""
     changes: int = 0
     """Mutations applied: a fold taken at one count is stale at another."""
+    marks: list[Mark] = field(default_factory=list[Mark])
+    """The workspace checkpoints, in order (``engine/workspace.py`` reads them)."""
+    rewound: str | None = None
+    """The rewind that ``session/unrewind`` may still undo (no message since)."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -95,6 +102,7 @@ class Transcript:
         if _is_summary(message):
             self.summaries.append(len(self.messages))
         self.messages.append(message)
+        self.rewound = None
         turn = message.get("turnId", "")
         if message["role"] == "user" and turn.startswith("u"):
             with contextlib.suppress(ValueError):
@@ -125,12 +133,35 @@ class Transcript:
             self.experiences[mutation.experience_id] = mutation.text
         elif isinstance(mutation, ExperienceForget):
             self.experiences.pop(mutation.experience_id, None)
+        elif isinstance(mutation, WorkspaceCheckpoint):
+            self.marks.append(Mark(len(self), mutation.trees, mutation.host, mutation.moment))
+        elif isinstance(mutation, TranscriptReset):
+            self._reset(mutation)
         else:
             start = len(self.messages)
             for m in mutation.messages:
                 self._append(m)
             self.working_start = start
             self.checkpoint = None
+
+    def _reset(self, reset: TranscriptReset) -> None:
+        """Keep the first ``keep`` messages, append the reset's, take its state. Each
+        kept message's JSON and replay stay; the history's cache goes."""
+        keep = reset.keep
+        kept = self.messages[:keep]
+        replayed = self._made()[:keep]
+        self._messages, self.index, self.open_calls, self.summaries = [], {}, {}, []
+        for m in [*kept, *reset.messages]:
+            self._append(m)
+        self._wire = self._wire[:keep]
+        self._replayed = replayed
+        self._history = None
+        self.experiences = dict(reset.experiences)
+        self.working_start = reset.working_start
+        cp = reset.compaction
+        self.checkpoint = None if cp is None else Checkpoint(cp[0], cp[1], frozenset(cp[2]))
+        self.marks = list(reset.marks)
+        self.rewound = reset.rewind_id
 
     # -- views ----------------------------------------------------------------------
 
@@ -224,6 +255,8 @@ class Transcript:
             "openCalls": dict(self.open_calls),
             "callIds": sorted(self.call_ids),
             "summaries": list(self.summaries),
+            "marks": [m.wire() for m in self.marks],
+            "rewound": self.rewound,
         }
         return Snapshot(state, list(self._wire), list(self._made()))
 
@@ -292,6 +325,8 @@ class Transcript:
                 open_calls=header["openCalls"],
                 call_ids=set(header["callIds"]),
                 summaries=header["summaries"],
+                marks=[Mark.from_wire(m) for m in header["marks"]],
+                rewound=header["rewound"],
             )
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None
