@@ -21,6 +21,7 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 import { spawnServer, waitForExit, type SpawnOptions } from "./spawn";
+import { ChildProcessTerminals } from "./terminals";
 import {
   ACP_PROTOCOL_VERSION,
   type ClientRequestMethod,
@@ -63,6 +64,12 @@ import {
   type WriteTextFileResult,
   type ParamsOf,
   type ResultOf,
+  type CreateTerminalParams,
+  type CreateTerminalResult,
+  type EmptyResult,
+  type TerminalOutputResult,
+  type TerminalRef,
+  type WaitForExitResult,
 } from "./types";
 
 /** Answers one server→client request; `token` fires when the server withdraws it. */
@@ -74,6 +81,11 @@ export interface ServerRequests {
   "tool/call": [ToolCallCall, ToolCallCallResult];
   "fs/read_text_file": [ReadTextFileParams, ReadTextFileResult];
   "fs/write_text_file": [WriteTextFileParams, WriteTextFileResult];
+  "terminal/create": [CreateTerminalParams, CreateTerminalResult];
+  "terminal/output": [TerminalRef, TerminalOutputResult];
+  "terminal/wait_for_exit": [TerminalRef, WaitForExitResult];
+  "terminal/kill": [TerminalRef, EmptyResult];
+  "terminal/release": [TerminalRef, EmptyResult];
 }
 export type ServerRequestName = keyof ServerRequests;
 
@@ -82,6 +94,11 @@ const SERVER_REQUESTS: ServerRequestName[] = [
   "tool/call",
   "fs/read_text_file",
   "fs/write_text_file",
+  "terminal/create",
+  "terminal/output",
+  "terminal/wait_for_exit",
+  "terminal/kill",
+  "terminal/release",
 ];
 
 /** `session/new` params with the Threadline options spelled out instead of `_meta`. */
@@ -96,6 +113,12 @@ export interface ClientOptions {
   logger?: Logger;
   /** `clientInfo` sent by `initialize`. */
   clientInfo?: { name: string; version: string };
+  /**
+   * Run the sidecar's commands (`run_command`) here, as ACP `terminal/*`: `true` for a
+   * child-process host this client makes, or a host the app made (to show its output).
+   * `initialize` then advertises `terminal: true`. Default: off (the sidecar runs them).
+   */
+  terminals?: boolean | ChildProcessTerminals;
 }
 
 const silentLogger: Logger = { error() {}, warn() {}, info() {}, log() {} };
@@ -106,6 +129,8 @@ export class ThreadlineClient implements Disposable {
   readonly process: ChildProcess | undefined;
   /** The `initialize` answer, once received. */
   serverInfo: InitializeResult | undefined;
+  /** The `terminal/*` host, when the app opted in (`terminals` option or `useTerminals`). */
+  terminals: ChildProcessTerminals | undefined;
 
   private readonly updates = new Emitter<SessionNotification>();
   private readonly closed = new Emitter<void>();
@@ -150,6 +175,9 @@ export class ThreadlineClient implements Disposable {
       this.connection.onRequest(method, (params: unknown, token: CancellationToken) =>
         this.dispatch(method, params, token),
       );
+    }
+    if (options.terminals) {
+      this.useTerminals(options.terminals === true ? undefined : options.terminals);
     }
     this.connection.onClose(() => this.markClosed());
     child?.once("exit", () => this.markClosed());
@@ -231,6 +259,20 @@ export class ThreadlineClient implements Disposable {
     return this.handle("fs/write_text_file", handler);
   }
 
+  /**
+   * Answer `terminal/*` with `host` (default: a new child-process host); call before
+   * `initialize` so the capabilities advertise `terminal: true`. Returns the host.
+   */
+  useTerminals(host: ChildProcessTerminals = new ChildProcessTerminals()): ChildProcessTerminals {
+    this.terminals = host;
+    this.handle("terminal/create", (p) => host.create(p));
+    this.handle("terminal/output", (p) => host.outputOf(p));
+    this.handle("terminal/wait_for_exit", (p) => host.waitForExit(p));
+    this.handle("terminal/kill", (p) => host.kill(p));
+    this.handle("terminal/release", (p) => host.release(p));
+    return host;
+  }
+
   private async dispatch(method: ServerRequestName, params: unknown, token: CancellationToken) {
     const handler = this.handlers.get(method) as ServerRequestHandler<unknown, unknown> | undefined;
     if (!handler) {
@@ -277,6 +319,7 @@ export class ThreadlineClient implements Disposable {
         },
         // Progress of compactions arrives as ACP's `compaction_update`.
         session: { compaction: {} },
+        terminal: this.handlers.has("terminal/create"),
       },
       clientInfo: this.clientInfo,
       ...params,
@@ -496,6 +539,7 @@ export class ThreadlineClient implements Disposable {
         // The server is gone or stuck; the process handling below settles it.
       }
     }
+    await this.terminals?.releaseAll();
     let code: number | null = null;
     const child = this.process;
     if (child) {

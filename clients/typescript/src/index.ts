@@ -7,6 +7,11 @@ export type {
   ServerRequestName,
   ServerRequests,
 } from "./client";
+export {
+  ChildProcessTerminals,
+  type TerminalExit,
+  type TerminalInfo,
+} from "./terminals";
 export { defaultCommand, spawnServer, waitForExit, type SpawnOptions } from "./spawn";
 export { errorName, isRpcError, ResponseError } from "./errors";
 export * from "./types";
