@@ -392,9 +392,10 @@ export class ThreadlineClient implements Disposable {
     return this.request("session/context", { sessionId }, token);
   }
 
-  /** ACP `session/load`: the history is replayed as updates before this resolves. */
-  async load(params: LoadSessionParams, token?: CancellationToken): Promise<void> {
-    await this.request("session/load", { mcpServers: [], ...params }, token);
+  /** ACP `session/load`: the history is replayed as updates before this resolves (with the
+   * session's `modes` and config options). */
+  load(params: LoadSessionParams, token?: CancellationToken): Promise<ResultOf<"session/load">> {
+    return this.request("session/load", { mcpServers: [], ...params }, token);
   }
 
   /** Reattach to a stored session without replay. */

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import type {
+  ChildProcessTerminals,
   RequestPermissionParams,
   RequestPermissionResult,
   ThreadlineClient,
@@ -31,6 +32,7 @@ export interface TestHandlers {
   permission?: (p: RequestPermissionParams) => Promise<RequestPermissionResult>;
   toolCall?: (p: ToolCallCall) => Promise<ToolCallCallResult>;
   documents?: DocumentSource & DocumentWriter;
+  terminals?: ChildProcessTerminals;
 }
 
 const noDocuments: DocumentSource & DocumentWriter = {
@@ -61,6 +63,7 @@ export async function sidecar(
         handlers.toolCall ??
         (async (p) => ({ content: [{ type: "text", text: `no tool ${p.name}` }], isError: true })),
       documents: handlers.documents ?? noDocuments,
+      terminals: handlers.terminals,
     },
   );
   t.after(async () => {

@@ -3,8 +3,17 @@
  * into webview messages, for one "current" session at a time. No `vscode` import: the
  * view is anything with `post`, so the whole flow runs in Node against a real sidecar.
  */
-import type { Disposable, ThreadlineClient, ThreadlineSessionOptions, ToolDefinition } from "@threadline/client";
-import type { HostMessage, ModelChoice, WebviewMessage } from "../../webview/src/messages";
+import type {
+  Disposable,
+  FileDiff,
+  LoadSessionParams,
+  LoadSessionResult,
+  SessionModeState,
+  ThreadlineClient,
+  ThreadlineSessionOptions,
+  ToolDefinition,
+} from "@threadline/client";
+import type { HostMessage, ModeChoice, ModelChoice, WebviewMessage } from "../../webview/src/messages";
 import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
@@ -29,6 +38,10 @@ export interface ChatControllerOptions {
    * would vanish on resume; owned by the caller so it outlives a sidecar restart.
    */
   contextFigures?: Map<string, { used: number; size: number }>;
+  /** Open a diff editor for a file of the last turn's diff (`cwd`: the session's folder). */
+  openDiff?(file: FileDiff, cwd: string): Promise<void>;
+  /** Ask before something that cannot be taken back lightly (a rewind with files). */
+  confirm?(question: string): Promise<boolean>;
 }
 
 interface ThreadlineInfo {
@@ -51,12 +64,14 @@ export type ChatClient = Pick<
   | "compact"
   | "setModel"
   | "list"
-  | "load"
   | "search"
   | "setTitle"
   | "archive"
 > &
-  Partial<Pick<ThreadlineClient, "history">>;
+  Partial<Pick<ThreadlineClient, "history" | "setMode" | "diff" | "rewind">> & {
+    /** `session/load`; its result carries the session's modes (a client may drop it). */
+    load(params: LoadSessionParams): Promise<LoadSessionResult | void>;
+  };
 
 /** -32602: a query `session/search` refuses (blank, no words, too long). */
 const INVALID_PARAMS = -32602;
@@ -101,6 +116,12 @@ export class ChatController implements Disposable {
   private parentSessionId: string | null = null;
   private model: string | null = null;
   private models: ModelChoice[] = [];
+  private modes: ModeChoice[] = [];
+  private mode: string | null = null;
+  /** The session's folder (diff paths are relative to it). */
+  private sessionCwd: string | null = null;
+  /** The last turn's diff, as shown (its files open diff editors). */
+  private lastDiff: FileDiff[] = [];
   private running = false;
   /** The sessions list shows the archived sessions (toggled in the list). */
   private listArchived = false;
@@ -120,6 +141,9 @@ export class ChatController implements Disposable {
     this.subscription = client.onUpdate((notification) => {
       const u = notification.update;
       if (u.sessionUpdate === "usage_update") this.contextFigures.set(notification.sessionId, { used: u.used, size: u.size });
+      if (u.sessionUpdate === "current_mode_update" && notification.sessionId === this.sessionId) {
+        this.mode = u.currentModeId;
+      }
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
       if (notification.sessionId === this.sessionId) sink.post({ type: "update", notification });
@@ -144,6 +168,14 @@ export class ChatController implements Disposable {
 
   get currentModel(): string | null {
     return this.model;
+  }
+
+  get availableModes(): readonly ModeChoice[] {
+    return this.modes;
+  }
+
+  get currentMode(): string | null {
+    return this.mode;
   }
 
   dispose(): void {
@@ -172,6 +204,12 @@ export class ChatController implements Disposable {
           return await this.compact(message.instructions);
         case "setModel":
           return await this.setModel(message.model);
+        case "setMode":
+          return await this.setMode(message.mode);
+        case "rewind":
+          return await this.rewind(message.messageId);
+        case "openDiff":
+          return await this.openDiff(message.path);
         case "listSessions":
           return await this.listSessions(message.archived);
         case "resume":
@@ -207,7 +245,16 @@ export class ChatController implements Disposable {
       parentTitle: parentTitle ?? null,
       models: this.models,
       currentModel: this.model,
+      modes: this.modes,
+      currentMode: this.mode,
     });
+  }
+
+  /** Take the mode picker's state from a session result (`modes`). */
+  private takeModes(state: SessionModeState | null | undefined): void {
+    if (!state) return;
+    this.modes = state.availableModes.map((m) => ({ id: m.id, name: m.name, description: m.description ?? null }));
+    this.mode = state.currentModeId;
   }
 
   private setRunning(running: boolean): void {
@@ -234,7 +281,9 @@ export class ChatController implements Disposable {
     if (this.model) threadline.model = this.model;
     const result = await this.client.newSession({ cwd: this.options.cwd(), threadline });
     this.sessionId = result.sessionId;
+    this.sessionCwd = this.options.cwd();
     this.parentSessionId = null;
+    this.takeModes(result.modes);
     const state = result.models;
     if (state) {
       this.model = state.currentModelId;
@@ -275,9 +324,66 @@ export class ChatController implements Disposable {
       }
       this.sink.post(ended);
       this.toPeers(ended);
+      await this.postTurnDiff(sessionId);
     } finally {
       this.setRunning(false);
     }
+  }
+
+  /** The files the last turn changed, listed under the transcript (checkpoints on). */
+  private async postTurnDiff(sessionId: string): Promise<void> {
+    if (!this.client.diff) return;
+    try {
+      const { files, notice } = await this.client.diff({ sessionId });
+      this.lastDiff = files;
+      // A turn that changed nothing posts nothing: the view cleared the list at its start.
+      if (files.length) this.sink.post({ type: "turnDiff", files, notice: notice ?? null });
+    } catch {
+      // No checkpoints for this session (an old server, another host's checkpoint):
+      // the turn itself went fine, so there is just no list.
+      this.lastDiff = [];
+    }
+  }
+
+  async setMode(mode: string): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Send a first message, then pick the mode.");
+      return;
+    }
+    if (!this.client.setMode) return;
+    await this.client.setMode(this.sessionId, mode);
+    this.mode = mode;
+    this.postSession();
+  }
+
+  /**
+   * "Rewind to here (files too)": the session ends just before this prompt and the files
+   * it changed since go back; the cut turns stay in a new session (the notice names it).
+   */
+  async rewind(messageId: string): Promise<void> {
+    if (!this.sessionId || !this.client.rewind) return;
+    if (this.running) {
+      this.notice("info", "A turn is running: interrupt it first.");
+      return;
+    }
+    const ok = (await this.options.confirm?.("Rewind the session to before this message, and its files too?")) ?? true;
+    if (!ok) return;
+    const sessionId = this.sessionId;
+    const result = await this.client.rewind({ sessionId, beforeMessageId: messageId, restoreFiles: true });
+    await this.show(sessionId);
+    const restored = (result.files.written?.length ?? 0) + (result.files.deleted?.length ?? 0);
+    this.lastDiff = [];
+    this.sink.post({ type: "turnDiff", files: [] });
+    this.notice(
+      "info",
+      `Rewound to before that message: ${restored} file${restored === 1 ? "" : "s"} restored. The later turns are kept in the session “… · rewound”.`,
+    );
+  }
+
+  async openDiff(path: string): Promise<void> {
+    const file = this.lastDiff.find((f) => f.path === path);
+    if (!file || !this.options.openDiff) return;
+    await this.options.openDiff(file, this.sessionCwd ?? this.options.cwd());
   }
 
   async interrupt(): Promise<void> {
@@ -400,6 +506,8 @@ export class ChatController implements Disposable {
   newSession(): void {
     this.sessionId = null;
     this.parentSessionId = null;
+    this.mode = null;
+    this.lastDiff = [];
     this.sink.post({ type: "reset" });
     this.postSession();
   }
@@ -427,8 +535,14 @@ export class ChatController implements Disposable {
     this.sink.post({ type: "reset" });
     this.postSession(info?.title, parentTitle);
     this.peers.loading.set(sessionId, this);
+    this.sessionCwd = info?.cwd ?? this.options.cwd();
+    this.lastDiff = [];
     try {
-      await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
+      const loaded = await this.client.load({ sessionId, cwd: this.sessionCwd });
+      if (loaded?.modes) {
+        this.takeModes(loaded.modes);
+        this.postSession(info?.title, parentTitle);
+      }
     } finally {
       if (this.peers.loading.get(sessionId) === this) this.peers.loading.delete(sessionId);
     }

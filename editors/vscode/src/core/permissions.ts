@@ -3,6 +3,7 @@
  * answer back into an ACP outcome. The prompt itself (a VS Code dialog) is injected.
  */
 import type {
+  DiffToolCallContent,
   PermissionOption,
   RequestPermissionParams,
   RequestPermissionResult,
@@ -57,4 +58,12 @@ export function outcomeFor(
     question.choices.find((c) => c.option.kind === "reject_once");
   if (!choice) return { outcome: { outcome: "cancelled" } };
   return { outcome: { outcome: "selected", optionId: choice.option.optionId } };
+}
+
+/**
+ * The file changes a permission request proposes (an `edit_file` or `write_file` call
+ * carries ACP `diff` content: whole texts), so the editor can show them as diffs.
+ */
+export function proposedDiffs(params: RequestPermissionParams): DiffToolCallContent[] {
+  return (params.toolCall.content ?? []).filter((c): c is DiffToolCallContent => c.type === "diff");
 }

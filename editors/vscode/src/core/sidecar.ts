@@ -6,6 +6,7 @@
 import {
   ThreadlineClient,
   type CancellationToken,
+  type ChildProcessTerminals,
   type RequestPermissionParams,
   type RequestPermissionResult,
   type ToolCallCall,
@@ -26,6 +27,8 @@ export interface SidecarHandlers {
   permission(params: RequestPermissionParams, token: CancellationToken): Promise<RequestPermissionResult>;
   toolCall(params: ToolCallCall, token: CancellationToken): Promise<ToolCallCallResult>;
   documents: DocumentSource & DocumentWriter;
+  /** Run the sidecar's commands here (ACP `terminal/*`, advertised as `terminal: true`). */
+  terminals?: ChildProcessTerminals;
 }
 
 export async function startSidecar(config: SidecarConfig, handlers: SidecarHandlers): Promise<ThreadlineClient> {
@@ -43,6 +46,7 @@ export async function startSidecar(config: SidecarConfig, handlers: SidecarHandl
   client.onToolCall((params, token) => handlers.toolCall(params, token));
   client.onReadTextFile((params) => readTextFile(handlers.documents, params));
   client.onWriteTextFile((params) => writeTextFile(handlers.documents, params));
+  if (handlers.terminals) client.useTerminals(handlers.terminals);
   const failed = new Promise<never>((_, reject) => {
     client.process?.once("error", (err) => reject(new Error(`cannot start ${config.command}: ${err.message}`)));
   });

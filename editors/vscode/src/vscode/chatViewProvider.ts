@@ -4,12 +4,15 @@
  * up the session that was on screen, so the chat reloads instead of emptying.
  */
 import { readFileSync } from "node:fs";
+import * as path from "node:path";
 import * as vscode from "vscode";
-import type { ThreadlineClient } from "@threadline/client";
+import type { FileDiff, ThreadlineClient } from "@threadline/client";
 import type { HostMessage, WebviewMessage } from "../../webview/src/messages";
 import { ChatController } from "../core/chatController";
 import { EDITOR_TOOLS } from "../core/editorTools";
+import { oldTextFromDiff } from "../core/diffText";
 import { fillTemplate } from "../core/html";
+import type { DiffEditors } from "./diffEditors";
 import { settings, workspaceCwd } from "./config";
 import { SidecarUnavailable, type SidecarService } from "./sidecarService";
 
@@ -25,6 +28,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly sidecar: SidecarService,
+    private readonly diffs: DiffEditors,
   ) {
     this.disposables.push(
       sidecar.onState((down) => {
@@ -78,6 +82,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           onRunning: (running) => void setRunning(running),
           initialSessionId: shown,
           contextFigures: this.contextFigures,
+          openDiff: (file, cwd) => this.openDiff(file, cwd),
+          confirm: async (question) =>
+            (await vscode.window.showWarningMessage(question, { modal: true }, "Rewind")) === "Rewind",
         },
       );
     }
@@ -96,6 +103,21 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       if (err instanceof SidecarUnavailable) return;
       this.post({ type: "notice", level: "error", text: err instanceof Error ? err.message : String(err) });
     }
+  }
+
+  /** A file of the last turn's diff: before the turn (rebuilt from the hunks) beside it now. */
+  private async openDiff(file: FileDiff, cwd: string): Promise<void> {
+    const uri = vscode.Uri.file(path.resolve(cwd, file.path));
+    if (file.binary || file.truncated || !file.diff) {
+      void vscode.window.showInformationMessage(`Threadline: no text diff for ${file.path} (${file.binary ? "binary" : "too large"}).`);
+      return;
+    }
+    let now = "";
+    if (file.status !== "deleted") now = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    const before = oldTextFromDiff(now, file.diff);
+    const title = `${file.path} (before the last turn ↔ now)`;
+    if (file.status === "deleted") await this.diffs.show(file.path, before, "", title);
+    else await this.diffs.show(file.path, before, uri, title);
   }
 
   /** Show the view, then act (commands from the palette go through here). */

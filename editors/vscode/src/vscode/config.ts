@@ -9,6 +9,7 @@ export interface ThreadlineSettings {
   model: string | undefined;
   systemPrompt: string | undefined;
   editorTools: boolean;
+  terminals: boolean;
 }
 
 export function settings(): ThreadlineSettings {
@@ -22,6 +23,7 @@ export function settings(): ThreadlineSettings {
     model: model || undefined,
     systemPrompt: systemPrompt || undefined,
     editorTools: c.get<boolean>("editorTools.enabled") ?? true,
+    terminals: c.get<boolean>("terminals.enabled") ?? true,
   };
 }
 

@@ -7,6 +7,7 @@ import * as vscode from "vscode";
 import { EditorTools } from "../core/editorTools";
 import { ChatViewProvider, VIEW_ID } from "./chatViewProvider";
 import { workspaceCwd } from "./config";
+import { DiffEditors } from "./diffEditors";
 import { VsCodeEditorHost } from "./editorHost";
 import { archiveCurrent, renameCurrent, resumeSession, searchSessions } from "./sessionPicks";
 import { SidecarService, SidecarUnavailable } from "./sidecarService";
@@ -15,8 +16,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const version = String((context.extension.packageJSON as { version?: string }).version ?? "0.0.0");
   const output = vscode.window.createOutputChannel("Threadline", { log: true });
   const host = new VsCodeEditorHost();
-  const sidecar = new SidecarService(output, host, new EditorTools(host, workspaceCwd), version);
-  const chat = new ChatViewProvider(context.extensionUri, sidecar);
+  const diffs = new DiffEditors();
+  const sidecar = new SidecarService(output, host, new EditorTools(host, workspaceCwd), version, diffs);
+  const chat = new ChatViewProvider(context.extensionUri, sidecar, diffs);
 
   const command = (id: string, run: () => Promise<unknown>) =>
     vscode.commands.registerCommand(id, async () => {
@@ -30,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   context.subscriptions.push(
     output,
+    diffs,
     sidecar,
     chat,
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, {
@@ -65,6 +68,19 @@ export function activate(context: vscode.ExtensionContext): void {
         { title: "Threadline model", placeHolder: "Model for the next turn" },
       );
       if (picked) await chat.dispatch({ type: "setModel", model: picked.id });
+    }),
+    command("threadline.pickMode", async () => {
+      const controller = await chat.chat();
+      const picked = await vscode.window.showQuickPick(
+        controller.availableModes.map((m) => ({
+          label: m.name,
+          description: m.id === controller.currentMode ? "current" : m.id,
+          detail: m.description ?? undefined,
+          id: m.id,
+        })),
+        { title: "Threadline mode", placeHolder: "What the agent may do without asking" },
+      );
+      if (picked) await chat.dispatch({ type: "setMode", mode: picked.id });
     }),
     command("threadline.resumeSession", () => resumeSession(chat, sidecar)),
     command("threadline.searchSessions", () => searchSessions(chat, sidecar)),

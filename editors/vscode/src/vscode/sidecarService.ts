@@ -5,12 +5,14 @@
  * the sidecar is down next to the transcript.
  */
 import * as vscode from "vscode";
-import type { ThreadlineClient, ToolCallCall, ToolCallCallResult } from "@threadline/client";
+import { ChildProcessTerminals, type ThreadlineClient, type ToolCallCall, type ToolCallCallResult } from "@threadline/client";
 import type { EditorTools } from "../core/editorTools";
 import { startSidecar } from "../core/sidecar";
 import { settings, workspaceCwd } from "./config";
 import type { VsCodeEditorHost } from "./editorHost";
+import type { DiffEditors } from "./diffEditors";
 import { askPermission } from "./permissionPrompt";
+import { showTerminals } from "./terminalView";
 
 /** The sidecar could not start; the failure has been reported to the user already. */
 export class SidecarUnavailable extends Error {}
@@ -25,6 +27,7 @@ export class SidecarService implements vscode.Disposable {
     private readonly host: VsCodeEditorHost,
     private readonly tools: EditorTools,
     private readonly version: string,
+    private readonly diffs: DiffEditors,
   ) {}
 
   client(): Promise<ThreadlineClient> {
@@ -58,6 +61,8 @@ export class SidecarService implements vscode.Disposable {
   private start(): Promise<ThreadlineClient> {
     const s = settings();
     this.output.info(`starting ${s.command} ${s.args.join(" ")}`);
+    const terminals = s.terminals ? new ChildProcessTerminals() : undefined;
+    const shown = terminals ? showTerminals(terminals) : undefined;
     const started = startSidecar(
       {
         command: s.command,
@@ -68,10 +73,15 @@ export class SidecarService implements vscode.Disposable {
         clientInfo: { name: "threadline-vscode", version: this.version },
       },
       {
-        permission: askPermission,
+        permission: (params, token) => askPermission(params, token, this.diffs),
         toolCall: (call) => this.runTool(call),
         documents: this.host,
+        terminals,
       },
+    );
+    void started.then(
+      (client) => client.onClose(() => shown?.dispose()),
+      () => shown?.dispose(),
     );
     const reported = started.then(
       (client) => {

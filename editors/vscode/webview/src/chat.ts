@@ -53,6 +53,9 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
   els.modelSelect.addEventListener("change", () => {
     post({ type: "setModel", model: els.modelSelect.value });
   });
+  els.modeSelect.addEventListener("change", () => {
+    post({ type: "setMode", mode: els.modeSelect.value });
+  });
   view.render(state);
 
   return {

@@ -4,6 +4,7 @@
  */
 import type {
   CompactResult,
+  FileDiff,
   SearchHit,
   SessionInfo,
   SessionNotification,
@@ -15,6 +16,9 @@ export interface ModelChoice {
   name: string;
   description?: string | null;
 }
+
+/** A session mode (`ask`, `plan`, `code`, `auto`) as the mode picker shows it. */
+export type ModeChoice = ModelChoice;
 
 /** Host → webview. */
 export type HostMessage =
@@ -28,6 +32,9 @@ export type HostMessage =
       parentTitle?: string | null;
       models: ModelChoice[];
       currentModel: string | null;
+      /** The mode picker's state (absent: the server has no modes). */
+      modes?: ModeChoice[];
+      currentMode?: string | null;
     }
   /** Forget the transcript on screen (a replay of another session follows). */
   | { type: "reset" }
@@ -57,6 +64,8 @@ export type HostMessage =
   | { type: "context"; used: number; size: number | null }
   /** The sidecar is down (with why) or up again (null). */
   | { type: "sidecar"; down: string | null }
+  /** The files the last turn changed (`session/diff`); empty: none. */
+  | { type: "turnDiff"; files: FileDiff[]; notice?: string | null }
   | { type: "notice"; level: "info" | "error"; text: string };
 
 /** Webview → host. */
@@ -67,6 +76,11 @@ export type WebviewMessage =
   | { type: "fork"; messageId: string }
   | { type: "compact"; instructions?: string }
   | { type: "setModel"; model: string }
+  | { type: "setMode"; mode: string }
+  /** End the session just before this prompt, files too (`session/rewind`). */
+  | { type: "rewind"; messageId: string }
+  /** Open a diff editor for one file of the last turn's diff. */
+  | { type: "openDiff"; path: string }
   /** `archived`: list the archived sessions instead of the others. */
   | { type: "listSessions"; archived?: boolean }
   | { type: "resume"; sessionId: string }

@@ -2,8 +2,8 @@
  * The chat's state as a pure reducer over host messages, so the rendering stays dumb
  * and the logic can be reasoned about (and tested) without a DOM.
  */
-import type { SearchHit, SessionInfo, SessionUpdate, Usage } from "@threadline/client";
-import type { HostMessage, ModelChoice } from "./messages";
+import type { FileDiff, PlanEntry, SearchHit, SessionInfo, SessionUpdate, Usage } from "@threadline/client";
+import type { HostMessage, ModeChoice, ModelChoice } from "./messages";
 
 export type ToolStatus = "pending" | "in_progress" | "completed" | "failed";
 
@@ -39,6 +39,13 @@ export interface ChatState {
   running: boolean;
   models: ModelChoice[];
   currentModel: string | null;
+  /** The session's modes (empty: the server offers none) and the one it is in. */
+  modes: ModeChoice[];
+  currentMode: string | null;
+  /** The agent's plan (ACP `plan`: the whole list each time), shown above the input. */
+  plan: PlanEntry[];
+  /** The files the last turn changed (null: not known). */
+  turnDiff: { files: FileDiff[]; notice: string | null } | null;
   sessions: SessionInfo[] | null;
   /** The list shows the archived sessions. */
   sessionsArchived: boolean;
@@ -69,6 +76,10 @@ export function initialState(): ChatState {
     running: false,
     models: [],
     currentModel: null,
+    modes: [],
+    currentMode: null,
+    plan: [],
+    turnDiff: null,
     sessions: null,
     sessionsArchived: false,
     search: null,
@@ -156,6 +167,8 @@ export function contentText(content: unknown): string {
       return `diff ${c.path ?? ""}\n${c.newText ?? ""}`;
     case "resource_link":
       return c.uri ?? "";
+    case "terminal":
+      return "(running in a Threadline terminal: see the Terminal panel)";
     default:
       return "";
   }
@@ -254,6 +267,10 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       state.commands = update.availableCommands.map((c) => c.name);
       return;
     case "plan":
+      state.plan = update.entries;
+      return;
+    case "current_mode_update":
+      state.currentMode = update.currentModeId;
       return;
   }
 }
@@ -286,6 +303,8 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.parentTitle = message.parentTitle ?? null;
       state.models = message.models;
       state.currentModel = message.currentModel;
+      if (message.modes) state.modes = message.modes;
+      if (message.currentMode !== undefined) state.currentMode = message.currentMode;
       break;
     case "reset":
       state.entries = [];
@@ -295,13 +314,19 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.contextUsed = null;
       state.contextSize = null;
       state.lastUsage = null;
+      state.plan = [];
+      state.turnDiff = null;
       break;
     case "update":
       if (state.sessionId && message.notification.sessionId !== state.sessionId) return state;
       applyUpdate(state, message.notification.update);
       break;
+    case "turnDiff":
+      state.turnDiff = { files: message.files, notice: message.notice ?? null };
+      break;
     case "turnStarted":
       state.running = true;
+      state.turnDiff = null;
       state.entries.push({ kind: "user", key: nextKey("user"), messageId: null, text: message.text, version: 0 });
       break;
     case "turnEnded": {

@@ -12,6 +12,9 @@ import { describeHit, describeSessions } from "./sessions";
 export interface Elements {
   transcript: HTMLElement;
   modelSelect: HTMLSelectElement;
+  modeSelect: HTMLSelectElement;
+  plan: HTMLElement;
+  turnDiff: HTMLElement;
   interrupt: HTMLButtonElement;
   send: HTMLButtonElement;
   input: HTMLTextAreaElement;
@@ -36,6 +39,9 @@ export function findElements(root: ParentNode = document): Elements {
   return {
     transcript: byId("transcript"),
     modelSelect: byId<HTMLSelectElement>("model"),
+    modeSelect: byId<HTMLSelectElement>("mode"),
+    plan: byId("plan"),
+    turnDiff: byId("turn-diff"),
     interrupt: byId<HTMLButtonElement>("interrupt"),
     send: byId<HTMLButtonElement>("send"),
     input: byId<HTMLTextAreaElement>("input"),
@@ -94,6 +100,8 @@ export class ChatView {
     this.lastRevision = state.revision;
     this.renderEntries(state.entries);
     this.renderToolbar(state);
+    this.renderPlan(state);
+    this.renderTurnDiff(state);
     this.renderSessions(state);
     this.renderReveal(state);
   }
@@ -215,6 +223,7 @@ export class ChatView {
         if (entry.messageId) node.dataset.messageId = entry.messageId;
         this.markCompacted(node, entry.compacted);
         this.forkButton(node, entry.messageId);
+        this.rewindButton(node, entry.messageId);
         return;
       case "assistant":
         renderMarkdown(node.querySelector<HTMLElement>(".body")!, entry.text);
@@ -237,6 +246,63 @@ export class ChatView {
     button.title = "Start a new session that branches after this message";
     button.addEventListener("click", () => this.post({ type: "fork", messageId }));
     node.querySelector(".role")?.append(button);
+  }
+
+  /** "Rewind to here (files too)": on the user's prompts, which a rewind ends before. */
+  private rewindButton(node: HTMLElement, messageId: string | null): void {
+    if (!messageId || node.querySelector(".rewind")) return;
+    const button = el("button", "rewind", "Rewind to here");
+    button.title = "End the session before this message and put the files it changed since back (the later turns are kept in a new session)";
+    button.addEventListener("click", () => this.post({ type: "rewind", messageId }));
+    node.querySelector(".role")?.append(button);
+  }
+
+  /** The agent's plan as a checklist above the input. */
+  private renderPlan(state: ChatState): void {
+    const { plan } = this.els;
+    const signature = JSON.stringify(state.plan);
+    if (plan.dataset.signature === signature) return;
+    plan.dataset.signature = signature;
+    plan.hidden = state.plan.length === 0;
+    const mark: Record<string, string> = { pending: "☐", in_progress: "◐", completed: "☑" };
+    plan.replaceChildren(
+      ...state.plan.map((entry) => {
+        const status = entry.status ?? "pending";
+        const item = el("li", `plan-entry ${status}`);
+        item.dataset.status = status;
+        item.dataset.priority = entry.priority ?? "medium";
+        item.append(el("span", "plan-mark", mark[status] ?? "☐"), el("span", "plan-text", entry.content));
+        item.title = `${status.replace("_", " ")}, ${entry.priority ?? "medium"} priority`;
+        return item;
+      }),
+    );
+  }
+
+  /** The last turn's changed files; each opens a diff editor. */
+  private renderTurnDiff(state: ChatState): void {
+    const box = this.els.turnDiff;
+    const diff = state.turnDiff;
+    const signature = JSON.stringify(diff);
+    if (box.dataset.signature === signature) return;
+    box.dataset.signature = signature;
+    box.hidden = !diff || diff.files.length === 0;
+    if (!diff || diff.files.length === 0) {
+      box.replaceChildren();
+      return;
+    }
+    const n = diff.files.length;
+    const heading = el("div", "turn-diff-heading", `The last turn changed ${n} file${n === 1 ? "" : "s"}`);
+    const files = diff.files.map((file) => {
+      const button = el("button", "diff-file");
+      button.dataset.path = file.path;
+      button.dataset.status = file.status;
+      const counts = file.binary ? "binary" : `+${file.additions ?? 0} −${file.deletions ?? 0}`;
+      button.append(el("span", "diff-path", file.path), el("span", "diff-counts", `${file.status} ${counts}`));
+      button.title = "Open a diff editor: the file before the turn and now";
+      button.addEventListener("click", () => this.post({ type: "openDiff", path: file.path }));
+      return button;
+    });
+    box.replaceChildren(heading, ...files);
   }
 
   private renderToolbar(state: ChatState): void {
@@ -262,6 +328,23 @@ export class ChatView {
     }
     if (state.currentModel) modelSelect.value = state.currentModel;
     modelSelect.disabled = busy;
+
+    const { modeSelect } = this.els;
+    const modeSignature = state.modes.map((m) => m.id).join("\n");
+    if (modeSelect.dataset.signature !== modeSignature) {
+      modeSelect.replaceChildren(
+        ...state.modes.map((m) => {
+          const option = el("option", undefined, m.name);
+          option.value = m.id;
+          if (m.description) option.title = m.description;
+          return option;
+        }),
+      );
+      modeSelect.dataset.signature = modeSignature;
+    }
+    modeSelect.hidden = state.modes.length === 0;
+    if (state.currentMode) modeSelect.value = state.currentMode;
+    modeSelect.disabled = busy || !state.sessionId;
 
     interrupt.disabled = !state.running;
     interrupt.classList.toggle("active", state.running);
