@@ -546,3 +546,103 @@ test("the sessions panel: search with highlighted snippets opens at the hit; ren
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("the agent's work: mode picker, plan checklist above the input, the last turn's files, rewind", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  const modes = [
+    { id: "ask", name: "Ask", description: "Read only" },
+    { id: "plan", name: "Plan" },
+    { id: "code", name: "Code" },
+    { id: "auto", name: "Auto" },
+  ];
+  await feed(page, [
+    { type: "session", sessionId: null, models: [{ id: "m", name: "Model" }], currentModel: "m" },
+  ]);
+  assert.equal(await page.locator("#mode").isHidden(), true, "no modes known: no mode picker");
+  await feed(page, [
+    { type: "session", sessionId: "s1", models: [{ id: "m", name: "Model" }], currentModel: "m", modes, currentMode: "code" },
+  ]);
+  assert.equal(await page.locator("#mode").isVisible(), true);
+  assert.equal(await page.locator("#mode").inputValue(), "code");
+  assert.deepEqual(await page.locator("#mode option").allInnerTexts(), ["Ask", "Plan", "Code", "Auto"]);
+  await page.selectOption("#mode", "plan");
+  assert.deepEqual((await posted(page)).at(-1), { type: "setMode", mode: "plan" });
+  // The server's word wins (another client switched it).
+  await feed(page, [
+    { type: "update", notification: { sessionId: "s1", update: { sessionUpdate: "current_mode_update", currentModeId: "auto" } } },
+  ]);
+  assert.equal(await page.locator("#mode").inputValue(), "auto");
+
+  // A turn with a plan and edits.
+  await feed(page, [
+    { type: "turnStarted", text: "fix the tests" },
+    {
+      type: "update",
+      notification: {
+        sessionId: "s1",
+        update: {
+          sessionUpdate: "plan",
+          entries: [
+            { content: "Run the failing test", priority: "high", status: "completed" },
+            { content: "Fix add()", priority: "medium", status: "in_progress" },
+            { content: "Run the suite", priority: "low", status: "pending" },
+          ],
+        },
+      },
+    },
+    { type: "turnEnded", stopReason: "end_turn", userMessageId: "msg_u1", messageId: "msg_a1" },
+    {
+      type: "turnDiff",
+      files: [
+        { path: "src/calc.py", status: "modified", additions: 1, deletions: 1, diff: "@@ -1 +1 @@\n-a\n+b\n" },
+        { path: "notes.txt", status: "added", additions: 2, deletions: 0, diff: "@@ -0,0 +1,2 @@\n+x\n+y\n" },
+      ],
+    },
+  ]);
+  const plan = page.locator("#plan");
+  assert.equal(await plan.isVisible(), true);
+  assert.deepEqual(await plan.locator(".plan-text").allInnerTexts(), ["Run the failing test", "Fix add()", "Run the suite"]);
+  assert.deepEqual(
+    await plan.locator(".plan-entry").evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.status)),
+    ["completed", "in_progress", "pending"],
+  );
+  assert.deepEqual(await plan.locator(".plan-mark").allInnerTexts(), ["☑", "◐", "☐"]);
+  const above = await page.evaluate(() => {
+    const p = document.querySelector("#plan")!.getBoundingClientRect();
+    const input = document.querySelector("#input")!.getBoundingClientRect();
+    return p.bottom <= input.top;
+  });
+  assert.ok(above, "the plan sits above the input");
+
+  const files = page.locator("#turn-diff .diff-file");
+  assert.deepEqual(await files.locator(".diff-path").allInnerTexts(), ["src/calc.py", "notes.txt"]);
+  assert.deepEqual(await files.locator(".diff-counts").allInnerTexts(), ["modified +1 −1", "added +2 −0"]);
+  await files.first().click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "openDiff", path: "src/calc.py" });
+
+  // Rewind to here: on the prompt, once the server gave it an id.
+  const user = page.locator(".entry.user").last();
+  await user.hover();
+  await user.locator("button.rewind").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "rewind", messageId: "msg_u1" });
+  await page.screenshot({ path: join(outDir, "work.png") });
+
+  // A new turn clears the file list; a new session clears the plan too.
+  await feed(page, [{ type: "turnStarted", text: "again" }]);
+  assert.equal(await page.locator("#turn-diff").isHidden(), true);
+  await feed(page, [{ type: "reset" }]);
+  assert.equal(await plan.isHidden(), true);
+
+  // The toolbar with both pickers in a narrow sidebar: no overflow.
+  for (const width of [440, 260]) {
+    await page.setViewportSize({ width, height: 700 });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const overflows = await page.evaluate(() => {
+      const bar = document.querySelector<HTMLElement>(".toolbar")!;
+      return bar.scrollWidth > bar.clientWidth;
+    });
+    assert.equal(overflows, false, `at ${width}px the toolbar overflows`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
