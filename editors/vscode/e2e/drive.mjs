@@ -398,7 +398,8 @@ try {
     assert.ok((await rows.count()) > 0);
     assert.match(await rows.first().innerText(), /«/);
     await snap("search-quick-pick");
-    await page.keyboard.press("Enter");
+    // Title hits (no message to outline) may rank first: pick a message's hit.
+    await rows.filter({ hasText: /in an answer|in your message/ }).first().click();
     await until("a hit outlined", async () => (await chat().locator(".search-target").count()) === 1);
   });
 
@@ -475,6 +476,77 @@ try {
     await chat().locator("#restart-sidecar").click();
     await until("the banner to go", async () => !(await chat().locator("#sidecar-banner").isVisible()), 30_000);
     await until("the transcript", async () => (await chat().locator(".entry.user").count()) >= 4, 30_000);
+  });
+
+  // The agent's work: a plan, an edit proposed in a diff editor, a command in a VS Code
+  // terminal, the turn's changed file opening a diff editor, the mode picker.
+  await step("work-plan-edit-diff-terminal-mode", async () => {
+    const script = {
+      rounds: [
+        [{ tool_call: { name: "update_plan", arguments: { entries: [
+          { content: "Make greet shout", status: "in_progress" },
+          { content: "Check it runs", status: "pending" },
+        ] } } }],
+        [{ tool_call: { name: "edit_file", arguments: { path: "src/greet.py", edits: [{ oldText: "Hello, {name}!", newText: "HELLO, {name}!" }] } } }],
+        [{ tool_call: { name: "run_command", arguments: { command: "echo ran-in-a-vscode-terminal" } } }],
+        [{ text: "Done: greet shouts now." }],
+      ],
+    };
+    // The sessions' model is `scripted:<WORK>/script.json`, read once per sidecar: this
+    // script, and a restart, make the next turns do the work (this is the last step).
+    writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
+    await dismissToasts();
+    await runCommand("Threadline: Restart the Sidecar");
+    await page.waitForTimeout(1500);
+    await titleAction("New Session").click();
+    await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+    const input = chat().locator("#input");
+    await input.click();
+    await input.fill("Make greet shout.");
+    await input.press("Enter");
+
+    // The edit: a diff editor with the change, behind the permission dialog.
+    const dialog = page.locator(".monaco-dialog-box");
+    await dialog.waitFor({ state: "visible", timeout: 30_000 });
+    assert.match(await dialog.innerText(), /edit_file|greet/i);
+    await page.locator(".monaco-diff-editor").first().waitFor({ state: "visible", timeout: 10_000 });
+    const tabs = await page.locator(".tabs-container .tab").allInnerTexts();
+    assert.ok(tabs.some((t) => t.includes("greet.py")), `diff tab: ${tabs}`);
+    await until("the proposed text in the diff editor", async () => (await page.locator(".monaco-diff-editor").first().innerText()).includes("HELLO"), 10_000);
+    await snap("edit-diff-editor-and-dialog");
+    await dialog.locator("a.monaco-button", { hasText: "Allow once" }).click();
+    await until("the diff editor to close", async () => (await page.locator(".monaco-diff-editor").count()) === 0, 10_000);
+
+    // The command: asked, then run in a VS Code terminal.
+    await dialog.waitFor({ state: "visible", timeout: 30_000 });
+    await dialog.locator("a.monaco-button", { hasText: "Allow once" }).click();
+    await until("the answer", async () => (await chat().locator(".entry.assistant").last().innerText()).includes("greet shouts"), 30_000);
+    // The command's terminal: shown in the panel (its name in the terminal's title or tabs).
+    await page.locator(".part.panel .xterm").first().waitFor({ state: "visible", timeout: 10_000 });
+    await snap("command-in-vscode-terminal");
+    assert.match(await chatText(".entry.tool"), /Threadline terminal/);
+    assert.match(readFileSync(join(WORK, "project", "src", "greet.py"), "utf8"), /HELLO, \{name\}!/);
+
+    // The plan above the input, the changed file below the transcript.
+    assert.deepEqual(await chat().locator("#plan .plan-text").allInnerTexts(), ["Make greet shout", "Check it runs"]);
+    const file = chat().locator("#turn-diff .diff-file", { hasText: "src/greet.py" });
+    await file.waitFor({ state: "visible", timeout: 10_000 });
+    await file.click();
+    await page.locator(".monaco-diff-editor").first().waitFor({ state: "visible", timeout: 10_000 });
+    await until("the old text beside the new in the diff editor", async () => {
+      // Monaco renders spaces as no-break spaces.
+      const text = (await page.locator(".monaco-diff-editor").first().innerText()).replace(/\u00a0/g, " ");
+      return text.includes("Hello, {name}!") && text.includes("HELLO, {name}!");
+    }, 10_000);
+    await snap("last-turn-diff-editor");
+
+    // The mode picker.
+    assert.equal(await chat().locator("#mode").inputValue(), "code");
+    await chat().locator("#mode").selectOption("plan");
+    await runCommand("Threadline: Pick Mode (ask, plan, code, auto)");
+    const rows = await quickPickRows();
+    await until("Plan marked current", async () => (await rows.allInnerTexts()).some((t) => t.includes("Plan") && t.includes("current")), 10_000);
+    await page.keyboard.press("Escape");
   });
 } finally {
   writeFileSync(join(SHOTS, "results.json"), JSON.stringify({ results, pageErrors }, null, 2));

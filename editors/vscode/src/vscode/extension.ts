@@ -4,6 +4,7 @@
  * siblings in src/vscode only adapt VS Code's API to them.
  */
 import * as vscode from "vscode";
+import type { ModelChoice } from "../../webview/src/messages";
 import { EditorTools } from "../core/editorTools";
 import { ChatViewProvider, VIEW_ID } from "./chatViewProvider";
 import { workspaceCwd } from "./config";
@@ -58,29 +59,13 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     command("threadline.pickModel", async () => {
       const controller = await chat.chat();
-      const picked = await vscode.window.showQuickPick(
-        controller.availableModels.map((m) => ({
-          label: m.name,
-          description: m.id === controller.currentModel ? "current" : m.id,
-          detail: m.description ?? undefined,
-          id: m.id,
-        })),
-        { title: "Threadline model", placeHolder: "Model for the next turn" },
-      );
-      if (picked) await chat.dispatch({ type: "setModel", model: picked.id });
+      const picked = await pickChoice(controller.availableModels, controller.currentModel, "Threadline model", "Model for the next turn");
+      if (picked) await chat.dispatch({ type: "setModel", model: picked });
     }),
     command("threadline.pickMode", async () => {
       const controller = await chat.chat();
-      const picked = await vscode.window.showQuickPick(
-        controller.availableModes.map((m) => ({
-          label: m.name,
-          description: m.id === controller.currentMode ? "current" : m.id,
-          detail: m.description ?? undefined,
-          id: m.id,
-        })),
-        { title: "Threadline mode", placeHolder: "What the agent may do without asking" },
-      );
-      if (picked) await chat.dispatch({ type: "setMode", mode: picked.id });
+      const picked = await pickChoice(controller.availableModes, controller.currentMode, "Threadline mode", "What the agent may do without asking");
+      if (picked) await chat.dispatch({ type: "setMode", mode: picked });
     }),
     command("threadline.resumeSession", () => resumeSession(chat, sidecar)),
     command("threadline.searchSessions", () => searchSessions(chat, sidecar)),
@@ -89,6 +74,25 @@ export function activate(context: vscode.ExtensionContext): void {
     command("threadline.restartServer", () => chat.dispatch({ type: "restartSidecar" })),
     command("threadline.showLog", async () => output.show()),
   );
+}
+
+/** A quick pick over models or modes, the current one marked; resolves with the id picked. */
+async function pickChoice(
+  choices: readonly ModelChoice[],
+  current: string | null,
+  title: string,
+  placeHolder: string,
+): Promise<string | undefined> {
+  const picked = await vscode.window.showQuickPick(
+    choices.map((m) => ({
+      label: m.name,
+      description: m.id === current ? "current" : m.id,
+      detail: m.description ?? undefined,
+      id: m.id,
+    })),
+    { title, placeHolder },
+  );
+  return picked?.id;
 }
 
 export function deactivate(): void {

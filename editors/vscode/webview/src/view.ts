@@ -241,19 +241,26 @@ export class ChatView {
 
   /** "Fork from here": needs the message id the server gave the message. */
   private forkButton(node: HTMLElement, messageId: string | null): void {
-    if (!messageId || node.querySelector(".fork")) return;
-    const button = el("button", "fork", "Fork from here");
-    button.title = "Start a new session that branches after this message";
-    button.addEventListener("click", () => this.post({ type: "fork", messageId }));
-    node.querySelector(".role")?.append(button);
+    this.messageButton(node, messageId, "fork", "Fork from here", "Start a new session that branches after this message");
   }
 
   /** "Rewind to here (files too)": on the user's prompts, which a rewind ends before. */
   private rewindButton(node: HTMLElement, messageId: string | null): void {
-    if (!messageId || node.querySelector(".rewind")) return;
-    const button = el("button", "rewind", "Rewind to here");
-    button.title = "End the session before this message and put the files it changed since back (the later turns are kept in a new session)";
-    button.addEventListener("click", () => this.post({ type: "rewind", messageId }));
+    this.messageButton(
+      node,
+      messageId,
+      "rewind",
+      "Rewind to here",
+      "End the session before this message and put the files it changed since back (the later turns are kept in a new session)",
+    );
+  }
+
+  /** A button beside a message's role that posts `{type: action, messageId}` (once per node). */
+  private messageButton(node: HTMLElement, messageId: string | null, action: "fork" | "rewind", label: string, title: string): void {
+    if (!messageId || node.querySelector(`.${action}`)) return;
+    const button = el("button", action, label);
+    button.title = title;
+    button.addEventListener("click", () => this.post({ type: action, messageId }));
     node.querySelector(".role")?.append(button);
   }
 
