@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from threadline_protocol.rpc_error import RpcError
+
 Framing = Literal["headers", "lines"]
 
 NO_REPLY = object()
@@ -32,14 +34,6 @@ _LENGTH = re.compile(rb"content-length\s*:\s*(\d+)", re.IGNORECASE)
 
 UpdateHandler = Callable[[dict[str, Any], int], None]
 RequestHandler = Callable[[dict[str, Any], int], Any]
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})")
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 @dataclass(slots=True)

@@ -186,7 +186,7 @@ def test_new_ask_fork_ask_in_the_first_window_interrupt(
     # fork: a second window with the branch.
     tmux.type(":Threadline fork")
     tmux.keys("Enter")
-    tmux.wait_for(r"\[forked from sess_")
+    tmux.wait_for(r"\[forked from “first question”\]")  # the parent's title, no raw ids
 
     # ask in the first window, then interrupt it there.
     tmux.keys("C-w", "p")
@@ -205,7 +205,8 @@ def test_new_ask_fork_ask_in_the_first_window_interrupt(
     assert len(chats) == 2
     first = next(sid for sid, text in chats.items() if "[forked from" not in text)
     fork = next(sid for sid in chats if sid != first)
-    assert f"[forked from {first}" in chats[fork]
+    assert "[forked from “first question”]" in chats[fork]
+    assert first not in chats[fork]
 
     # Each buffer holds its own session's text, and only that.
     assert "first question (end)" in words(chats[first])

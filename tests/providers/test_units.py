@@ -26,9 +26,9 @@ from threadline.providers.openai_compat import (
     OpenAICompatProvider,
     OpenAIOptions,
     StreamAssembler,
-    _offline_encoding,
     to_openai_messages,
 )
+from threadline.providers.openai_tokens import offline_encoding as _offline_encoding
 from threadline.providers.policies import PolicyProvider, PolicySettings, RateLimiter
 from threadline.providers.policies.failures import parse_retry_after, scrub
 

@@ -30,7 +30,7 @@ def _serve_forever(sock: socket.socket) -> None:
     import threadline.engine.engine
     import threadline.providers.scripted
     import threadline.rpc.boot
-    import threadline.rpc.handlers
+    import threadline.rpc.routes
     import threadline.rpc.serve
     import threadline.store.postgres
     import threadline.tools.workspace

@@ -3,14 +3,15 @@
 A layer may import itself, the layers the table below lists for it, the foundation
 modules and the protocol package; anything else is a dependency pointing the wrong way
 (an engine module reaching for the wire, a tool reaching into a session, the server
-pulling in the client). Imports under ``TYPE_CHECKING`` count: a type-only cycle is
-still a cycle a reader has to untangle.
+pulling in the client). Inside a layer the modules import one another without a cycle:
+each can be read knowing only the ones it imports. Imports under ``TYPE_CHECKING`` (and
+inside functions) count: a type-only cycle is still a cycle a reader has to untangle.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,73 @@ def violations(root: Path, package: str) -> list[str]:
     return found
 
 
+def _modules(root: Path, package: str) -> dict[str, Path]:
+    return {_module_name(path, root, package)[0]: path for path in sorted(root.rglob("*.py"))}
+
+
+def _resolve(target: str, known: Mapping[str, Path]) -> str | None:
+    """The module an import names: ``from .x import name`` names ``x`` (or ``x.name``
+    when that is a module); an attribute of a package is the package."""
+    parts = target.split(".")
+    while parts:
+        name = ".".join(parts)
+        if name in known:
+            return name
+        parts.pop()
+    return None
+
+
+def cycles(root: Path, package: str) -> list[list[str]]:
+    """Import cycles among the modules of one layer, each as the modules it runs
+    through (sorted), found as the strongly connected components of the import graph."""
+    known = _modules(root, package)
+    graph: dict[str, set[str]] = {module: set() for module in known}
+    for module, path in known.items():
+        for _src, target, _line in imports_of(path, root, package):
+            dst = _resolve(target, known)
+            if dst is not None and dst != module and _layer(dst) == _layer(module):
+                graph[module].add(dst)
+    # Tarjan's algorithm, iterative: every component of more than one module is a cycle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
 def test_server_layers_import_downwards_only() -> None:
     assert violations(SERVER, "threadline") == []
 
@@ -137,3 +205,71 @@ def test_the_check_sees_a_wrong_import(tmp_path: Path, source: str, expected: bo
     module.parent.mkdir(parents=True)
     module.write_text(source, encoding="utf-8")
     assert bool(violations(tmp_path, "threadline")) is expected
+
+
+@pytest.mark.parametrize(
+    ("root", "package"),
+    [(SERVER, "threadline"), (PROTOCOL, "threadline_protocol"), (CLIENT, "threadline_client")],
+    ids=["server", "protocol", "client"],
+)
+def test_no_import_cycle_inside_a_layer(root: Path, package: str) -> None:
+    assert cycles(root, package) == []
+
+
+_PROBES: dict[str, dict[str, str]] = {
+    "plain cycle": {"rpc/a.py": "from .b import B\n", "rpc/b.py": "from .a import A\n"},
+    "type-only cycle": {
+        "rpc/routes.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from .server import Server\n",
+        "rpc/server.py": "from .routes import Route\n",
+    },
+    "cycle through a function's import": {
+        "rpc/boot.py": "def serve() -> None:\n    from .serve import run\n",
+        "rpc/serve.py": "from .boot import Prelude\n",
+    },
+    "three modules round": {
+        "engine/a.py": "from . import b\n",
+        "engine/b.py": "from .c import C\n",
+        "engine/c.py": "from .a import A\n",
+    },
+    "across a subpackage": {
+        "tools/x/__init__.py": "",
+        "tools/x/one.py": "from ..top import T\n",
+        "tools/top.py": "from .x.one import O\n",
+    },
+    "one way only": {"rpc/a.py": "from .b import B\n", "rpc/b.py": "import os\n"},
+    "a chain": {
+        "engine/a.py": "from .b import B\n",
+        "engine/b.py": "from .c import C\n",
+        "engine/c.py": "from ...store.base import S\n",
+    },
+    "between layers, not inside one": {
+        "rpc/a.py": "from ..engine.b import B\n",
+        "engine/b.py": "from ..rpc.a import A\n",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("probe", "expected"),
+    [
+        ("plain cycle", [["threadline.rpc.a", "threadline.rpc.b"]]),
+        ("type-only cycle", [["threadline.rpc.routes", "threadline.rpc.server"]]),
+        ("cycle through a function's import", [["threadline.rpc.boot", "threadline.rpc.serve"]]),
+        (
+            "three modules round",
+            [["threadline.engine.a", "threadline.engine.b", "threadline.engine.c"]],
+        ),
+        ("across a subpackage", [["threadline.tools.top", "threadline.tools.x.one"]]),
+        ("one way only", []),
+        ("a chain", []),
+        # a cycle between layers is the direction check's to catch (an arrow points up)
+        ("between layers, not inside one", []),
+    ],
+)
+def test_the_check_sees_a_cycle(tmp_path: Path, probe: str, expected: list[list[str]]) -> None:
+    for name, source in _PROBES[probe].items():
+        module = tmp_path / name
+        module.parent.mkdir(parents=True, exist_ok=True)
+        module.write_text(source, encoding="utf-8")
+    assert cycles(tmp_path, "threadline") == expected

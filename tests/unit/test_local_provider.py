@@ -76,8 +76,10 @@ def test_missing_model_package_is_a_clear_error() -> None:
 async def test_unloadable_model_yields_provider_error(tmp_path: Path) -> None:
     provider = LocalProvider(LocalModel(tmp_path / "missing.gguf"))
     events = await _collect(provider, ChatRequest([ChatMessage("user", "hi")]))
-    assert len(events) == 1
-    error = events[0]
+    assert len(events) == 2
+    # The load is announced first: a client says why the first answer waits.
+    assert events[0] == StatusNotice("loading the local model smollm2-135m…")
+    error = events[1]
     assert isinstance(error, ProviderError)
     assert error.reason == "local_model_unavailable"
     assert not error.retryable

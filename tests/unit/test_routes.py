@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from threadline.rpc.handlers import CALLS, ROUTES, session_history
-from threadline.rpc.routes import MethodTableError, routes
+from threadline.rpc.routes import CALLS, ROUTES, MethodTableError, routes
 from threadline_protocol import methods as pm
 from threadline_protocol.methods import METHODS
 
@@ -26,6 +25,7 @@ def test_a_method_without_a_call_fails_loudly() -> None:
 
 
 def test_a_call_without_a_method_fails_loudly() -> None:
+    session_history = CALLS["session/history"]
     with pytest.raises(MethodTableError, match="session/rename"):
         routes(METHODS, {**CALLS, "session/rename": session_history})
     # nor may a call serve a method the client does not send, or one the connection serves
@@ -36,6 +36,7 @@ def test_a_call_without_a_method_fails_loudly() -> None:
 
 
 def test_a_call_taking_other_params_fails_loudly() -> None:
+    session_history = CALLS["session/history"]
     with pytest.raises(MethodTableError, match="session/fork"):
         routes(METHODS, {**CALLS, "session/fork": session_history})
 

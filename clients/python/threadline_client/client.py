@@ -17,16 +17,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from threadline_protocol.rpc_error import RpcError
+
 UpdateHandler = Callable[[str, dict[str, Any]], None]
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})")
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 def server_command() -> list[str]:

@@ -55,7 +55,61 @@ function H.record_notify()
   return seen
 end
 
+--- A second editor on the same home: its own `threadline serve`, driven over the
+--- plugin's rpc module (as another Neovim's plugin would drive it). Stopped by H.stop().
+---@return {updates: table[], call: fun(method: string, params: table, timeout?: integer): any, request: fun(method: string, params: table, cb?: fun(err: table?, result: any))}
+function H.other_editor()
+  local updates = {}
+  local conn = require('threadline.rpc').start({
+    cmd = H.cmd(),
+    env = { THREADLINE_HOME = H.home, THREADLINE_LOG_LEVEL = 'WARNING' },
+    cwd = H.home,
+    capabilities = { session = { compaction = vim.empty_dict() } },
+  }, {
+    notification = function(method, params)
+      if method == 'session/update' then
+        table.insert(updates, params.update)
+      end
+    end,
+    request = function()
+      return nil, { code = -32601, message = 'not served by this test editor' }
+    end,
+  })
+  H.others = H.others or {}
+  table.insert(H.others, conn)
+  local other = { updates = updates }
+  function other.request(method, params, cb)
+    conn:request(method, params, cb)
+  end
+  function other.call(method, params, timeout)
+    local done, err, result = false, nil, nil
+    conn:request(method, params, function(e, r)
+      done, err, result = true, e, r
+    end)
+    H.wait(function()
+      return done
+    end, method .. ' in the other editor', timeout)
+    assert(not err, vim.inspect(err))
+    return result
+  end
+  --- The text the other editor was shown streaming, so far.
+  function other.streamed()
+    local out = {}
+    for _, u in ipairs(updates) do
+      if u.sessionUpdate == 'agent_message_chunk' then
+        table.insert(out, u.content.text)
+      end
+    end
+    return table.concat(out)
+  end
+  return other
+end
+
 function H.stop()
+  for _, conn in ipairs(H.others or {}) do
+    conn:stop(2000)
+  end
+  H.others = {}
   require('threadline').stop()
   -- Chat buffers are bound to sessions of this sidecar's home: they go with it.
   for sid in pairs(require('threadline.chat').all()) do

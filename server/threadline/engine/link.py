@@ -6,18 +6,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from threadline_protocol import methods as pm
+from threadline_protocol.rpc_error import RpcError
 
 from .events import Event, ReplayProjection
 
-
-class ClientError(Exception):
-    """The client answered a request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+ClientError = RpcError
+"""The client answered a request with a JSON-RPC error."""
 
 
 class ClientLink(Protocol):

@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..userconfig import Secret
 from .base import (
     ChatMessage,
     ChatRequest,
@@ -46,7 +45,7 @@ from .base import (
     Usage,
     rough_token_count,
 )
-from .configured import SdkProvider
+from .configured import EndpointOptions, SdkProvider
 from .sdk_stream import MissingKey, relay
 
 log = logging.getLogger(__name__)
@@ -66,18 +65,12 @@ STOP_REASONS: dict[str, FinishReason] = {
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicOptions:
-    model: str
-    model_id: str
-    base_url: str | None = None
-    api_key: Secret | None = None
+class AnthropicOptions(EndpointOptions):
     api_key_env: str | None = "ANTHROPIC_API_KEY"
     context_window: int = 200_000
     max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int | None = None
     prompt_cache: bool = True
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    connect_timeout: float = 10.0
 
 
 class AnthropicProvider(SdkProvider[AnthropicOptions]):

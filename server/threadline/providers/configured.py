@@ -8,11 +8,12 @@ own a client, check a key or answer "is it reachable?": that part lives here onc
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import anyio
 
-from ..userconfig import Secret
+from ..userconfig import ModelEntry, Secret
 from .policies.failures import failure_from_exception
 from .sdk_stream import MissingKey
 
@@ -35,6 +36,42 @@ class ApiOptions(ModelOptions, Protocol):
 
     @property
     def api_key(self) -> Secret | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointOptions:
+    """What every vendor endpoint of the user's config takes, whatever its wire format:
+    the model (as the server names it, and as Threadline does), where and with which
+    key to call, the window. A vendor's options add their own fields (and defaults)."""
+
+    model: str
+    """The model name the server expects."""
+    model_id: str
+    """Threadline's model string (``openai:gpt-4o-mini`` or a configured name)."""
+    base_url: str | None = None
+    api_key: Secret | None = None
+    api_key_env: str | None = None
+    context_window: int = 128_000
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    connect_timeout: float = 10.0
+
+    @classmethod
+    def configured(cls, entry: ModelEntry, context_window: int, **own: Any) -> Self:
+        """The options of a configured model: the endpoint's fields from its provider
+        entry and model options (``context_window`` when the config names no window),
+        ``own`` the vendor's."""
+        p = entry.provider
+        return cls(
+            model=entry.model,
+            model_id=entry.id,
+            base_url=p.base_url,
+            api_key=p.api_key,
+            api_key_env=p.api_key_env,
+            context_window=int(entry.option("context_window") or context_window),
+            headers=dict(p.headers),
+            connect_timeout=float(entry.option("connect_timeout", 10.0)),
+            **own,
+        )
 
 
 _O = TypeVar("_O", bound=ModelOptions)

@@ -216,42 +216,26 @@ class ProviderRegistry:
             from .modelserver.provider import shared_server_provider
 
             return shared_server_provider(entry)
-        p = entry.provider
-        window = entry.option("context_window")
-        headers = dict(p.headers)
-        connect = float(entry.option("connect_timeout", 10.0))
-        if p.kind == "anthropic":
+        if entry.provider.kind == "anthropic":
             from .anthropic_provider import AnthropicOptions, AnthropicProvider
 
             return AnthropicProvider(
-                AnthropicOptions(
-                    model=entry.model,
-                    model_id=entry.id,
-                    base_url=p.base_url,
-                    api_key=p.api_key,
-                    api_key_env=p.api_key_env,
-                    context_window=int(window or ANTHROPIC_CONTEXT),
+                AnthropicOptions.configured(
+                    entry,
+                    ANTHROPIC_CONTEXT,
                     max_tokens=int(entry.option("max_tokens") or 4096),
                     thinking_budget=_int_or_none(entry.option("thinking_budget")),
                     prompt_cache=bool(entry.option("prompt_cache", True)),
-                    headers=headers,
-                    connect_timeout=connect,
                 )
             )
         from .openai_compat import OPENAI_BASE_URL, OpenAICompatProvider, OpenAIOptions
 
-        is_openai = p.base_url is None or p.base_url.rstrip("/") == OPENAI_BASE_URL
+        base_url = entry.provider.base_url
+        is_openai = base_url is None or base_url.rstrip("/") == OPENAI_BASE_URL
         return OpenAICompatProvider(
-            OpenAIOptions(
-                model=entry.model,
-                model_id=entry.id,
-                base_url=p.base_url,
-                api_key=p.api_key,
-                api_key_env=p.api_key_env,
-                context_window=int(
-                    window or (OPENAI_CONTEXT if is_openai else OPENAI_COMPAT_CONTEXT)
-                ),
-                headers=headers,
+            OpenAIOptions.configured(
+                entry,
+                OPENAI_CONTEXT if is_openai else OPENAI_COMPAT_CONTEXT,
                 tool_results=tool_results_option(entry.option("tool_results")),
                 stream_tools=optional_bool(entry.option("stream_tools")),
                 traits=self.traits,
@@ -259,7 +243,6 @@ class ProviderRegistry:
                 extra_body=dict(entry.option("extra_body") or {}),
                 tokenizer=entry.option("tokenizer"),
                 send_reasoning=bool(entry.option("send_reasoning", False)),
-                connect_timeout=connect,
             )
         )
 

@@ -13,6 +13,7 @@ script deterministically. Steps::
     {"hang": true}                             wait until cancelled
     {"error": {"reason": "...", "message": "...", "retryable": false}}
     {"echo": true}                             repeat the last user message as text
+    {"status": "loading the model"}            a wait announced to the client
 
 A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
 
@@ -35,6 +36,7 @@ from .base import (
     FinishReason,
     ProviderError,
     ProviderEvent,
+    StatusNotice,
     TextDelta,
     ThoughtDelta,
     ToolCallFinal,
@@ -145,6 +147,8 @@ class ScriptedProvider:
                 for word in last.split(" "):
                     produced += 1
                     yield TextDelta(word + " ")
+            elif "status" in step:
+                yield StatusNotice(str(step["status"]))
             elif "finish" in step:
                 finish = cast(FinishReason, step["finish"])
         if not any("usage" in s for s in steps):

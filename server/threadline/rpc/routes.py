@@ -1,10 +1,14 @@
-"""The server's half of the method table: each method the client may send, with the one
-call that serves it, checked against the protocol's table (``METHODS``) when built.
+"""Each method the client may send, and the engine operation that serves it, checked
+against the protocol's table (``METHODS``) when built.
 
-How a method is served (inline, in a task, as a notification) is the protocol's word
-(``MethodSpec.dispatch``), not the shape of the function that serves it; so a method
-without a call, or a call without a method, stops the server at import instead of
-answering -32601 for a method the protocol promises.
+The table maps a method straight to an ``Engine`` method; a method whose params are
+only a session id (``SessionRef``) passes that id (:func:`by_id`). No logic lives here:
+a call that needs more than that belongs in the engine, and what the connection itself
+keeps of a request (the client's capabilities, that shutdown began) is the server's
+(``ThreadlineServer.note``). How a method is served (inline, in a task, as a
+notification) is the protocol's word (``MethodSpec.dispatch``), not the shape of the
+function that serves it; so a method without a call, or a call without a method, stops
+the server at import instead of answering -32601 for a method the protocol promises.
 """
 
 from __future__ import annotations
@@ -12,18 +16,22 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from threadline_protocol.methods import MethodSpec
+from threadline_protocol import methods as pm
+from threadline_protocol.methods import METHODS, MethodSpec
 
-if TYPE_CHECKING:
-    from .server import ThreadlineServer
+from .. import __version__
+from ..engine.engine import Engine
 
-Call = Callable[["ThreadlineServer", Any], Any]
-"""Takes the validated params model (None for a method without params); returns the
-result model, None, or an awaitable of either."""
+R = TypeVar("R")
+
+Call = Callable[..., Any]
+"""An ``Engine`` method (or one built by :func:`by_id`): takes the engine and the
+validated params model (nothing for a method without params); returns the result
+model, None, or an awaitable of either."""
 
 SERVED = ("inline", "task", "notification")
 """The dispatch modes served by a call (``connection`` methods the connection serves)."""
@@ -41,6 +49,26 @@ class Route:
     def params(self, raw: dict[str, Any]) -> BaseModel | None:
         """The params model, validated (pydantic's ``ValidationError`` is -32602)."""
         return None if self.spec.params is None else self.spec.params.model_validate(raw)
+
+    def serve(self, engine: Engine, params: BaseModel | None) -> Any:
+        """Hand the validated params to the engine operation."""
+        return self.call(engine) if params is None else self.call(engine, params)
+
+
+def by_id(operation: Callable[[Engine, str], R]) -> Callable[[Engine, pm.SessionRef], R]:
+    """An engine operation on one session, served from a ``SessionRef``'s id."""
+
+    def call(engine: Engine, params: pm.SessionRef) -> R:
+        return operation(engine, params.session_id)
+
+    call.__name__ = call.__qualname__ = operation.__name__
+    return call
+
+
+def initialize(engine: Engine, params: pm.InitializeParams) -> pm.InitializeResult:
+    """The server's capabilities; this server's version is the answer's, not the
+    engine's (the client's capabilities the connection takes in itself)."""
+    return engine.initialize_result(__version__)
 
 
 def routes(methods: Mapping[str, MethodSpec], calls: Mapping[str, Call]) -> dict[str, Route]:
@@ -60,3 +88,27 @@ def routes(methods: Mapping[str, MethodSpec], calls: Mapping[str, Call]) -> dict
         if got is not (type(None) if want is None else want):
             raise MethodTableError(f"{name}: the call takes {got}, the method sends {want}")
     return {name: Route(methods[name], call) for name, call in calls.items()}
+
+
+CALLS: dict[str, Call] = {
+    "initialize": initialize,
+    "shutdown": Engine.shutdown,
+    "session/new": Engine.new_session,
+    "session/prompt": Engine.prompt,
+    "session/interrupt": by_id(Engine.interrupt),
+    "session/cancel": by_id(Engine.cancel),
+    "session/history": by_id(Engine.history),
+    "session/context": by_id(Engine.context),
+    "session/load": Engine.load,
+    "session/resume": Engine.resume,
+    "session/list": Engine.list_sessions,
+    "session/close": by_id(Engine.close),
+    "session/delete": by_id(Engine.delete),
+    "session/set_config_option": Engine.set_config_option,
+    "session/fork": Engine.fork,
+    "session/compact": Engine.compact,
+}
+
+ROUTES = routes(METHODS, CALLS)
+"""Built at import: a method of the table without a call here (or the reverse) fails
+loudly (``MethodTableError``)."""

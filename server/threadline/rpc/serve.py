@@ -14,6 +14,8 @@ from typing import BinaryIO
 
 import anyio
 
+from threadline_protocol.methods import InitializeParams
+
 from .. import __version__
 from ..engine.engine import Engine
 from ..providers.registry import ProviderRegistry
@@ -21,9 +23,9 @@ from ..settings import Settings
 from ..store.base import StoreError
 from ..store.factory import describe_store, open_store
 from ..userconfig import ConfigError, store_url
-from .boot import Prelude
-from .handlers import ROUTES, initialized
 from .outbox import Outbox
+from .prelude import Prelude
+from .routes import ROUTES
 from .server import ThreadlineServer
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ def run(
         return 2
     server = ThreadlineServer(lambda link: Engine(store, providers, link), ROUTES, stdin, outbox)
     if prelude.initialized is not None:
-        initialized(server, prelude.initialized)
+        server.note("initialize", InitializeParams.model_validate(prelude.initialized))
     recovered = server.engine.recover()
     # What is loaded by now lives as long as the process: kept out of the collector's
     # full passes, which a long session's load would otherwise set off (docs/benchmarks.md).

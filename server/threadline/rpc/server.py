@@ -146,6 +146,15 @@ class ThreadlineServer:
         self.cancel_method = capabilities.threadline().cancel_method
         self.initialized = True
 
+    def note(self, method: str, params: BaseModel | None) -> None:
+        """What the connection itself keeps of a request, before the engine serves it:
+        the client's capabilities from ``initialize``; that ``shutdown`` began (later
+        requests are refused)."""
+        if isinstance(params, pm.InitializeParams):
+            self.client_connected(params.client_capabilities)
+        elif method == "shutdown":
+            self.shutting_down = True
+
     def client_capabilities(self) -> dict[str, Any]:
         return self.client_caps
 
@@ -311,7 +320,7 @@ class ThreadlineServer:
         if route is None or route.spec.dispatch != "notification" or not isinstance(params, dict):
             return
         try:
-            route.call(self, route.params(params))
+            route.serve(self.engine, route.params(params))
         except (ValidationError, EngineError) as exc:
             log.info("ignored notification %s: %s", method, exc)
 
@@ -331,7 +340,9 @@ class ThreadlineServer:
             return
 
         def call() -> Any:
-            return route.call(self, route.params(params))
+            model = route.params(params)
+            self.note(method, model)
+            return route.serve(self.engine, model)
 
         if route.spec.dispatch == "inline":
             self._answer(msg_id, call)

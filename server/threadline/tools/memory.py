@@ -30,7 +30,23 @@ class Memory(Protocol):
         ...
 
 
-class RememberTool:
+class _MemoryTool:
+    """What remember and forget share: a quick step of the model's own thinking, run
+    one at a time (each commits to the session), never asking permission."""
+
+    kind: ToolKind = "think"
+    parallelizable = False
+    needs_permission = False
+    timeout = 5.0
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        return []
+
+
+class RememberTool(_MemoryTool):
     name = "remember"
     description = (
         "Store a short fact (a decision, a preference, a path) that must survive when "
@@ -41,19 +57,9 @@ class RememberTool:
         "properties": {"text": {"type": "string", "description": "the fact, one sentence"}},
         "required": ["text"],
     }
-    kind: ToolKind = "think"
-    parallelizable = False
-    needs_permission = False
-    timeout = 5.0
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
 
     def title(self, arguments: dict[str, Any]) -> str:
         return "Remember: " + str(arguments.get("text", ""))[:60]
-
-    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        return []
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         text = " ".join(str(arguments.get("text", "")).split())
@@ -67,7 +73,7 @@ class RememberTool:
         return ToolOutcome.text(f"remembered as {experience_id}")
 
 
-class ForgetTool:
+class ForgetTool(_MemoryTool):
     name = "forget"
     description = "Drop a stored fact that is no longer true, by its id."
     parameters: dict[str, Any] = {
@@ -75,19 +81,9 @@ class ForgetTool:
         "properties": {"id": {"type": "string", "description": "the id remember returned"}},
         "required": ["id"],
     }
-    kind: ToolKind = "think"
-    parallelizable = False
-    needs_permission = False
-    timeout = 5.0
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
 
     def title(self, arguments: dict[str, Any]) -> str:
         return f"Forget {arguments.get('id', '')}"
-
-    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        return []
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         experience_id = str(arguments.get("id", ""))

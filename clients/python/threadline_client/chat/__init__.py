@@ -102,7 +102,8 @@ async def chat(
         try:
             await session.open(session_id, model)
         except (RpcError, ConnectionError) as exc:
-            console.print(Text(f"could not start: {exc}", style="red"))
+            why = f"{exc} ({exc.code})" if isinstance(exc, RpcError) else str(exc)
+            console.print(Text(f"could not start: {why}", style="red"))
             return 1
         console.print(Text("/help for commands · Ctrl-C interrupts · Ctrl-D exits", style="dim"))
         return await session.loop(Commands(session).run)

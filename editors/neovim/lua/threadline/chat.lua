@@ -9,6 +9,8 @@ local M = {}
 local ns = vim.api.nvim_create_namespace('threadline.chat')
 local hl_ns = vim.api.nvim_create_namespace('threadline.chat.highlight')
 local status_ns = vim.api.nvim_create_namespace('threadline.chat.status')
+local id_ns = vim.api.nvim_create_namespace('threadline.chat.ids')
+local hint_ns = vim.api.nvim_create_namespace('threadline.chat.hint')
 
 --- Highlight groups of the chat buffer; each links to a standard group unless the user
 --- (or a colorscheme) defines it.
@@ -21,6 +23,8 @@ M.highlights = {
   ThreadlineError = 'ErrorMsg',
   ThreadlineStatus = 'DiagnosticHint',
   ThreadlineContext = 'Directory',
+  ThreadlineMessageId = 'NonText',
+  ThreadlineHint = 'Comment',
 }
 for group, link in pairs(M.highlights) do
   vim.api.nvim_set_hl(0, group, { link = link, default = true })
@@ -33,8 +37,22 @@ end
 ---@field current string? messageId of the text segment being streamed
 ---@field tools table<string, {mark: integer, title: string, input: any, output: string, status: string}>
 ---@field status string? what the status line of the buffer shows ('thinking…')
+---@field order threadline.ChatMessage[] the messages shown, in buffer order
+---@field known table<string, boolean> message ids shown (from history or as they streamed)
+---@field compactions table<string, boolean> compaction ids whose summary is shown
+---@field last_role string? 'user' or 'assistant': the heading the buffer ends under
+---@field live table<string, boolean> message ids shown as they streamed from another editor
+---@field watching boolean? updates of turns this Neovim does not run are shown (`session/load`)
 local Chat = {}
 Chat.__index = Chat
+
+---@class threadline.ChatMessage
+---@field id string? the stored message id (a prompt's is known once the sidecar answers)
+---@field role string 'user' | 'assistant'
+---@field mark integer extmark at the start of the message (its heading for a prompt)
+---@field text string? a prompt's text
+---@field from integer? extmark where a prompt's block begins (to take it back)
+---@field label integer? extmark showing the id
 
 ---@type table<string, threadline.Chat>
 local by_session = {}
@@ -54,8 +72,10 @@ function M.get(session_id)
   vim.bo[buf].filetype = 'markdown'
   vim.bo[buf].modifiable = false
   vim.b[buf].threadline_session = session_id
-  chat = setmetatable({ buf = buf, session_id = session_id, messages = {}, tools = {} }, Chat)
+  chat = setmetatable({ buf = buf, session_id = session_id }, Chat)
+  chat:_reset()
   by_session[session_id] = chat
+  chat:_hint()
   return chat
 end
 
@@ -135,6 +155,29 @@ function Chat:show(how, reuse)
   return win
 end
 
+function Chat:_reset()
+  self.messages, self.tools, self.current = {}, {}, nil
+  self.order, self.known, self.live, self.compactions, self.last_role = {}, {}, {}, {}, nil
+end
+
+--- Key hints on an empty buffer (gone with its first text).
+function Chat:_hint()
+  local keys = require('threadline.config').options.keys
+  local parts = {}
+  for _, k in ipairs({ { 'ask', 'ask' }, { 'compose', 'long prompt' }, { 'interrupt', 'interrupt' }, { 'details', 'details' } }) do
+    if keys[k[1]] then
+      table.insert(parts, keys[k[1]] .. ' ' .. k[2])
+    end
+  end
+  vim.api.nvim_buf_clear_namespace(self.buf, hint_ns, 0, -1)
+  vim.api.nvim_buf_set_extmark(self.buf, hint_ns, 0, 0, {
+    virt_lines = {
+      { { table.concat(parts, ' · '), 'ThreadlineHint' } },
+      { { ':Threadline fork · compact · sessions · model · send', 'ThreadlineHint' } },
+    },
+  })
+end
+
 ---@return integer row, integer col  the end of the buffer (0-based, col in bytes)
 function Chat:_end()
   local last = vim.api.nvim_buf_line_count(self.buf) - 1
@@ -162,6 +205,7 @@ function Chat:append(text)
     return
   end
   local follow = self:_followers()
+  vim.api.nvim_buf_clear_namespace(self.buf, hint_ns, 0, -1)
   local row, col = self:_end()
   vim.bo[self.buf].modifiable = true
   vim.api.nvim_buf_set_text(self.buf, row, col, row, col, vim.split(text, '\n', { plain = true }))
@@ -208,14 +252,127 @@ end
 --- streams under.
 ---@param text string
 ---@param attached? string[] labels of attached context (file names, ranges)
-function Chat:user(text, attached)
-  local row = self:_end()
+---@param id? string the stored message id, when known
+---@param answer? boolean false: no `## Threadline` heading after it (a prompt from history)
+---@return threadline.ChatMessage
+function Chat:user(text, attached, id, answer)
+  self:close_segment()
+  local row, col = self:_end()
+  local from = vim.api.nvim_buf_set_extmark(self.buf, ns, row, col, { right_gravity = false })
   local lines = { '## You', '', text }
   for _, label in ipairs(attached or {}) do
     table.insert(lines, '> 📎 ' .. label)
   end
-  self:block(table.concat(lines, '\n') .. '\n\n## Threadline\n\n')
+  self:block(table.concat(lines, '\n') .. (answer == false and '\n' or '\n\n## Threadline\n\n'))
   self:_highlight_from(row)
+  local heading = row
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(self.buf, row, -1, false)) do
+    if line == '## You' then
+      heading = row + i - 1
+      break
+    end
+  end
+  local entry = self:_add_message(id, 'user', heading, 0)
+  entry.text, entry.from = text, from
+  self.last_role = answer == false and 'user' or 'assistant'
+  return entry
+end
+
+--- Take back a prompt block that was never sent (the sidecar refused it): the buffer
+--- ends as it did before it.
+---@param entry threadline.ChatMessage
+function Chat:unsay(entry)
+  self:set_status(nil)
+  self:close_segment()
+  local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.from, {})
+  local row, col = self:_end()
+  vim.bo[self.buf].modifiable = true
+  vim.api.nvim_buf_set_text(self.buf, pos[1], pos[2], row, col, { '' })
+  vim.bo[self.buf].modifiable = false
+  for i, e in ipairs(self.order) do
+    if e == entry then
+      table.remove(self.order, i)
+      break
+    end
+  end
+  local prev = self.order[#self.order]
+  self.last_role = prev and prev.role or nil
+end
+
+--- Remember a message shown at (row, col), and show its id at the end of that line.
+---@param id string?
+---@param role string
+---@param row integer
+---@param col integer
+---@return threadline.ChatMessage
+function Chat:_add_message(id, role, row, col)
+  local mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, col, { right_gravity = false })
+  local entry = { role = role, mark = mark }
+  table.insert(self.order, entry)
+  if id then
+    self:set_message_id(entry, id)
+  end
+  return entry
+end
+
+--- The stored id of a message shown (a prompt's comes with the sidecar's answer).
+---@param entry threadline.ChatMessage
+---@param id string
+function Chat:set_message_id(entry, id)
+  entry.id = id
+  self.known[id] = true
+  local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})[1]
+  entry.label = vim.api.nvim_buf_set_extmark(self.buf, id_ns, row, 0, {
+    id = entry.label,
+    virt_text = { { '  ' .. id, 'ThreadlineMessageId' } },
+    virt_text_pos = 'eol',
+    right_gravity = false, -- stays on its line while the message streams in after it
+  })
+end
+
+--- The message a buffer line belongs to (the last one starting at or above it), and
+--- whether it is the last message shown.
+---@param row integer 0-based
+---@return threadline.ChatMessage?, boolean
+function Chat:message_at(row)
+  local found, last
+  for _, e in ipairs(self.order) do
+    if e.id then
+      last = e
+      if vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, e.mark, {})[1] <= row then
+        found = e
+      end
+    end
+  end
+  return found, found ~= nil and found == last
+end
+
+--- Ids of the messages shown, in buffer order.
+---@return string[]
+function Chat:message_ids()
+  local out = {}
+  for _, e in ipairs(self.order) do
+    if e.id then
+      table.insert(out, e.id)
+    end
+  end
+  return out
+end
+
+--- A short quote of a message (the first words of its text) and its role.
+---@param id string
+---@return string? quote, string? role
+function Chat:quote(id)
+  for _, e in ipairs(self.order) do
+    if e.id == id then
+      local text = e.text or self:message_text(id) or ''
+      text = vim.trim((text:gsub('%s+', ' ')))
+      if vim.fn.strchars(text) > 40 then
+        text = vim.fn.strcharpart(text, 0, 39) .. '…'
+      end
+      return text, e.role
+    end
+  end
 end
 
 --- A line under the text that says what is happening (`thinking…`), or nothing.
@@ -246,9 +403,14 @@ function Chat:chunk(message_id, text)
       self:append(col ~= 0 and '\n\n' or '\n')
       row, col = self:_end()
     end
+    local seen = self.messages[message_id] ~= nil
     local start = vim.api.nvim_buf_set_extmark(self.buf, ns, row, col, { right_gravity = false })
     self.messages[message_id] = { start = start }
     self.current = message_id
+    if not seen then
+      self:set_message_id(self:_add_message(nil, 'assistant', row, col), message_id)
+    end
+    self.last_role = 'assistant'
   end
   self:append(text)
 end
@@ -359,67 +521,111 @@ function Chat:note(text, group)
   vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group or 'ThreadlineNote' })
 end
 
+--- A compaction's summary, shown as one (once per compaction).
+---@param text string
+---@param compaction_id? string
+function Chat:summary(text, compaction_id)
+  if compaction_id then
+    if self.compactions[compaction_id] then
+      return
+    end
+    self.compactions[compaction_id] = true
+  end
+  if text == '' then
+    return
+  end
+  self:note('[summary of the earlier conversation]')
+  local row = self:_end()
+  self:block('> ' .. text:gsub('\n', '\n> ') .. '\n')
+  local lines = vim.api.nvim_buf_get_lines(self.buf, row, -1, false)
+  for i, line in ipairs(lines) do
+    if line:match('^>') then
+      vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row + i - 1, 0, { end_col = #line, hl_group = 'ThreadlineNote' })
+    end
+  end
+  self.last_role = nil
+end
+
+--- Show one stored message (from `session/history`) at the end of the buffer; what is
+--- already shown (the message, its tool calls, its summary) is not shown twice.
+---@param m table
+function Chat:render_message(m)
+  local util = require('threadline.util')
+  local label = require('threadline.context').label
+  if m.role == 'tool' then
+    for _, b in ipairs(m.content or {}) do
+      if b.type == 'tool_result' then
+        local status = b.status == 'completed' and 'completed' or 'failed'
+        local entry = self.tools[b.toolUseId]
+        if not entry or entry.status ~= status then
+          self:tool(b.toolUseId, (entry and entry.title) or b.toolName or 'tool', status, util.block_text(b.content))
+        end
+      end
+    end
+    return
+  end
+  local fresh = not (m.messageId and self.known[m.messageId])
+  local texts, attached, summary = {}, {}, {}
+  for _, b in ipairs(m.content or {}) do
+    if b.type == 'text' then
+      table.insert(texts, b.text)
+    elseif b.type == 'resource' and type(b.resource) == 'table' then
+      table.insert(attached, label(b))
+    elseif b.type == 'summary' then
+      self:summary(b.text or '', b.compactionId or m.messageId)
+    end
+  end
+  local text = table.concat(texts)
+  if m.role == 'user' then
+    if fresh and (text ~= '' or #attached > 0) then
+      self:user(text, attached, m.messageId, false)
+    end
+    return
+  end
+  if fresh and text ~= '' then
+    if self.last_role ~= 'assistant' then
+      local row = self:_end()
+      self:block('## Threadline\n\n')
+      self:_highlight_from(row)
+    end
+    self:chunk(m.messageId, text)
+    self:close_segment()
+  end
+  for _, b in ipairs(m.content or {}) do
+    if b.type == 'tool_use' and not self.tools[b.id] then
+      self:tool(b.id, b.name, 'pending', nil, b.input)
+    end
+  end
+  if fresh and m.truncated then
+    self:note('[interrupted]')
+  end
+  if m.messageId then
+    self.known[m.messageId] = true
+  end
+end
+
 --- Fill the buffer from `session/history` (a resumed or forked session).
 ---@param messages table[]
 function Chat:replay(messages)
   vim.bo[self.buf].modifiable = true
   vim.api.nvim_buf_set_lines(self.buf, 0, -1, true, {})
   vim.bo[self.buf].modifiable = false
-  vim.api.nvim_buf_clear_namespace(self.buf, hl_ns, 0, -1)
-  self.messages, self.tools, self.current = {}, {}, nil
-  local util = require('threadline.util')
+  for _, space in ipairs({ hl_ns, id_ns, ns }) do
+    vim.api.nvim_buf_clear_namespace(self.buf, space, 0, -1)
+  end
+  self:_reset()
+  self:catch_up(messages)
+end
+
+--- Show what `session/history` holds that the buffer does not (turns made in another
+--- editor, a turn that ended elsewhere).
+---@param messages table[]
+function Chat:catch_up(messages)
   for _, m in ipairs(messages) do
-    local texts, attached = {}, {}
-    for _, b in ipairs(m.content or {}) do
-      if b.type == 'text' then
-        table.insert(texts, b.text)
-      elseif b.type == 'resource' and type(b.resource) == 'table' then
-        table.insert(attached, (b.resource.uri or ''):gsub('^file://', ''))
-      end
-    end
-    local text = table.concat(texts)
-    if m.role == 'user' and (text ~= '' or #attached > 0) then
-      local row = self:_end()
-      local lines = { '## You', '', text }
-      for _, label in ipairs(attached) do
-        table.insert(lines, '> 📎 ' .. label)
-      end
-      self:block(table.concat(lines, '\n') .. '\n')
-      self:_highlight_from(row)
-    elseif m.role == 'assistant' then
-      local summary = {}
-      for _, b in ipairs(m.content or {}) do
-        if b.type == 'summary' then
-          table.insert(summary, b.text)
-        end
-      end
-      if #summary > 0 then
-        self:note('[summary of the earlier conversation]')
-        self:block(table.concat(summary) .. '\n')
-      end
-      if text ~= '' then
-        local row = self:_end()
-        self:block('## Threadline\n\n')
-        self:_highlight_from(row)
-        self:chunk(m.messageId, text)
-        self:close_segment()
-      end
-      for _, b in ipairs(m.content or {}) do
-        if b.type == 'tool_use' then
-          self:tool(b.id, b.name, 'pending', nil, b.input)
-        end
-      end
-      if m.truncated then
-        self:note('[interrupted]')
-      end
-    elseif m.role == 'tool' then
-      for _, b in ipairs(m.content or {}) do
-        if b.type == 'tool_result' then
-          local status = b.status == 'completed' and 'completed' or 'failed'
-          self:tool(b.toolUseId, b.toolName or 'tool', status, util.block_text(b.content))
-        end
-      end
-    end
+    self:render_message(m)
+  end
+  if #self.order == 0 and vim.api.nvim_buf_line_count(self.buf) == 1 then
+    self:_hint()
   end
 end
 

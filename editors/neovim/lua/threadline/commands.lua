@@ -69,6 +69,97 @@ local function replay_history(session_id, after)
   end))
 end
 
+--- A stored session's `session/list` entry (title, `_meta.model`, `_meta.messageCount`),
+--- or nil; the pages are walked until it is found.
+---@param sid string
+---@param callback fun(entry: table?)
+function M.info(sid, callback)
+  local function page(cursor)
+    local params = cursor and { cursor = cursor } or vim.empty_dict()
+    sidecar.request('session/list', params, function(err, result)
+      if err or type(result) ~= 'table' then
+        callback(nil)
+        return
+      end
+      for _, s in ipairs(result.sessions or {}) do
+        if s.sessionId == sid then
+          callback(s)
+          return
+        end
+      end
+      if result.nextCursor then
+        page(result.nextCursor)
+      else
+        callback(nil)
+      end
+    end)
+  end
+  page(nil)
+end
+
+---@param entry table? a `session/list` entry
+---@param sid string
+---@return string
+local function titled(entry, sid)
+  return entry and entry.title and entry.title ~= '' and ('“' .. entry.title .. '”') or ('session ' .. sid)
+end
+
+local syncing = {} ---@type table<string, fun(c: threadline.Chat?)[]> callbacks waiting for a sync
+
+--- Whether a sync of `sid` is under way.
+---@param sid string
+---@return boolean
+function M.syncing(sid)
+  return syncing[sid] ~= nil
+end
+
+--- Bring a chat buffer up to date with its session: what `session/history` holds that
+--- the buffer does not (turns made in another editor), then, with `watch`, a
+--- `session/load`, after which a turn running in another editor streams into the
+--- buffer (its partial answer first). The sidecar pushes nothing else: a turn started
+--- elsewhere later shows at the next sync (entering the buffer, focus, a prompt).
+--- A sync asked for while one runs waits for it; one for a session whose turn runs
+--- here does nothing.
+---@param sid string
+---@param watch? boolean
+---@param after? fun(c: threadline.Chat?)
+function M.sync(sid, watch, after)
+  local c = chat.all()[sid]
+  if syncing[sid] then
+    table.insert(syncing[sid], after or function() end)
+    return
+  end
+  if not c or state.running[sid] then
+    if after then
+      after(c)
+    end
+    return
+  end
+  syncing[sid] = { after or function() end }
+  local function finish()
+    local waiting = syncing[sid] or {}
+    syncing[sid] = nil
+    c.synced = vim.uv.now()
+    for _, fn in ipairs(waiting) do
+      fn(c)
+    end
+  end
+  sidecar.request('session/history', { sessionId = sid }, function(err, result)
+    if err or not vim.api.nvim_buf_is_valid(c.buf) then
+      finish()
+      return
+    end
+    c:catch_up(result.messages or {})
+    if not watch then
+      finish()
+      return
+    end
+    c.watching = true
+    local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
+    sidecar.request('session/load', params, finish)
+  end)
+end
+
 local function tool_wire(t)
   return {
     name = t.name,
@@ -100,6 +191,8 @@ function M.new(model, callback)
     local c = switch_to(result.sessionId)
     local warning = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline.warning
     if type(warning) == 'string' then
+      -- Kept: the statusline (`status()`) says it until the model changes.
+      state.warning[result.sessionId] = warning
       notify(warning, vim.log.levels.WARN)
       c:note('[' .. warning .. ']', 'ThreadlineError')
     end
@@ -133,6 +226,40 @@ function M.attach(blocks, session_id, question)
   end
 end
 
+local BUSY = -32010
+local refused
+local asking = {} ---@type table<string, boolean> prompts waiting for their buffer to catch up
+
+--- A prompt the sidecar refused because the session's turn runs in another editor:
+--- it was not stored, so it leaves the buffer (`<CR>` offers it again), and the
+--- running turn streams into the buffer instead.
+---@param sid string
+---@param c threadline.Chat
+---@param entry threadline.ChatMessage
+---@param text string
+---@param attached table[] context that was to go with it (kept for the next prompt)
+---@param err table
+refused = function(sid, c, entry, text, attached, err)
+  state.running[sid] = nil
+  updates.set_phase(state, sid, nil)
+  c:unsay(entry)
+  state.unsent[sid] = text
+  if #attached > 0 then
+    state.pending[sid] = vim.list_extend(attached, state.pending[sid] or {})
+  end
+  local why = describe_error(err)
+  c:note('[not sent: ' .. why .. ']', 'ThreadlineError')
+  local key = config.options.keys.ask
+  notify(
+    'your prompt was not sent: ' .. why .. (key and (' (' .. key .. ' in the chat offers it again)') or ''),
+    vim.log.levels.WARN
+  )
+  local outcome = { sessionId = sid, error = why, sent = false }
+  state.last[sid] = outcome
+  fire('ThreadlineTurnDone', outcome)
+  M.sync(sid, true)
+end
+
 --- Send a prompt (a new session is started if there is none). `#buffer` and
 --- `@path` in the text attach that buffer or file.
 ---@param text string
@@ -153,22 +280,40 @@ function M.ask(text, session_id)
     end)
     return
   end
-  if state.running[sid] then
+  if state.running[sid] or asking[sid] then
     notify('a turn is already running (interrupt it with :Threadline interrupt)', vim.log.levels.WARN)
     return
   end
   local context = require('threadline.context')
-  local blocks = vim.list_extend(state.pending[sid] or {}, context.references(text))
-  state.pending[sid] = nil
+  local attached = state.pending[sid] or {}
+  local blocks = vim.list_extend(vim.list_extend({}, attached), context.references(text))
+  state.pending[sid], state.unsent[sid] = nil, nil
   local c = switch_to(sid)
-  c:user(text, vim.tbl_map(context.label, blocks))
-  c:set_status('thinking…')
-  state.running[sid] = true
+  asking[sid] = true
   updates.set_phase(state, sid, 'thinking')
-  local prompt = { { type = 'text', text = text } }
-  vim.list_extend(prompt, blocks)
-  sidecar.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
-    updates.turn_done(state, sid, c, err, result)
+  c:set_status('thinking…')
+  -- Turns made in another editor first, so the prompt follows what the model saw.
+  M.sync(sid, false, function()
+    asking[sid] = nil
+    if state.dead then
+      return
+    end
+    state.running[sid] = true
+    local entry = c:user(text, vim.tbl_map(context.label, blocks))
+    c:set_status('thinking…')
+    local prompt = { { type = 'text', text = text } }
+    vim.list_extend(prompt, blocks)
+    sidecar.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
+      if err and err.code == BUSY and state.running[sid] then
+        refused(sid, c, entry, text, attached, err)
+        return
+      end
+      local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
+      if type(meta) == 'table' and type(meta.userMessageId) == 'string' then
+        c:set_message_id(entry, meta.userMessageId)
+      end
+      updates.turn_done(state, sid, c, err, result)
+    end)
   end)
 end
 
@@ -223,11 +368,32 @@ function M.interrupt(session_id)
   sidecar.request('session/interrupt', { sessionId = sid }, answered('interrupt', function(result)
     if not result.interrupted then
       notify('nothing was running')
+    elseif not state.running[sid] then
+      -- The turn ran in another editor: its prompt there ends `cancelled`.
+      notify('interrupted the turn running in another editor')
+      local c = chat.all()[sid]
+      if c then
+        c:note('[interrupted the turn running in another editor]')
+      end
     end
   end))
 end
 
---- Branch a session at `message_id` (default: all of it) and switch to the branch.
+--- The message under the cursor of the current window, when it shows `sid`'s chat
+--- and the cursor is above its last message (on the last, a fork takes all of it).
+---@param sid string
+---@return string?
+local function message_under_cursor(sid)
+  local c = chat.of_buffer(vim.api.nvim_get_current_buf())
+  if not c or c.session_id ~= sid then
+    return nil
+  end
+  local entry, last = c:message_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  return entry and not last and entry.id or nil
+end
+
+--- Branch a session at `message_id` (default: the message under the cursor in its
+--- chat buffer, else all of it) and switch to the branch.
 ---@param message_id? string
 ---@param session_id? string
 function M.fork(message_id, session_id)
@@ -236,13 +402,26 @@ function M.fork(message_id, session_id)
     return
   end
   local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }
+  if not message_id or message_id == '' then
+    message_id = message_under_cursor(sid)
+  end
   if message_id and message_id ~= '' then
     params.messageId = message_id
   end
   sidecar.request('session/fork', params, answered('fork', function(result)
     replay_history(result.sessionId, function(c)
-      c:note(('[forked from %s at %s]'):format(sid, result.forkedAtMessageId or 'the end'))
-      fire('ThreadlineForked', result)
+      M.info(sid, function(parent)
+        local at = ''
+        local quote, role = nil, nil
+        if params.messageId and result.forkedAtMessageId then
+          quote, role = c:quote(result.forkedAtMessageId)
+        end
+        if quote then
+          at = (role == 'user' and ' at your message “%s”' or ' at the answer “%s”'):format(quote)
+        end
+        c:note(('[forked from %s%s]'):format(titled(parent, sid), at))
+        fire('ThreadlineForked', result)
+      end)
     end)
   end))
 end
@@ -259,21 +438,30 @@ function M.compact(instructions, session_id)
   if instructions and instructions ~= '' then
     params.instructions = instructions
   end
+  state.compacting[sid] = true
   sidecar.request('session/compact', params, function(err, r)
+    state.compacting[sid] = nil
     local c = chat.get(sid)
     c:set_status(state.running[sid] and 'thinking…' or nil)
     if err then
       notify('compact: ' .. describe_error(err), vim.log.levels.ERROR)
       return
     end
-    c:note(
-      ('[compacted: %s → %s messages, %s → %s tokens]'):format(
-        r.messagesBefore,
-        r.messagesAfter,
-        r.tokensBefore,
-        r.tokensAfter
+    local meta = type(r._meta) == 'table' and type(r._meta.threadline) == 'table' and r._meta.threadline or {}
+    if meta.compacted == false then
+      -- Nothing was committed: no numbers that look like a change.
+      c:note('[nothing to compact yet' .. (meta.reason and (': ' .. meta.reason) or '') .. ']')
+    else
+      -- The summary itself came as the compaction's `completed` update.
+      c:note(
+        ('[compacted: %s → %s messages, %s → %s tokens]'):format(
+          r.messagesBefore,
+          r.messagesAfter,
+          r.tokensBefore,
+          r.tokensAfter
+        )
       )
-    )
+    end
     fire('ThreadlineCompacted', r)
   end)
 end
@@ -285,12 +473,13 @@ function M.resume(session_id)
     notify('resume needs a session id (see :Threadline sessions)', vim.log.levels.WARN)
     return
   end
-  local params = { sessionId = session_id, cwd = config.options.cwd or vim.fn.getcwd() }
-  sidecar.request('session/resume', params, answered('resume', function()
-    replay_history(session_id, function()
+  -- The history fills the buffer; then `session/load` (which also sets the session
+  -- up, as `session/resume` does) streams a turn running in another editor.
+  replay_history(session_id, function()
+    M.sync(session_id, true, function()
       fire('ThreadlineResumed', { sessionId = session_id })
     end)
-  end))
+  end)
 end
 
 ---@param s table a `session/list` entry
@@ -345,22 +534,28 @@ function M.delete(session_id)
   if not sid then
     return
   end
-  vim.ui.select({ 'Delete', 'Keep' }, {
-    prompt = ('Threadline: delete session %s and its history?'):format(sid),
-    kind = 'threadline.delete',
-  }, function(choice)
-    if choice ~= 'Delete' then
-      return
-    end
-    sidecar.request('session/delete', { sessionId = sid }, answered('delete', function()
-      if state.session_id == sid then
-        state.session_id = nil
+  M.info(sid, function(entry)
+    local count = entry and entry._meta and entry._meta.messageCount
+    vim.ui.select({ 'Delete', 'Keep' }, {
+      prompt = ('Threadline: delete %s%s and its history?'):format(
+        titled(entry, sid),
+        count and (' (%d message%s)'):format(count, count == 1 and '' or 's') or ''
+      ),
+      kind = 'threadline.delete',
+    }, function(choice)
+      if choice ~= 'Delete' then
+        return
       end
-      state.pending[sid] = nil
-      chat.drop(sid)
-      notify('deleted ' .. sid)
-      fire('ThreadlineDeleted', { sessionId = sid })
-    end))
+      sidecar.request('session/delete', { sessionId = sid }, answered('delete', function()
+        if state.session_id == sid then
+          state.session_id = nil
+        end
+        state.pending[sid] = nil
+        chat.drop(sid)
+        notify('deleted ' .. titled(entry, sid))
+        fire('ThreadlineDeleted', { sessionId = sid })
+      end))
+    end)
   end)
 end
 
@@ -372,21 +567,38 @@ function M.set_model(model, session_id)
   if not sid then
     return
   end
-  local function apply(choice)
+  local function set(value, callback)
     sidecar.request(
       'session/set_config_option',
-      { sessionId = sid, configId = 'model', value = choice },
-      answered('model', function(result)
-        chat.get(sid):note('[model: ' .. choice .. ']')
-        local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
-        if type(meta) == 'table' and type(meta.warning) == 'string' then
-          -- A missing key is said when the model is chosen, not at the first prompt.
-          notify(meta.warning, vim.log.levels.WARN)
-          chat.get(sid):note('[' .. meta.warning .. ']', 'ThreadlineError')
-        end
-        fire('ThreadlineModel', { sessionId = sid, model = choice })
-      end)
+      { sessionId = sid, configId = 'model', value = value },
+      answered('model', callback)
     )
+  end
+  local function apply(choice)
+    M.info(sid, function(entry)
+      local previous = entry and entry._meta and entry._meta.model
+      set(choice, function(result)
+        local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
+        local warning = type(meta) == 'table' and type(meta.warning) == 'string' and meta.warning or nil
+        if warning and previous and previous ~= choice then
+          -- A model that cannot answer is refused when chosen, not found out at the
+          -- next prompt: the session goes back to the model it had.
+          set(previous, function()
+            notify('model not changed: ' .. warning, vim.log.levels.WARN)
+            chat.get(sid):note(('[model not changed (still %s): %s]'):format(previous, warning), 'ThreadlineError')
+            fire('ThreadlineModel', { sessionId = sid, model = previous, refused = choice, warning = warning })
+          end)
+          return
+        end
+        state.warning[sid] = warning
+        chat.get(sid):note('[model: ' .. choice .. ']')
+        if warning then
+          notify(warning, vim.log.levels.WARN)
+          chat.get(sid):note('[' .. warning .. ']', 'ThreadlineError')
+        end
+        fire('ThreadlineModel', { sessionId = sid, model = choice, warning = warning })
+      end)
+    end)
   end
   if model and model ~= '' then
     apply(model)
@@ -419,13 +631,33 @@ function M.restart()
   notify('sidecar restarted')
 end
 
---- A floating window with a tool call's whole arguments and result.
+--- A floating window with a tool call's whole arguments and result or, on any other
+--- line, the id of the message under the cursor (what `:Threadline fork` takes).
 ---@param buf integer
 function M.details(buf)
   local c = chat.of_buffer(buf)
-  local entry = c and c:tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
-  if not entry then
+  if not c then
     return false
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local entry = c:tool_at(row)
+  if not entry then
+    local m, last = c:message_at(row)
+    if not m then
+      notify('K shows the tool call or the message under the cursor: there is none here')
+      return true
+    end
+    local quote = c:quote(m.id)
+    local lines = {
+      (m.role == 'user' and 'Your message ' or 'Answer ') .. m.id,
+      '',
+      '“' .. (quote or '') .. '”',
+      '',
+      last and ':Threadline fork here branches the whole session'
+        or ':Threadline fork here branches the session at this message',
+    }
+    vim.lsp.util.open_floating_preview(lines, 'markdown', { border = 'rounded', focus_id = 'threadline.message' })
+    return true
   end
   local lines = { entry.title .. ' (' .. entry.status .. ')', '', 'arguments:' }
   vim.list_extend(lines, vim.split(vim.inspect(entry.input or {}), '\n'))
@@ -452,7 +684,7 @@ function M.keys(buf)
   end
   if keys.ask then
     vim.keymap.set('n', keys.ask, function()
-      vim.ui.input({ prompt = 'Ask: ' }, function(text)
+      vim.ui.input({ prompt = 'Ask: ', default = state.unsent[sid] }, function(text)
         if text then
           M.ask(text, sid)
         end
@@ -467,9 +699,7 @@ function M.keys(buf)
   end
   if keys.details then
     vim.keymap.set('n', keys.details, function()
-      if not M.details(buf) then
-        vim.cmd('normal! ' .. vim.api.nvim_replace_termcodes(keys.details, true, false, true))
-      end
+      M.details(buf)
     end, { buffer = buf, desc = "Threadline: the tool call's arguments and result" })
   end
 end
@@ -570,7 +800,13 @@ function M.complete(lead, line)
     return {}
   end
   local sub = before[2]
-  if sub == 'resume' or sub == 'delete' then
+  if sub == 'fork' then
+    -- The ids of the messages the chat buffer shows, in its order.
+    local c = chat.all()[M.target() or '']
+    return vim.tbl_filter(function(id)
+      return vim.startswith(id, lead)
+    end, c and c:message_ids() or {})
+  elseif sub == 'resume' or sub == 'delete' then
     return starting(M.session_ids())
   elseif sub == 'new' or sub == 'model' then
     return starting(sidecar.models())

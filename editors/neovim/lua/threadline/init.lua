@@ -40,6 +40,8 @@ M.ask = commands.ask
 M.compose = commands.compose
 M.interrupt = commands.interrupt
 M.fork = commands.fork
+M.sync = commands.sync
+M.info = commands.info
 M.compact = commands.compact
 M.resume = commands.resume
 M.sessions = commands.sessions
@@ -51,6 +53,20 @@ M.details = commands.details
 M.command = commands.run
 M.complete = commands.complete
 
+--- Show in a chat buffer what another editor did to its session since (see
+--- `commands.sync`); only while a sidecar runs, at most once a second.
+---@param sid string
+function M.catch_up(sid)
+  local c = chat.all()[sid]
+  if not c or not sidecar.server_info() then
+    return
+  end
+  if c.synced and vim.uv.now() - c.synced < 1000 then
+    return
+  end
+  commands.sync(sid, true)
+end
+
 --- What a session is doing, for a statusline: '' when idle, else e.g. `⋯ thinking`.
 ---@param session_id? string default: the current buffer's session
 ---@return string
@@ -61,7 +77,8 @@ function M.status(session_id)
   local sid = M.target(session_id)
   local phase = sid and state.phase[sid]
   if not phase then
-    return ''
+    -- A model that cannot answer (no API key) stays said until the model changes.
+    return sid and state.warning[sid] and ('⚠ ' .. state.warning[sid]) or ''
   end
   local label = { thinking = '⋯ thinking', answering = '✎ answering', tool = '⚙ running a tool', compacting = '⋯ compacting' }
   return label[phase] or phase
@@ -112,8 +129,20 @@ function M.setup(opts)
       local sid = vim.b[ev.buf].threadline_session
       if sid then
         state.session_id = sid
+        if ev.event == 'BufEnter' then
+          M.catch_up(sid)
+        end
       else
         editor_tools.track(ev.buf, vim.api.nvim_get_current_win())
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd('FocusGained', {
+    group = group,
+    callback = function()
+      local sid = vim.b[vim.api.nvim_get_current_buf()].threadline_session
+      if sid then
+        M.catch_up(sid)
       end
     end,
   })

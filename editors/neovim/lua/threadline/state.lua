@@ -9,6 +9,20 @@
 ---@field last table<string, table> the last turn's outcome per session
 ---@field pending table<string, table[]> context attached to a session's next prompt
 ---@field dead {code: integer, signal: integer}? the sidecar died (until restarted)
-local state = { conn = nil, session_id = nil, model = nil, running = {}, phase = {}, last = {}, pending = {} }
+---@field compacting table<string, boolean> sessions with a `:Threadline compact` in flight
+---@field warning table<string, string> why a session's model cannot answer (a missing key)
+---@field unsent table<string, string> a prompt the sidecar refused, offered again by `<CR>`
+local state = {
+  conn = nil,
+  session_id = nil,
+  model = nil,
+  running = {},
+  phase = {},
+  last = {},
+  pending = {},
+  compacting = {},
+  warning = {},
+  unsent = {},
+}
 
 return state

@@ -43,15 +43,35 @@ function M.handle(state, params)
     if u.status == 'in_progress' then
       c:set_status('compacting…')
       M.set_phase(state, sid, 'compacting')
-    else
+      return
+    end
+    if state.phase[sid] == 'compacting' then
       c:set_status(state.running[sid] and 'thinking…' or nil)
       M.set_phase(state, sid, state.running[sid] and 'thinking' or nil)
-      c:note(('[compaction %s]'):format(u.status))
+    end
+    if u.status == 'completed' then
+      c:summary(util.block_text(u.summary), u.compactionId)
+    elseif not state.compacting[sid] then -- a compaction asked for says how it ended itself
+      c:note(('[compaction %s%s]'):format(u.status, u.error and (': ' .. u.error) or ''))
+    end
+    return
+  end
+  if kind == 'session_info_update' then
+    -- A wait the sidecar knows about (a model loading, a retry, a queue) says why
+    -- the turn is slow.
+    local meta = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline or {}
+    local c = chat.all()[sid]
+    if c and state.running[sid] and type(meta.status) == 'string' then
+      c:set_status(meta.status)
     end
     return
   end
   if not state.running[sid] then
-    return -- replays and announcements: the buffer is filled from history instead
+    local c = chat.all()[sid]
+    if c and c.watching then
+      M.watched(c, u)
+    end
+    return -- else a replay or an announcement: the buffer is filled from history
   end
   local c = chat.get(sid)
   if kind == 'agent_message_chunk' then
@@ -70,6 +90,51 @@ function M.handle(state, params)
     c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, util.block_text(u.content))
     if status == 'completed' or status == 'failed' then
       M.set_phase(state, sid, 'thinking')
+    end
+  end
+end
+
+--- An update of a turn this Neovim does not run (`session/load` replays the history,
+--- then streams a turn running in another editor): what the buffer shows already is
+--- skipped, the rest is shown as it comes.
+---@param c threadline.Chat
+---@param u table
+function M.watched(c, u)
+  local kind, id = u.sessionUpdate, u.messageId
+  if kind == 'user_message_chunk' or kind == 'agent_message_chunk' then
+    if not id or (c.known[id] and not c.live[id]) then
+      return
+    end
+    local label = require('threadline.context').label
+    if kind == 'user_message_chunk' then
+      local b = u.content or {}
+      if not c.live[id] then
+        c.live[id] = true
+        c:user(b.type == 'text' and b.text or '', b.type == 'resource' and { label(b) } or {}, id, false)
+      elseif b.type == 'resource' then
+        c:append('> 📎 ' .. label(b) .. '\n')
+      elseif b.type == 'text' then
+        c:append(b.text)
+      end
+      return
+    end
+    if not c.live[id] then
+      c.live[id] = true
+      if c.last_role ~= 'assistant' then
+        c:block('## Threadline\n\n')
+        c.last_role = 'assistant'
+      end
+    end
+    c:chunk(id, util.block_text(u.content))
+  elseif kind == 'tool_call' then
+    if not c.tools[u.toolCallId] then
+      c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
+    end
+  elseif kind == 'tool_call_update' then
+    local entry = c.tools[u.toolCallId]
+    local status = cancelled(u) and 'failed' or u.status or 'in_progress'
+    if entry and entry.status ~= status then
+      c:tool(u.toolCallId, entry.title, status, util.block_text(u.content))
     end
   end
 end

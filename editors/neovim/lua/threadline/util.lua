@@ -25,6 +25,11 @@ function M.describe_error(err)
     vim.lsp.log.debug('threadline error', err.code, err.message, err.data)
   end
   local text = err.message or 'unknown error'
+  if err.code == -32002 then
+    -- The sidecar says `unknown session: sess_…`; the usual cause is a delete elsewhere.
+    local sid = type(err.data) == 'table' and err.data.sessionId or text:match('(sess_%S+)') or ''
+    return ('session %s no longer exists: it was deleted (perhaps in another editor) or never existed'):format(sid)
+  end
   if type(reason) == 'string' and not text:find(reason, 1, true) then
     text = text .. ' (' .. reason:gsub('_', ' ') .. ')'
   end

@@ -125,7 +125,7 @@ describe('threadline buffer-bound sessions', function()
       return #deleted == 1
     end, 'delete')
     vim.notify = original_notify
-    assert.same({ 'threadline: deleted ' .. sid }, notified)
+    assert.same({ 'threadline: deleted session ' .. sid }, notified)
     assert.matches('delete session ' .. sid, asked, 1, true)
     assert.is_false(vim.api.nvim_buf_is_valid(buf))
     local list = tl.call('session/list', vim.empty_dict())

@@ -151,7 +151,12 @@ describe('threadline sessions', function()
       return #messages > 0
     end, 'the error')
     vim.notify = original
-    assert.matches('resume: unknown session: sess_does_not_exist', messages[1], 1, true)
+    assert.matches(
+      'history: session sess_does_not_exist no longer exists: it was deleted (perhaps in another editor) or never existed',
+      messages[1],
+      1,
+      true
+    )
     assert.is_nil(messages[1]:find('32002'), 'codes stay in the log')
   end)
 end)

@@ -62,27 +62,53 @@ describe('threadline setup', function()
     assert.matches('[no API key for openai:gpt-4o-mini', H.text(tl.buffer(sid)), 1, true)
   end
 
-  it('a model without its API key is reported when the session starts, in words', function()
+  --- A session on `model` in a sidecar started without $OPENAI_API_KEY.
+  local function keyless_session(model)
     local saved = vim.env.OPENAI_API_KEY
     vim.env.OPENAI_API_KEY = nil
     local tl = H.start()
-    local sid = H.new_session(tl, 'openai:gpt-4o-mini')
+    local sid = H.new_session(tl, model)
     vim.env.OPENAI_API_KEY = saved
-    assert_key_warning(tl, sid)
-  end)
+    return tl, sid
+  end
 
-  it('a model without its API key is reported when it is chosen for an open session', function()
-    local saved = vim.env.OPENAI_API_KEY
-    vim.env.OPENAI_API_KEY = nil
-    local tl = H.start()
-    local sid = H.new_session(tl, 'scripted:echo')
+  --- Ask for `model` in the open session and wait for the answer.
+  local function choose(tl, sid, model)
     local changed = H.record('ThreadlineModel')
-    vim.cmd('Threadline model openai:gpt-4o-mini')
+    tl.set_model(model, sid)
     H.wait(function()
       return #changed == 1
     end, 'model change')
-    vim.env.OPENAI_API_KEY = saved
+    return changed[1]
+  end
+
+  it('a model without its API key is reported when the session starts, in words', function()
+    local tl, sid = keyless_session('openai:gpt-4o-mini')
     assert_key_warning(tl, sid)
+  end)
+
+  it('a model without its API key is refused when it is chosen for an open session', function()
+    local tl, sid = keyless_session('scripted:echo')
+    local changed = choose(tl, sid, 'openai:gpt-4o-mini')
+    assert.equals('scripted:echo', changed.model)
+    assert.equals('openai:gpt-4o-mini', changed.refused)
+    assert.matches('model not changed: no API key', messages[#messages].msg, 1, true)
+    assert.matches('[model not changed (still scripted:echo): no API key', H.text(tl.buffer(sid)), 1, true)
+    -- The session kept its model: the next prompt is answered, not an auth error.
+    local done = H.record('ThreadlineTurnDone')
+    tl.ask('still echoing', sid)
+    H.wait(function()
+      return #done == 1
+    end, 'the prompt after the refusal')
+    assert.equals('end_turn', done[1].stopReason)
+    assert.equals('', tl.status(sid))
+  end)
+
+  it('a session started on a model without its key keeps the warning in the statusline', function()
+    local tl, sid = keyless_session('openai:gpt-4o-mini')
+    assert.equals('⚠ no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY', tl.status(sid))
+    choose(tl, sid, 'scripted:echo')
+    assert.equals('', tl.status(sid))
   end)
 
   it(':checkhealth threadline reports the sidecar, its version, initialize, the model and the data folder', function()

@@ -116,6 +116,10 @@ class LocalProvider:
             await anyio.to_thread.run_sync(join)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[ProviderEvent, None]:
+        if not self._model.loaded:
+            # The first answer after a start waits for the load (seconds on a small
+            # machine): clients say why instead of a bare "thinking".
+            yield StatusNotice(f"loading the local model {self._model.name}…")
         try:
             await self._model.load()
         except LocalModelError as e:

@@ -1,0 +1,126 @@
+"""``initialize``: what the client says about itself, and what the server offers."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import StrictWireModel, WireModel, meta_field
+from .meta import ThreadlineBlock
+from .versions import PROTOCOL_VERSION
+
+
+class FileSystemCapability(WireModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ThreadlineClientCapabilities(StrictWireModel):
+    """``clientCapabilities._meta.threadline``: what a client says about itself."""
+
+    cancel_method: Literal["$/cancel_request", "$/cancelRequest"] | None = None
+    """How the server withdraws its requests to this client. Unset: by the framing
+    (newline-delimited → ACP's ``$/cancel_request``, ``Content-Length`` → LSP's
+    ``$/cancelRequest``)."""
+
+
+class ClientSessionCapabilities(WireModel):
+    compaction: dict[str, Any] | None = None
+    """ACP's ``session.compaction``: ``{}`` when the client shows ``compaction_update``.
+    Without it a compaction shows only its summary, as an agent message."""
+
+
+class ClientCapabilities(WireModel):
+    fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
+    terminal: bool = False
+    session: ClientSessionCapabilities | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ThreadlineClientCapabilities:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlineClientCapabilities.model_validate(raw)
+
+
+class Implementation(WireModel):
+    name: str
+    version: str | None = None
+    title: str | None = None
+
+
+class InitializeParams(StrictWireModel):
+    """ACP ``InitializeRequest``; LSP-style keys are accepted too."""
+
+    protocol_version: int = PROTOCOL_VERSION
+    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    client_info: Implementation | None = None
+    process_id: int | None = None
+    capabilities: dict[str, Any] | None = None
+    initialization_options: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
+class PromptCapabilities(WireModel):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = True
+
+
+class McpCapabilities(WireModel):
+    http: bool = False
+    sse: bool = False
+
+
+class ModelInfo(WireModel):
+    model_id: str
+    name: str
+    description: str | None = None
+
+
+class ThreadlineCapabilities(ThreadlineBlock):
+    """Threadline's extension block under ``agentCapabilities._meta.threadline``.
+
+    Every key is always sent (``engine/capabilities.py``), so none is optional here."""
+
+    protocol_version: str
+    """Threadline's own protocol version (``THREADLINE_PROTOCOL_VERSION``)."""
+    interrupt: bool
+    """``session/interrupt`` is served."""
+    compact: bool
+    """``session/compact`` is served."""
+    history: bool
+    """``session/history`` is served."""
+    fork: bool
+    """``session/fork`` is served."""
+    models: list[ModelInfo]
+    """The models ``session/new`` accepts (``_meta.threadline.model``)."""
+    default_model: str
+    """The model a session gets when it names none."""
+
+
+class AgentCapabilitiesMeta(WireModel):
+    threadline: ThreadlineCapabilities | None = None
+
+
+class SessionCapabilities(WireModel):
+    list: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    delete: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+
+
+class AgentCapabilities(WireModel):
+    load_session: bool = True
+    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    session_capabilities: SessionCapabilities = Field(default_factory=SessionCapabilities)
+    meta: AgentCapabilitiesMeta | None = meta_field()
+
+
+class InitializeResult(WireModel):
+    protocol_version: int = PROTOCOL_VERSION
+    agent_capabilities: AgentCapabilities
+    auth_methods: list[dict[str, Any]] = Field(default_factory=list)
+    agent_info: Implementation
+    server_info: Implementation
