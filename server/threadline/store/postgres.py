@@ -40,14 +40,17 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .base import SessionDump, StoreError
 from .codec import dumps, safe_text
-from .sql import COLS, Dialect, SqlStore, Statements
+from .pending import PendingOps, pending_table
+from .sql import COLS, Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
-2: folds (the SQLite store's schema 3). An older schema is brought up to this one by
-running the ``CREATE … IF NOT EXISTS`` statements again."""
+2: folds (the SQLite store's schema 3). 3: the catalog and search index (landing
+separately). 4: pending prompts (`store.pending`; the SQLite store's schema 5).
+An older schema is brought up to this one by running the ``CREATE … IF NOT
+EXISTS`` statements again."""
 
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
@@ -180,7 +183,7 @@ DIALECT = Dialect(
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(PendingOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
@@ -282,6 +285,9 @@ class PostgresStore(SqlStore):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)  # pyright: ignore[reportArgumentType]
+                for statement in pending_table(integer="BIGINT", real="DOUBLE PRECISION"):
+                    sql = DIALECT.sql(statement.format(p="tl_"))
+                    conn.execute(sql)  # pyright: ignore[reportArgumentType, reportCallIssue]
                 conn.execute(
                     "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
                     "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",

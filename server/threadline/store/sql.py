@@ -43,7 +43,7 @@ from .owners import owner_is_dead
 
 T = TypeVar("T")
 
-TABLES = ("sessions", "events", "messages", "inflight", "chunks", "leases", "folds")
+TABLES = ("sessions", "events", "messages", "inflight", "chunks", "leases", "folds", "pending")
 """The tables the shared statements name (a backend may prefix them)."""
 
 COLS = (

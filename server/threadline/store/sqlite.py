@@ -41,7 +41,8 @@ from .base import (
     StoreError,
 )
 from .codec import loads, safe_text
-from .sql import COLS, Dialect, SqlStore, Statements, iso, session_row
+from .pending import PendingOps, pending_table
+from .sql import COLS, Dialect, Statements, iso, session_row
 
 __all__ = [
     "EventStore",
@@ -57,9 +58,11 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
+4: the catalog and search index (store/catalog.py, landing separately). 5: pending
+prompts, steering and queued (`store.pending`), and an index of forks by parent.
 Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, which is how
 a store of an older version is brought up to this one."""
 
@@ -136,7 +139,7 @@ DIALECT = Dialect(prefix="", mark="?", row_locks=False, text=safe_text)
 """SQLite speaks the shared spelling; its write transaction excludes other writers."""
 
 
-class EventStore(SqlStore):
+class EventStore(PendingOps):
     """Append-only session logs with copy-on-write forks."""
 
     dialect = DIALECT
@@ -152,6 +155,8 @@ class EventStore(SqlStore):
             self._check_integrity()
             self._check_version()
             self._db.executescript(_SCHEMA)
+            for statement in pending_table(integer="INTEGER", real="REAL"):
+                self._db.execute(statement.format(p=""))
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
