@@ -13,7 +13,7 @@ import pytest
 from tests.pgserver import PASSWORD, PgServer
 from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
 from threadline.store.owners import current_owner, hostname, lease_ttl
-from threadline.store.sqlite import EventStore
+from threadline.store.sqlite import SCHEMA_VERSION, EventStore
 
 Opener = Callable[[], SessionStore]
 
@@ -248,7 +248,9 @@ def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("3",)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
     db.close()
 
 
@@ -460,7 +462,9 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         owner.close()
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-        assert version == ("2",)
+        from threadline.store.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
+
+        assert version == (str(PG_SCHEMA_VERSION),)
     # not granted the new table yet: still works, deletes included, without kept folds
     team = PostgresStore(make_conninfo("", **params))
     try:

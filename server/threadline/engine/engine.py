@@ -15,21 +15,36 @@ from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from threadline_protocol import methods as pm
-from threadline_protocol.meta import CompactResultInfo, McpInfo, PromptResultInfo, ToolOffer
+from threadline_protocol.meta import (
+    CompactResultInfo,
+    McpInfo,
+    PromptResultInfo,
+    QueuedPrompt,
+    ToolOffer,
+)
 
 from ..providers.registry import ProviderRegistry, UnknownModel
-from ..store.base import SessionStore
+from ..store.base import PendingPrompt, SessionStore
 from . import capabilities, events
-from .commands import SLASH_COMMANDS, prompt_task
+from .commands import SLASH_COMMANDS
 from .config import SessionConfig
 from .errors import InvalidParams
+from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
+from .inbox import Inbox
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
 from .measure import context_parts
-from .outcomes import CompactionOutcome, Forked, Interrupted, PromptOutcome, TurnOutcome
+from .outcomes import (
+    CompactionOutcome,
+    Forked,
+    Interrupted,
+    NotRun,
+    PromptOutcome,
+    TurnOutcome,
+)
 from .session import Session
 
 SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult)
@@ -42,6 +57,8 @@ class Engine:
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link)
+        self.feed = Feed(self.live)
+        self.inbox = Inbox(self.live, self.feed, self._fork)
         self._pages = SessionPages(store)
 
     def get(self, session_id: str) -> Session:
@@ -62,6 +79,8 @@ class Engine:
 
     async def shutdown(self) -> None:
         """Interrupt every running turn so its partial state is recorded."""
+        await self.inbox.aclose()
+        self.feed.stop()
         await self.live.aclose()
         await self.providers.aclose()
 
@@ -90,6 +109,7 @@ class Engine:
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
+        self.feed.subscribe(session)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(
             session.announce, events.AvailableCommands(SLASH_COMMANDS)
@@ -107,15 +127,52 @@ class Engine:
         return self._with_mcp(session, params.mcp_servers, result)
 
     async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+        """Run a turn, or, while the session works, steer it, queue behind it or
+        refuse (``whileRunning``; `inbox.py`)."""
         session = self.live.open(params.session_id)
-        task = prompt_task(session, [b.wire() for b in params.prompt], self._fork)
-        return _prompt_result(await self.live.run(session, task))
+        self.feed.subscribe(session)
+        mode = params.threadline().while_running or self._client_default()
+        content = [b.wire() for b in params.prompt]
+        return _prompt_result(await self.inbox.prompt(session, content, mode))
 
-    async def interrupt(self, session_id: str) -> pm.InterruptResult:
-        return _interrupt_result(await self.live.interrupt(self.live.open(session_id)))
+    def _client_default(self) -> str:
+        """What the client said a prompt does while the session works; ``refuse``
+        (ACP v1's rule) unless it said otherwise."""
+        caps = pm.ClientCapabilities.model_validate(self.link.client_capabilities())
+        return caps.threadline().while_running or "refuse"
 
-    def cancel(self, session_id: str) -> None:
-        self.live.cancel(session_id)
+    async def interrupt(self, params: pm.InterruptParams) -> pm.InterruptResult:
+        """Stop the running turn; what waits in the queue stays (held), unless
+        ``clearQueue`` removes it too."""
+        session = self.live.open(params.session_id)
+        if params.threadline().clear_queue:
+            self.inbox.remove(session, None)
+        return _interrupt_result(await self.live.interrupt(session))
+
+    def cancel(self, params: pm.InterruptParams) -> None:
+        if params.threadline().clear_queue:
+            self.inbox.remove(self.live.open(params.session_id), None)
+        self.live.cancel(params.session_id)
+
+    # -- the queue ----------------------------------------------------------------------
+
+    def queue_list(self, session_id: str) -> pm.QueueListResult:
+        session = self.live.open(session_id)
+        return pm.QueueListResult(prompts=[_queued(p) for p in self.inbox.listed(session)])
+
+    def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
+        session = self.live.open(params.session_id)
+        content = [b.wire() for b in params.prompt]
+        return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
+
+    def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
+        session = self.live.open(params.session_id)
+        return pm.QueueChangeResult(ids=self.inbox.remove(session, params.id))
+
+    async def queue_resume(self, session_id: str) -> pm.QueueChangeResult:
+        session = self.live.open(session_id)
+        self.feed.subscribe(session)
+        return pm.QueueChangeResult(ids=self.inbox.resume(session))
 
     def fork(self, params: pm.ForkParams) -> pm.ForkResult:
         forked = fork(self.live, params.session_id, params.message_id, params.cwd)
@@ -133,7 +190,9 @@ class Engine:
 
         session = self.live.open(params.session_id)
         task = Compaction(session, params.instructions, params.keep_turns)
-        return _compact_result(await self.live.run(session, task))
+        result = _compact_result(await self.live.run(session, task))
+        self.inbox.drain_soon(session)  # what was queued behind the compaction
+        return result
 
     def history(self, session_id: str) -> pm.HistoryResult:
         """Built without validation: the messages are the stored ones, as the JSON the
@@ -167,14 +226,16 @@ class Engine:
             history = session.transcript.history()
             replayed = [u for m in history for u in projection.replay(m)]
             session.link.notify_updates(session.id, replayed)
-        self.live.watch(session)
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
+        self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
 
     def resume(
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        return self._set_up(self.live.open(params.session_id), params.mcp_servers)
+        session = self.live.open(params.session_id)
+        self.feed.subscribe(session)
+        return self._set_up(session, params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor)
@@ -200,11 +261,13 @@ class Engine:
         return out
 
     async def close(self, session_id: str) -> pm.EmptyResult:
+        self.feed.unsubscribe(session_id)
         await self.live.close(self.live.open(session_id))
         return pm.EmptyResult()
 
     async def delete(self, session_id: str) -> pm.EmptyResult:
         await self.live.delete(session_id)
+        self.feed.unsubscribe(session_id)
         return pm.EmptyResult()
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
@@ -225,7 +288,7 @@ class Engine:
             raise InvalidParams("model must be a string", {"value": params.value})
         session.check_idle("change the model")
         self.live.leases.check_free(session.id)
-        session.config.model = self._validated_model(params.value)
+        session.config.model = session.shown.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
         result = pm.SetConfigOptionResult(config_options=self._config_options(session))
         if meta := self._warning(session.config.model):  # as at session/new
@@ -297,7 +360,24 @@ class Engine:
 # -- typed values to wire results -----------------------------------------------------
 
 
-def _prompt_result(outcome: PromptOutcome) -> pm.PromptResult:
+def _queued(prompt: PendingPrompt) -> QueuedPrompt:
+    return QueuedPrompt.model_validate(
+        {
+            "id": prompt.id,
+            "mode": prompt.mode,
+            "state": STATES.get(prompt.state, prompt.state),
+            "prompt": prompt.prompt,
+            "createdAt": prompt.created_at,
+        }
+    )
+
+
+def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
+    if isinstance(outcome, NotRun):
+        return pm.PromptResult(
+            stop_reason="cancelled",
+            meta=pm.PromptResultMeta(threadline=PromptResultInfo(queue=outcome.why)),  # type: ignore[arg-type]
+        )
     if not isinstance(outcome, TurnOutcome):
         return pm.PromptResult(
             stop_reason="end_turn",

@@ -9,7 +9,8 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
@@ -25,7 +26,7 @@ from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, from_event
 from .outcomes import Interrupted
-from .tasks import RunningTask, SessionTask
+from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -57,6 +58,28 @@ def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -
         '{"tool": "<name>", "arguments": {...}}'
     )
     return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class Shown:
+    """What a session's client was last shown of its state, so each change is shown
+    once whether it was made here or in another window."""
+
+    title: str | None
+    model: str
+    state: str = "idle"
+    owner: tuple[str, str] | None = None
+    """The owner id and lease start of the work shown as running."""
+    queue: tuple[tuple[str, str, str], ...] = ()
+    """``(id, state, prompt JSON)`` of each prompt shown as waiting."""
+    forks: set[str] | None = None
+    """Forks shown (those made before the client looked are not announced)."""
+    prompts: set[str] = field(default_factory=set[str])
+    """User messages shown while they waited (steering), not shown again on commit."""
+
+
+def _unwatched(session: Session) -> None:
+    return None
 
 
 class StoreJournal:
@@ -103,6 +126,13 @@ class Session:
         self.link = link
         self.running: RunningTask[Any] | None = None
         """The task the session runs now (a turn, a compaction), if any."""
+        self.awaiting = 0
+        """Permission requests of its turn waiting for the user (``requires_action``)."""
+        self.shown = Shown(title=row.title, model=self.config.model)
+        """What its client was last shown of the session's state (`feed.py`)."""
+        self.changed: Callable[[Session], None] = _unwatched
+        """Called when its state changes here (a task starts or ends, a permission
+        waits), so every window is told (`feed.Feed`)."""
         self.permissions = PermissionBroker()
         self.journal = StoreJournal(store, self.id)
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
@@ -155,13 +185,19 @@ class Session:
     @property
     def state(self) -> str:
         running = self.running
-        return "idle" if running is None or running.work is None else running.work.state
+        if running is None or running.work is None:
+            return "idle"
+        if self.awaiting and running.work is Work.TURN:
+            return "requires_action"
+        return running.work.state
 
     def check_idle(self, action: str) -> None:
-        if self.running is not None:
+        running = self.running
+        if running is not None:
+            state = "idle" if running.work is None else running.work.state
             raise SessionBusy(
-                f"session {self.id} is {self.state}; cannot {action} now",
-                {"sessionId": self.id, "state": self.state},
+                f"session {self.id} is {state}; cannot {action} now",
+                {"sessionId": self.id, "state": state},
             )
 
     # -- mutations and updates ------------------------------------------------------------
@@ -205,7 +241,7 @@ class Session:
         title = " ".join(str(text).split())[:TITLE_MAX]
         if not title:
             return
-        self.title = title
+        self.title = self.shown.title = title
         now = now_iso()
         self.store.update_session(self.id, title=title, now=now)
         self.announce(events.SessionInfo(now, title=title))
@@ -216,7 +252,31 @@ class Session:
         return ToolContext(self.id, call_id, self.cwd, tuple(self.config.roots), self.link)
 
     async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
-        return await self.permissions.ask(tool, call, self.tool_context(call.id))
+        self.awaiting += 1
+        self.changed(self)
+        try:
+            return await self.permissions.ask(tool, call, self.tool_context(call.id))
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
+
+    # -- prompts sent while it works ----------------------------------------------------
+
+    def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        taken: list[tuple[str, list[dict[str, Any]]]] = []
+        for waiting in self.store.pending(self.id):
+            if waiting.mode != "steer" or waiting.state != "waiting":
+                continue
+            got = self.store.claim_pending(waiting.id, turn_id)
+            if got is not None:
+                taken.append((got.id, got.prompt))
+        return taken
+
+    def show_prompt(self, message: Msg) -> None:
+        if message["messageId"] in self.shown.prompts:
+            return
+        self.shown.prompts.add(message["messageId"])
+        self.announce(events.Replayed(message))
 
     # -- model ----------------------------------------------------------------------------
 
@@ -262,11 +322,12 @@ class Session:
         self.check_idle(work.action)
         running = RunningTask(task)
         self.running = running
+        self.changed(self)
         try:
             return await running.run()
         finally:
             self.running = None
-            # Where a queued prompt will start, as the next task. None queue yet.
+            self.changed(self)
 
     def interruptible(self) -> RunningTask[Any] | None:
         """The running task that an interrupt stops (a turn), if any."""

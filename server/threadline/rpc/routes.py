@@ -95,8 +95,8 @@ CALLS: dict[str, Call] = {
     "shutdown": Engine.shutdown,
     "session/new": Engine.new_session,
     "session/prompt": Engine.prompt,
-    "session/interrupt": by_id(Engine.interrupt),
-    "session/cancel": by_id(Engine.cancel),
+    "session/interrupt": Engine.interrupt,
+    "session/cancel": Engine.cancel,
     "session/history": by_id(Engine.history),
     "session/context": by_id(Engine.context),
     "session/load": Engine.load,
@@ -107,6 +107,10 @@ CALLS: dict[str, Call] = {
     "session/set_config_option": Engine.set_config_option,
     "session/fork": Engine.fork,
     "session/compact": Engine.compact,
+    "session/queue/list": by_id(Engine.queue_list),
+    "session/queue/update": Engine.queue_update,
+    "session/queue/remove": Engine.queue_remove,
+    "session/queue/resume": by_id(Engine.queue_resume),
 }
 
 ROUTES = routes(METHODS, CALLS)

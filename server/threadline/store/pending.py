@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Lease, PendingPrompt, SessionRow, Watched
+from .base import Lease, PendingPrompt, SessionRow, StoreError, Watched
 from .codec import dumps
 from .sql import COLS, ID_BATCH, LEASE_COLS, SqlStore, Statements, lease_row, session_row
 
@@ -81,6 +81,17 @@ class _Batch:
 class PendingOps(SqlStore):
     """The pending prompts of `store.base.SessionStore`, written once for both backends."""
 
+    keeps_pending: bool = True
+    """Whether this connection may use the pending table (a PostgreSQL role granted only
+    the older tables may not: then nothing waits, and windows are shown the rest)."""
+
+    def _need_pending(self) -> None:
+        if not self.keeps_pending:
+            raise StoreError(
+                "this role may not use the prompt queue of this session store (the table "
+                "tl_pending needs granting, docs/teams.md); wait for the turn to end"
+            )
+
     def add_pending(
         self,
         session_id: str,
@@ -90,6 +101,7 @@ class PendingOps(SqlStore):
         origin: str,
         now: str,
     ) -> PendingPrompt:
+        self._need_pending()
         stamp = time.time()
 
         def work(db: Statements) -> PendingPrompt:
@@ -114,6 +126,8 @@ class PendingOps(SqlStore):
         return self._write(work)
 
     def pending(self, session_id: str) -> list[PendingPrompt]:
+        if not self.keeps_pending:
+            return []
         rows = self._read(
             lambda db: db.all(
                 f"SELECT {PENDING_COLS} FROM pending WHERE session_id=? ORDER BY position",
@@ -123,6 +137,8 @@ class PendingOps(SqlStore):
         return [pending_row(r) for r in rows]
 
     def get_pending(self, prompt_id: str) -> PendingPrompt | None:
+        if not self.keeps_pending:
+            return None
         r = self._read(
             lambda db: db.one(f"SELECT {PENDING_COLS} FROM pending WHERE id=?", (prompt_id,))
         )
@@ -130,6 +146,8 @@ class PendingOps(SqlStore):
 
     def _change(self, sql: str, args: Sequence[Any]) -> list[PendingPrompt]:
         """One update of pending rows, returning the rows it changed."""
+        if not self.keeps_pending:
+            return []
         stamp = time.time()
         rows = self._write(
             lambda db: db.all(
@@ -187,7 +205,7 @@ class PendingOps(SqlStore):
 
     def forget_pending(self, prompt_ids: Sequence[str]) -> None:
         """Drop finished rows whose waiter has read them."""
-        if not prompt_ids:
+        if not prompt_ids or not self.keeps_pending:
             return
         batch = _Batch(list(prompt_ids))
         self._write(
@@ -211,6 +229,15 @@ class PendingOps(SqlStore):
 
     # -- what windows show ------------------------------------------------------------
 
+    def _waiting(self, db: Statements, batch: _Batch) -> list[tuple[Any, ...]]:
+        if not self.keeps_pending:
+            return []
+        return db.all(
+            f"SELECT {PENDING_COLS} FROM pending WHERE session_id IN ({batch.marks()}) "
+            "AND state IN ('waiting','held','taken') ORDER BY position",
+            batch.ids,
+        )
+
     def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
         """Each session's row (None once deleted), lease, prompts that have not finished,
         and forks, read in one snapshot."""
@@ -233,11 +260,7 @@ class PendingOps(SqlStore):
                 ):
                     lease = lease_row(r)
                     leases[lease.session_id] = lease
-                for r in db.all(
-                    f"SELECT {PENDING_COLS} FROM pending WHERE session_id IN ({batch.marks()}) "
-                    "AND state IN ('waiting','held','taken') ORDER BY position",
-                    batch.ids,
-                ):
+                for r in self._waiting(db, batch):
                     p = pending_row(r)
                     pending.setdefault(p.session_id, []).append(p)
                 for r in db.all(

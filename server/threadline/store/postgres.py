@@ -204,7 +204,9 @@ class PostgresStore(PendingOps):
         self._next_listen = 0.0
         self._listen = self._connect()
         try:
-            self.keeps_folds = self._setup(self._listen) and self._may_use("tl_folds")
+            upgraded = self._setup(self._listen)
+            self.keeps_folds = upgraded and self._may_use("tl_folds", "folded transcripts are")
+            self.keeps_pending = upgraded and self._may_use("tl_pending", "prompt queues are")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -307,7 +309,7 @@ class PostgresStore(PendingOps):
             return False
         return True
 
-    def _may_use(self, table: str) -> bool:
+    def _may_use(self, table: str, what: str) -> bool:
         """Whether this role may read and write a table: one created by an upgrade
         after the team role's grants (docs/teams.md) needs granting again."""
         r = self._listen.execute(
@@ -316,10 +318,11 @@ class PostgresStore(PendingOps):
         if r is not None and r[0]:
             return True
         log.warning(
-            "this role may not use %s in the session store at %s; folded transcripts are "
-            "not kept there until it is granted (docs/teams.md)",
+            "this role may not use %s in the session store at %s; %s not kept there "
+            "until it is granted (docs/teams.md)",
             table,
             self.where,
+            what,
         )
         return False
 
