@@ -154,6 +154,8 @@ class Feed:
             return
         remote = self._remote(seen.lease)
         self._follow(session, remote, seen)
+        if seen.row.last_seq == session.seq:
+            session.catch_up([], seen.row)  # a title or model another window set
         shown = session.shown
         if session.title != shown.title and session.title is not None:
             shown.title = session.title

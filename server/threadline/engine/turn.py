@@ -133,6 +133,8 @@ class Turn:
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
         self.host.commit((UserMessage(message),))
+        if self.message_id is not None:  # a queued prompt: its sender saw it wait, not start
+            self.host.show_prompt(message)
         self.host.maybe_title(self.prompt)
 
     def _between_calls(self) -> bool:
