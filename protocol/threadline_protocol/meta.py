@@ -38,6 +38,9 @@ class TurnInfo(ThreadlineBlock):
     """Replay only: a compaction has since taken this message out of the prompt."""
     truncated: bool | None = None
     """Replay only: the answer was cut off (an interrupt, a failure, a crash)."""
+    summary: bool | None = None
+    """Live and replay: this agent message is a compaction's summary of the earlier
+    conversation (sent so to clients that do not show ``compaction_update``)."""
 
 
 class ToolCallInfo(ThreadlineBlock):
@@ -84,6 +87,9 @@ class ForkInfo(ThreadlineBlock):
 class SessionInfoUpdateInfo(ThreadlineBlock):
     status: str | None = None
     """A provider's passing status (retrying, loading the model…)."""
+    watching: bool | None = None
+    """``true``: this client now watches a turn that runs in another process (after
+    ``session/load``), its updates follow; ``false``: that turn has ended."""
     state: Literal["idle", "running", "requires_action", "compacting", "repairing"] | None = None
     """What the session is doing now, in whichever window runs it."""
     owner: OwnerInfo | None = None
@@ -129,8 +135,6 @@ class McpInfo(ThreadlineBlock):
 
     mcp_failures: dict[str, str] | None = None
     """MCP servers that did not start, with the reason."""
-    warning: str | None = None
-    """Said when the model is chosen rather than at the first prompt (a missing key)."""
 
 
 class ChunkMeta(WireModel):

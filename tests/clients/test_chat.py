@@ -209,7 +209,7 @@ def test_model_sessions_new_and_resume_commands(
     term.expect("↳ end_turn")
     assert second != first
     term.line("/sessions")
-    term.expect(rf"\* +{second}")
+    term.expect(rf"\* +{second}")  # the current session is marked, also when titles are cut
     term.line(f"/resume {first}")
     term.expect(rf"resumed {first} · model scripted:echo")
     term.expect(r"you: ping pong")
@@ -265,12 +265,118 @@ def test_compact_command(terminals: list[Terminal], home: Path, tmp_path: Path) 
         sid = sid or session_id_of(term)
         term.expect("↳ end_turn")
     term.line("/compact keep it short")
-    counts = term.expect(r"compacted: (\d+) → (\d+) messages")
-    assert int(counts.group(2)) < int(counts.group(1))
+    counts = term.expect(r"compacted: (\d+) older messages summarised, (\d+) → (\d+) tokens")
+    assert int(counts.group(1)) > 1 and int(counts.group(3)) < int(counts.group(2))
+    term.expect("summary: Summary of the conversation")
+    term.line(f"/resume {sid}")  # the summary is listed as one, not as an answer
+    term.expect(r"\[a4\] summary of the earlier conversation: Summary")
     leave(term)
     messages = history(home, sid)
     assert any(b.get("type") == "summary" for m in messages for b in m["content"])
     assert any(m.get("compacted") for m in messages)
+
+
+def test_compact_with_nothing_to_compact_says_so(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    first_prompt(term, "only one turn")
+    term.expect("↳ end_turn")
+    term.line("/compact")
+    term.expect(r"nothing to compact yet \(nothing old enough to summarise\)")
+    term.expect("❯")
+    assert "compacted:" not in term.text
+    leave(term)
+
+
+def test_ctrl_c_cancels_a_compaction(terminals: list[Terminal], home: Path, tmp_path: Path) -> None:
+    slow_summary = "scripted:" + json.dumps(
+        {"rounds": [[{"text": "answer"}]], "summary": [{"sleep": 60}, {"text": "never"}]}
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", slow_summary)
+    sid = ""
+    for word in ("one", "two", "three", "four"):
+        term.expect("❯")
+        term.line(word)
+        sid = sid or session_id_of(term)
+        term.expect("↳ end_turn")
+    term.line("/compact")
+    term.expect(r"compacting… \(Ctrl-C cancels\)")
+    time.sleep(0.5)  # the compaction is under way
+    term.ctrl_c()
+    term.expect("compaction cancelled: nothing changed")
+    term.expect("❯")
+    term.line("five")  # the session is usable at once
+    term.expect("↳ end_turn", timeout=30)
+    leave(term)
+    messages = history(home, sid)
+    assert not any(b.get("type") == "summary" for m in messages for b in m["content"])
+    assert text_of(messages[-2]) == "five"
+
+
+def test_fork_at_the_label_shown_after_an_answer(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    parent = first_prompt(term, "one")
+    term.expect(r"↳ end_turn · .*/fork a1")
+    term.line("two")
+    term.expect(r"↳ end_turn · .*/fork a2")
+    term.line("/fork a1")  # the label, as `threadline history` prints it too
+    child = term.expect(rf"forked {parent} at a1 →\s+(sess_\w+)").group(1)
+    term.line("three")
+    term.expect(r"/fork a2")
+    leave(term)
+    assert [text_of(m).strip() for m in history(home, child)] == ["one", "one", "three", "three"]
+
+
+def test_a_model_without_its_key_is_refused_when_chosen(
+    terminals: list[Terminal], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("THREADLINE_CONFIG", "")
+    no_key = "no API key for openai:gpt-4o-mini: set \\$OPENAI_API_KEY"
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    term.expect("❯")
+    term.line("/model openai:gpt-4o-mini")  # before the first prompt
+    term.expect(rf"/model: {no_key}")
+    term.line("hello")
+    sid = session_id_of(term)
+    term.expect("↳ end_turn")
+    term.line("/model openai:gpt-4o-mini")  # and for the session that runs
+    term.expect(rf"/model: {no_key}")
+    term.line("again")
+    term.expect(r"↳ end_turn · .*/fork a2")
+    leave(term)
+    assert stored_sessions(home) == [sid]  # the checks left nothing behind
+    again = open_chat(terminals, home, tmp_path, "--model", "openai:gpt-4o-mini")
+    again.expect(rf"could not start: {no_key}")
+    assert again.wait() == 1
+
+
+def test_resume_of_a_turn_running_elsewhere_shows_it_and_ctrl_c_interrupts_it(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    slow = scripted(
+        [{"text": "partial "}, {"sleep": 1.0}, {"text": "answer "}, {"sleep": 60}, {"text": "end"}]
+    )
+    owner = open_chat(terminals, home, tmp_path, "--model", slow)
+    sid = first_prompt(owner, "go slowly")
+    owner.expect("answer")
+    watcher = open_chat(terminals, home, tmp_path, "--session", sid)
+    watcher.expect(rf"resumed {sid}")
+    watcher.expect("running in another window")
+    watcher.expect("partial answer")  # what streamed before, then the stream itself
+    watcher.ctrl_c()  # interrupts the turn where it runs
+    watcher.expect(r"\[interrupted\]")
+    watcher.expect("the other window's turn ended")
+    owner.expect(r"↳ cancelled")
+    watcher.expect("❯")
+    watcher.line("/interrupt")
+    watcher.expect("nothing is running")
+    leave(watcher)
+    leave(owner)
+    assert history(home, sid)[-1]["truncated"] is True
 
 
 @pytest.mark.model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -42,10 +43,27 @@ def test_version_and_help(home: Path) -> None:
         assert command in helptext.stdout
 
 
-def test_a_failed_prompt_prints_the_session_and_stores_no_empty_reply(home: Path) -> None:
+def test_a_model_without_its_key_is_refused_before_anything_is_stored(home: Path) -> None:
     result = run(home, "ask", "--model", "openai:gpt-4o-mini", "hello there")
     assert result.returncode == 1
-    assert "threadline: model call failed: no API key for openai:gpt-4o-mini" in result.stderr
+    assert result.stderr == (
+        "threadline: no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY\n"
+    )  # in words, no code
+    assert run(home, "sessions").stdout.strip() in ("", "no sessions")
+
+
+def test_an_unknown_model_is_refused_with_the_models_a_person_can_pick(home: Path) -> None:
+    result = run(home, "ask", "--model", "nope:x", "hello there")
+    assert result.returncode == 1
+    assert "threadline: unknown model 'nope:x': use 'local:smollm2-135m'" in result.stderr
+    assert "scripted" not in result.stderr  # test models are not offered
+
+
+def test_a_failed_prompt_prints_the_session_and_stores_no_empty_reply(home: Path) -> None:
+    down = scripted([{"error": {"message": "the server is down", "reason": "server_error"}}])
+    result = run(home, "ask", "--model", down, "hello there")
+    assert result.returncode == 1
+    assert "threadline: model call failed: the server is down" in result.stderr
     assert "-32011" not in result.stderr  # in words
     sid = re.search(r"session: (sess_\w+)", result.stderr)
     assert sid, result.stderr
@@ -110,3 +128,23 @@ def test_history_marks_a_compaction_summary(home: Path, tmp_path: Path) -> None:
     assert len(summaries) == 1, lines
     assert re.fullmatch(r"\[a\d+ compaction summary\] Goal: test the summary\.", summaries[0])
     assert not any("assistant] Goal" in line for line in lines), lines
+
+
+def test_history_marks_an_interrupted_answer_as_interrupted_not_as_an_error(home: Path) -> None:
+    hang = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
+
+    async def interrupted(client: ThreadlineClient) -> str:
+        sid = await client.new_session(model=hang)
+        streamed = asyncio.Event()
+        client.on_update(lambda _sid, u: streamed.set() if "content" in u else None)
+        turn = asyncio.create_task(client.prompt(sid, "tell me"))
+        await asyncio.wait_for(streamed.wait(), 30)
+        await client.interrupt(sid)
+        assert (await turn)["stopReason"] == "cancelled"
+        return sid
+
+    sid = with_sidecar(home, interrupted)
+    lines = run(home, "history", sid).stdout.splitlines()
+    assert lines[0] == "[u1 user] tell me"
+    assert lines[1].startswith("[a1 assistant (interrupted)] partial"), lines
+    assert not any("error" in line for line in lines), lines

@@ -4,13 +4,16 @@ Chromium by ``editors/desktop`` (npm test)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from threadline_client import desktop
 
@@ -73,3 +76,56 @@ async def test_each_launch_has_its_own_long_token(tmp_path: Path) -> None:
             tokens.append(gate.token)
     assert tokens[0] != tokens[1]
     assert all(len(t) >= 40 for t in tokens)
+
+
+async def test_a_sidecar_that_exits_closes_the_page_socket_at_once(tmp_path: Path) -> None:
+    """The page hears of a lost sidecar when it happens, with why, not at its next send."""
+    dies = [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)"]
+    server, gate = await desktop.start(0, dies, tmp_path)
+    async with server:
+        uri = f"ws://127.0.0.1:{gate.port}/rpc?token={gate.token}"
+        async with connect(uri, origin=f"http://127.0.0.1:{gate.port}") as ws:  # type: ignore[arg-type]
+            await ws.send('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}')
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 10)
+            assert closed.value.rcvd is not None
+            assert closed.value.rcvd.code == 1011
+            assert closed.value.rcvd.reason == "the sidecar exited (code 3)"
+
+
+def run_desktop(*args: str, static: Path | None = None) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys; from threadline_client import desktop; from pathlib import Path\n"
+        "if len(sys.argv) > 1 and sys.argv[1] == '--static':\n"
+        "    desktop.STATIC = Path(sys.argv[2]); del sys.argv[1:3]\n"
+        "import argparse; p = argparse.ArgumentParser(); desktop.add_arguments(p)\n"
+        "sys.exit(desktop.run(p.parse_args(sys.argv[1:])))\n"
+    )
+    extra = ["--static", str(static)] if static is not None else []
+    return subprocess.run(
+        [sys.executable, "-c", code, *extra, "--no-browser", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_an_unbuilt_page_is_said_before_any_address(tmp_path: Path) -> None:
+    result = run_desktop(static=tmp_path / "nothing-built")
+    assert result.returncode == 2
+    assert "Threadline desktop: http" not in result.stdout
+    hint = desktop.BUILD_HINT
+    assert result.stderr == f"threadline desktop: the page is not built; run: {hint}\n"
+
+
+def test_a_busy_port_is_said_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<p>page</p>")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_desktop("--port", str(port), static=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"threadline desktop: cannot listen on 127.0.0.1:{port}: ")
+    assert "pick another --port" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1

@@ -10,14 +10,17 @@ The events are also shown as a client that shows compactions would see them
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from threadline.engine.compiler import compile_request
 from threadline.engine.config import SessionConfig
 from threadline.engine.events import Event
 from threadline.engine.mutations import Msg, Mutation
+from threadline.engine.tasks import RunningTask, SessionTask
 from threadline.engine.transcript import Transcript
 from threadline.engine.turn import Turn
 from threadline.providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal
@@ -195,3 +198,35 @@ def text_prompt(text: str) -> list[dict[str, Any]]:
 
 def turn(host: FakeHost, text: str = "hi") -> Turn:
     return Turn(host, text_prompt(text))
+
+
+async def started(task: SessionTask[Any], until: anyio.Event) -> tuple[RunningTask[Any], list[Any]]:
+    """Run ``task`` until ``until`` is set, then stop it the one way tasks are stopped;
+    its result is returned with it."""
+    running = RunningTask(task)
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await running.run())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(5):
+            await until.wait()
+        assert running.cancel()
+    assert running.done.is_set()
+    return running, results
+
+
+def when(host: FakeHost, seen: Callable[[Event], bool]) -> anyio.Event:
+    """Set once the host has been told an event that ``seen`` picks."""
+    told = anyio.Event()
+    announce = host.announce
+
+    def watched(event: Event) -> None:
+        announce(event)
+        if seen(event):
+            told.set()
+
+    host.announce = watched  # type: ignore[method-assign]
+    return told

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 
-from tests.engine.fakes import EchoTool, FakeHost, scripted, text_prompt, turn
+from tests.engine.fakes import EchoTool, FakeHost, scripted, started, text_prompt, turn, when
 from threadline.engine import events
 from threadline.engine.errors import ToolLoopFailed
 from threadline.engine.events import Event
@@ -17,8 +16,6 @@ from threadline.engine.mutations import (
     ToolResult,
     UserMessage,
 )
-from threadline.engine.outcomes import TurnOutcome
-from threadline.engine.tasks import RunningTask
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -178,26 +175,12 @@ async def test_steering_that_comes_as_the_answer_ends_gets_one_more_model_call()
 async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_cancelled() -> None:
     provider = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
     host = FakeHost(provider)
-    t = RunningTask(turn(host, "tell me"))
-    results: list[TurnOutcome] = []
-    shown = anyio.Event()
 
-    def announce(event: Event) -> None:
-        FakeHost.announce(host, event)
+    def all_shown(_: Event) -> bool:
         chunks = host.updates_of("agent_message_chunk")
-        if "".join(c["content"]["text"] for c in chunks) == "partial answer":
-            shown.set()
+        return "".join(c["content"]["text"] for c in chunks) == "partial answer"
 
-    host.announce = announce  # type: ignore[method-assign]
-
-    async def run() -> None:
-        results.append(await t.run())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        with anyio.fail_after(5):
-            await shown.wait()
-        assert t.cancel()
+    t, results = await started(turn(host, "tell me"), when(host, all_shown))
 
     [result] = results
     assert result.stop_reason == "cancelled"

@@ -60,7 +60,7 @@ async def test_a_fork_is_titled_apart_from_its_parent(sidecar: SidecarClient) ->
     }
     assert titles[sid] == "question 0 detail"
     assert titles[child] == "question 0 detail · fork"
-    assert titles[grandchild] == "question 0 detail · fork · fork"
+    assert titles[grandchild] == "question 0 detail · fork 2"  # numbered, not piled up
     untitled = await sidecar.new_session(model=ANSWER)
     fork = (await sidecar.call("session/fork", {"sessionId": untitled}))["sessionId"]
     titles = {
@@ -102,6 +102,21 @@ async def test_forks_of_forks_and_deleting_a_parent(sidecar: SidecarClient) -> N
     await sidecar.call("session/delete", {"sessionId": child})
     assert await history(sidecar, grandchild) == child_hist[:3]
     assert (await sidecar.prompt(grandchild, "still works"))["stopReason"] == "end_turn"
+
+
+async def test_fork_at_a_turn_label_as_history_prints_it(sidecar: SidecarClient) -> None:
+    """``a1`` (``threadline history``'s label) forks after the last message of that
+    turn; ``u2`` after that prompt; an unknown label is refused like an unknown id."""
+    sid = await session_with_turns(sidecar, 2)
+    parent = await history(sidecar, sid)
+    assert [m["turnId"] for m in parent] == ["u1", "a1", "u2", "a2"]
+    for label, upto in (("a1", 2), ("u2", 3)):
+        fork = await sidecar.call("session/fork", {"sessionId": sid, "messageId": label})
+        assert fork["forkedAtMessageId"] == parent[upto - 1]["messageId"]
+        assert await history(sidecar, fork["sessionId"]) == parent[:upto]
+    with pytest.raises(JsonRpcException) as err:
+        await sidecar.call("session/fork", {"sessionId": sid, "messageId": "a9"})
+    assert err.value.code == -32602
 
 
 async def test_fork_at_a_message_not_in_the_session(sidecar: SidecarClient) -> None:

@@ -109,8 +109,10 @@ async def test_a_steer_reaches_the_next_model_call_after_the_tool_result(
             # The steer is sent while the tool runs, and shown before the tool answers.
             sent.append(prompt(a, sid, "Use the red one instead.", "steer"))
             await a.wait_update(
-                lambda u: u["update"]["sessionUpdate"] == "user_message_chunk"
-                and u["update"]["content"].get("text") == "Use the red one instead."
+                lambda u: (
+                    u["update"]["sessionUpdate"] == "user_message_chunk"
+                    and u["update"]["content"].get("text") == "Use the red one instead."
+                )
             )
             return {"content": [{"type": "text", "text": "found: blue"}]}
 
@@ -201,7 +203,8 @@ async def test_queued_prompts_run_in_order_and_are_listed_edited_removed(
         assert info(a, sid, "queue")[-1] == []
         with pytest.raises(JsonRpcException):
             await a.call(
-                "session/queue/update", {"sessionId": sid, "id": queue[0]["id"], "prompt": text("x")}
+                "session/queue/update",
+                {"sessionId": sid, "id": queue[0]["id"], "prompt": text("x")},
             )
     finally:
         await a.stop()
@@ -259,8 +262,10 @@ async def test_interrupt_holds_the_queue_and_clear_queue_empties_it(
         resumed = await a.call("session/queue/resume", {"sessionId": sid})
         assert resumed["ids"] == [queue[0]["id"]]
         await a.wait_update(
-            lambda u: u["update"]["sessionUpdate"] == "user_message_chunk"
-            and u["update"]["content"].get("text") == "two"
+            lambda u: (
+                u["update"]["sessionUpdate"] == "user_message_chunk"
+                and u["update"]["content"].get("text") == "two"
+            )
         )
         await a.call(
             "session/interrupt",
@@ -302,7 +307,9 @@ async def test_the_queue_survives_kill_9_held_until_resumed(home: Path) -> None:
         await asyncio.sleep(0.5)
         assert [said(m) for m in await history(b, sid) if m["role"] == "user"] == ["one"]
         await b.call("session/queue/resume", {"sessionId": sid})
-        await until(lambda: info(b, sid, "state")[-1:] == ["idle"] and info(b, sid, "queue")[-1:] == [[]])
+        await until(
+            lambda: info(b, sid, "state")[-1:] == ["idle"] and info(b, sid, "queue")[-1:] == [[]]
+        )
         users = [said(m) for m in await history(b, sid) if m["role"] == "user"]
         assert users == ["one", "two"]
     finally:
@@ -336,8 +343,10 @@ async def test_steer_and_queue_from_another_window(home: Path) -> None:
         await b.call("session/load", {"sessionId": sid, "mcpServers": []})
         steer = prompt(b, sid, "Steer from b.", "steer")
         await a.wait_update(
-            lambda u: u["update"]["sessionUpdate"] == "user_message_chunk"
-            and u["update"]["content"].get("text") == "Steer from b."
+            lambda u: (
+                u["update"]["sessionUpdate"] == "user_message_chunk"
+                and u["update"]["content"].get("text") == "Steer from b."
+            )
         )
         queued = prompt(b, sid, "Queued from b.", "queue")
         await until(lambda: any(len(q) == 1 for q in info(a, sid, "queue")))
@@ -387,8 +396,10 @@ async def test_a_window_that_loaded_an_idle_session_sees_every_later_change(
         await prompt(a, sid, "blue")
         await a.call("session/compact", {"sessionId": sid, "keepTurns": 1})
         await c.wait_update(
-            lambda u: u["update"]["sessionUpdate"] == "compaction_update"
-            and u["update"]["status"] == "completed"
+            lambda u: (
+                u["update"]["sessionUpdate"] == "compaction_update"
+                and u["update"]["status"] == "completed"
+            )
         )
         fork = await a.call("session/fork", {"sessionId": sid})
         forks = await until(lambda: info(c, sid, "forked"))

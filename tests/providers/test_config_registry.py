@@ -17,6 +17,7 @@ from threadline.providers.policies import PolicyProvider
 from threadline.providers.registry import DEFAULT_MODEL, ProviderRegistry, UnknownModel
 from threadline.userconfig import ConfigError, Secret, load, parse
 from threadline_client import ThreadlineClient
+from threadline_client.client import RpcError
 
 CONFIG = """
 default_model = "qwen"
@@ -235,21 +236,28 @@ async def keyless(
         await client.close()
 
 
-async def test_session_new_warns_about_a_missing_key(
+NO_KEY = "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
+
+
+async def test_session_new_refuses_a_model_without_its_key(
     tmp_path: Path, keyless: ThreadlineClient
 ) -> None:
+    """A model that cannot answer is refused when it is chosen, not at the first prompt."""
     client = keyless
-    result = await client.request(
-        "session/new",
-        {
-            "cwd": str(tmp_path),
-            "mcpServers": [],
-            "_meta": {"threadline": {"model": "openai:gpt-4o-mini"}},
-        },
-    )
-    assert result["_meta"]["threadline"]["warning"] == (
-        "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
-    )
+    before = await client.list_sessions()
+    with pytest.raises(RpcError) as refused:
+        await client.request(
+            "session/new",
+            {
+                "cwd": str(tmp_path),
+                "mcpServers": [],
+                "_meta": {"threadline": {"model": "openai:gpt-4o-mini"}},
+            },
+        )
+    assert refused.value.code == -32602
+    assert refused.value.message == NO_KEY
+    assert refused.value.data == {"model": "openai:gpt-4o-mini", "reason": "no_api_key"}
+    assert await client.list_sessions() == before  # nothing stored
     plain = await client.request(
         "session/new",
         {
@@ -261,16 +269,15 @@ async def test_session_new_warns_about_a_missing_key(
     assert "_meta" not in plain
 
 
-async def test_choosing_a_model_without_its_key_warns_then(
+async def test_choosing_a_model_without_its_key_is_refused_and_changes_nothing(
     tmp_path: Path, keyless: ThreadlineClient
 ) -> None:
-    """A missing key is reported when the model is chosen, not at the first prompt."""
     client = keyless
     sid = await client.new_session(cwd=str(tmp_path), model="scripted:echo")
     change = {"sessionId": sid, "configId": "model", "value": "openai:gpt-4o-mini"}
-    result = await client.request("session/set_config_option", change)
-    assert result["_meta"]["threadline"]["warning"] == (
-        "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
-    )
-    back = await client.request("session/set_config_option", {**change, "value": "scripted:echo"})
-    assert "_meta" not in back
+    with pytest.raises(RpcError) as refused:
+        await client.request("session/set_config_option", change)
+    assert (refused.value.code, refused.value.message) == (-32602, NO_KEY)
+    (listed,) = [s for s in await client.list_sessions() if s["sessionId"] == sid]
+    assert listed["_meta"]["model"] == "scripted:echo"
+    assert (await client.prompt(sid, "still here"))["stopReason"] == "end_turn"

@@ -124,11 +124,16 @@ def _one_line(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+INTERRUPTED = "cancelled by the user"
+"""The error the engine stores on an answer an interrupt cut off: not a failure."""
+
+
 def history_lines(m: dict[str, Any]) -> list[str]:
     """One stored message as transcript lines: its text, each tool call with its
     arguments, each tool result with its tool and outcome, a compaction summary
     marked as one."""
-    flags = " (truncated)" if m.get("truncated") else ""
+    interrupted = m.get("truncated") and m.get("error") == INTERRUPTED
+    flags = " (interrupted)" if interrupted else " (truncated)" if m.get("truncated") else ""
     head = f"[{m['turnId']} {m['role']}{flags}]"
     lines: list[str] = []
     text = "".join(b.get("text", "") for b in m["content"] if b.get("type") == "text")
@@ -150,6 +155,6 @@ def history_lines(m: dict[str, Any]) -> list[str]:
             lines.append(
                 f"[{m['turnId']} tool result] {b.get('toolName')} {status}: {_one_line(result)}"
             )
-    if m.get("error") and m.get("truncated"):
+    if m.get("error") and m.get("truncated") and not interrupted:
         lines.append(f"[{m['turnId']} error] {m['error']}")
     return lines

@@ -128,6 +128,12 @@ class ThreadlineClient:
         try:
             await self._write(message)
             return await future
+        except asyncio.CancelledError:
+            # Withdraw it, as LSP does: the server stops the work (a compaction…).
+            if not self.closed.is_set():
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.notify("$/cancelRequest", {"id": msg_id}))
+            raise
         finally:
             self._pending.pop(msg_id, None)
 

@@ -161,6 +161,9 @@ class DesktopServer:
         async def to_page() -> None:
             while line := await stdout.readline():
                 await ws.send(line.decode().rstrip("\n"))
+            # The sidecar is gone: the page is told now, not at its next request.
+            code = await proc.wait()
+            await ws.close(1011, f"the sidecar exited (code {code})")
 
         pump = asyncio.create_task(to_page())
         try:
@@ -168,7 +171,7 @@ class DesktopServer:
                 text = frame if isinstance(frame, str) else frame.decode()
                 stdin.write(text.replace("\n", " ").encode() + b"\n")
                 await stdin.drain()
-        except ConnectionClosed:
+        except (ConnectionClosed, ConnectionError):  # the page left, or the sidecar died
             pass
         finally:
             with contextlib.suppress(Exception):
@@ -216,8 +219,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _serve(port: int, open_page: Callable[[str], Awaitable[None] | None]) -> None:
     server, gate = await start(port, default_sidecar())
-    if not (STATIC / "index.html").is_file():
-        print(f"threadline desktop: the page is not built; run: {BUILD_HINT}", file=sys.stderr)
     print(f"Threadline desktop: {gate.url}", flush=True)
     opened = open_page(gate.url)
     if opened is not None:
@@ -231,8 +232,19 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_browser:
             webbrowser.open(url)
 
+    if not (STATIC / "index.html").is_file():
+        print(f"threadline desktop: the page is not built; run: {BUILD_HINT}", file=sys.stderr)
+        return 2
     try:
         asyncio.run(_serve(args.port, open_page))
     except KeyboardInterrupt:
         return 0
+    except OSError as exc:  # the port is taken, or not ours to use
+        why = exc.strerror or str(exc)
+        print(
+            f"threadline desktop: cannot listen on 127.0.0.1:{args.port}: {why}; "
+            "pick another --port, or leave it out for any free one",
+            file=sys.stderr,
+        )
+        return 2
     return 0

@@ -35,7 +35,11 @@ class Pane {
   ) {
     const template = $<HTMLTemplateElement>("#pane-template");
     this.root = (template.content.firstElementChild as HTMLElement).cloneNode(true) as HTMLElement;
-    this.chat = mountChat(this.root, (m) => void this.controller.handle(m as WebviewMessage));
+    this.chat = mountChat(this.root, (m) => {
+      // The desktop app owns the sidecar's connection: Restart reconnects every pane.
+      if (m.type === "restartSidecar") void app.restart();
+      else void this.controller.handle(m as WebviewMessage);
+    });
     this.controller = new ChatController(
       client,
       { post: (m) => this.receive(m) },
@@ -51,6 +55,9 @@ class Pane {
   }
 
   private receive(message: HostMessage): void {
+    // The status line says what the context bar says: the server's count of the next
+    // request (`session/context`), not a turn's last request or a stored figure.
+    if (message.type === "context" && this.after) message = { type: "context", used: this.after.used, size: this.after.size };
     this.chat.receive(message);
     $(".pane-label", this.root).textContent = this.chat.state.title ?? "New session";
     switch (message.type) {
@@ -58,7 +65,15 @@ class Pane {
         this.before = null;
         this.after = null;
         this.app.refreshTree();
+        this.app.remember();
         void this.measure();
+        break;
+      case "update":
+        // A new title (the first prompt's) or a prompt stored: the tree says so at once.
+        if (message.notification.update.sessionUpdate === "session_info_update") this.app.refreshTree();
+        break;
+      case "turnStarted":
+        this.app.refreshTree();
         break;
       case "turnEnded":
         this.app.refreshTree();
@@ -85,6 +100,7 @@ class Pane {
     else if (!compacted) this.before = null;
     this.after = parts;
     this.draw();
+    this.chat.receive({ type: "context", used: parts.used, size: parts.size });
   }
 
   private draw(): void {
@@ -109,6 +125,39 @@ class App {
     $<HTMLInputElement>("#search").addEventListener("input", () => void this.renderTree());
   }
 
+  /** Keep the panes' sessions in the address (`#panes=…`), so a reload reopens them. */
+  remember(): void {
+    const ids = this.panes.map((p) => p.sessionId ?? "").join(",");
+    history.replaceState(null, "", `${location.pathname}${location.search}#panes=${ids}`);
+  }
+
+  /** The sessions the address names, one per pane ("" for a new chat). */
+  static remembered(): string[] {
+    const found = /(?:^#|&)panes=([^&]*)/.exec(location.hash);
+    return found ? found[1]!.split(",") : [];
+  }
+
+  /** After the sidecar was lost: a new connection (and sidecar), every pane reloaded. */
+  async restart(): Promise<void> {
+    const status = $("#connection");
+    status.textContent = "Reconnecting…";
+    try {
+      await this.client.reconnect();
+    } catch (err) {
+      status.textContent = `Not connected: ${err instanceof Error ? err.message : String(err)}`;
+      return;
+    }
+    status.textContent = connectedText(this.client);
+    status.classList.remove("error");
+    // Each pane takes prompts again once its session is back on screen.
+    for (const pane of this.panes) {
+      const sid = pane.sessionId;
+      await (sid ? pane.open(sid) : pane.controller.handle({ type: "ready" }));
+      pane.chat.receive({ type: "sidecar", down: null });
+    }
+    this.refreshTree();
+  }
+
   addPane(): Pane {
     const pane = new Pane(this, this.client);
     this.panes.push(pane);
@@ -125,6 +174,7 @@ class App {
     pane.root.remove();
     this.panes.splice(this.panes.indexOf(pane), 1);
     if (this.focused === pane) this.focus(this.panes[0]!);
+    this.remember();
   }
 
   focus(pane: Pane): void {
@@ -194,7 +244,9 @@ class App {
         const meta = document.createElement("span");
         meta.className = "node-meta";
         const at = forkPoints.get(node.session.sessionId);
-        meta.textContent = at ? `branches at “${at}”` : (rows.get(node.session.sessionId)?.detail ?? "");
+        // "N messages · date", and for a fork where it branches (nested: the parent is above).
+        const facts = (rows.get(node.session.sessionId)?.detail ?? "").split(" · ").slice(0, 2).join(" · ");
+        meta.textContent = at ? `branches at “${at}” · ${facts}` : facts;
         button.append(title, meta);
         const hit = hits.get(node.session.sessionId);
         if (hit) {
@@ -264,6 +316,10 @@ function messageText(message: Message): string {
     .join("\n");
 }
 
+function connectedText(client: WsClient): string {
+  return `Connected to threadline ${client.serverInfo?.agentInfo?.version ?? ""}`;
+}
+
 async function start(): Promise<void> {
   const status = $("#connection");
   const token = new URLSearchParams(location.search).get("token") ?? "";
@@ -276,9 +332,11 @@ async function start(): Promise<void> {
     status.classList.add("error");
     return;
   }
-  status.textContent = `Connected to threadline ${client.serverInfo?.agentInfo?.version ?? ""}`;
+  status.textContent = connectedText(client);
+  // Said at once (the bridge closes the socket when the sidecar exits), in every pane,
+  // whose banner's Restart reconnects.
   client.onClose((why) => {
-    status.textContent = `Disconnected: ${why}. Restart threadline desktop.`;
+    status.textContent = `Disconnected: ${why}. Press Restart in a pane to reconnect.`;
     status.classList.add("error");
     for (const pane of app.panes) pane.chat.receive({ type: "sidecar", down: why });
   });
@@ -290,7 +348,13 @@ async function start(): Promise<void> {
   });
   const app = new App(client);
   (window as unknown as { threadline: App }).threadline = app;
-  app.addPane();
+  const remembered = App.remembered();
+  if (!remembered.length) app.addPane();
+  for (const sessionId of remembered) {
+    const pane = app.addPane();
+    if (sessionId) await pane.open(sessionId).catch(() => undefined);
+  }
+  app.remember();
   app.refreshTree();
 }
 

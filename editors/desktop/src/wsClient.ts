@@ -55,9 +55,18 @@ export class WsClient implements ChatClient {
   private readonly closeListeners = new Set<(why: string) => void>();
   private readonly handlers = new Map<string, ServerRequestHandler>();
 
-  private constructor(private readonly socket: WebSocket) {
+  private constructor(
+    private socket: WebSocket,
+    private readonly url: string,
+  ) {
+    this.attach(socket);
+  }
+
+  private attach(socket: WebSocket): void {
+    this.socket = socket;
     socket.addEventListener("message", (event) => this.receive(String(event.data)));
     socket.addEventListener("close", (event) => {
+      if (this.socket !== socket) return;
       const why = event.reason || `connection closed (${event.code})`;
       for (const p of this.pending.values()) p.reject(new RpcError(-32099, why));
       this.pending.clear();
@@ -65,15 +74,27 @@ export class WsClient implements ChatClient {
     });
   }
 
-  /** Open the socket; rejects when the server refuses it (wrong token or origin). */
-  static connect(url: string): Promise<WsClient> {
+  private static open(url: string): Promise<WebSocket> {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(url);
-      socket.addEventListener("open", () => resolve(new WsClient(socket)), { once: true });
+      socket.addEventListener("open", () => resolve(socket), { once: true });
       socket.addEventListener("error", () => reject(new Error(`cannot connect to ${url.split("?")[0]}`)), {
         once: true,
       });
     });
+  }
+
+  /** Open the socket; rejects when the server refuses it (wrong token or origin). */
+  static async connect(url: string): Promise<WsClient> {
+    return new WsClient(await WsClient.open(url), url);
+  }
+
+  /** A new socket (so a new sidecar) for the same listeners, initialized as before. */
+  async reconnect(): Promise<void> {
+    const old = this.socket;
+    this.attach(await WsClient.open(this.url));
+    old.close();
+    await this.initialize();
   }
 
   onServerRequest(method: string, handler: ServerRequestHandler): void {
@@ -148,7 +169,8 @@ export class WsClient implements ChatClient {
   async initialize(): Promise<InitializeResult> {
     this.serverInfo = await this.request<InitializeResult>("initialize", {
       protocolVersion: 1,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+      // `session.compaction`: a compaction's summary comes as `compaction_update`.
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, session: { compaction: {} } },
       clientInfo: { name: "threadline-desktop", version: "0.1.0" },
     });
     return this.serverInfo;

@@ -111,6 +111,16 @@ async function until(page: Page, what: string, predicate: () => Promise<boolean>
   }
 }
 
+/** The app's page, connected; `errors` collects the page's uncaught errors. */
+async function openApp(): Promise<{ page: Page; errors: string[] }> {
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  return { page, errors };
+}
+
 test("another origin, a wrong token or a wrong Host is refused", async () => {
   const token = new URL(url).searchParams.get("token")!;
   const upgrade = {
@@ -146,11 +156,7 @@ test("another origin, a wrong token or a wrong Host is refused", async () => {
 });
 
 test("prompt, stream, interrupt, fork into the tree, compact, side by side, search", async () => {
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(url);
-  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  const { page, errors } = await openApp();
   const pane = page.locator(".pane").first();
   const status = () => pane.locator("#status").innerText();
   const ask = async (text: string) => {
@@ -234,6 +240,131 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   await page.locator("#search").fill("");
   await until(page, "the whole tree", async () => (await page.locator("#tree button").count()) === 2);
   await page.screenshot({ path: join(outDir, "desktop-tree.png") });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("two panes on one session, a summary, figures that agree, a lost sidecar, a reload, a narrow window", async () => {
+  const { page, errors } = await openApp();
+  assert.equal(await page.locator('link[rel="icon"]').count(), 1, "a favicon");
+  const first = page.locator(".pane").first();
+  const generating = async (pane: typeof first) => (await pane.locator("#status").innerText()).includes("Generating");
+  const ask = async (pane: typeof first, text: string) => {
+    await pane.locator("#input").fill(text);
+    await pane.locator("#input").press("Enter");
+    await until(page, "the turn to start", () => generating(pane));
+  };
+  const idle = (pane: typeof first) => until(page, "the turn to end", async () => !(await generating(pane)));
+
+  // The tree names the session by its title while its first turn still runs.
+  await ask(first, "Name three primary colours.");
+  await until(page, "the title in the tree", async () =>
+    (await page.locator("#tree").innerText()).includes("Name three primary colours."),
+  );
+  assert.ok(await generating(first), "still the first turn");
+  assert.doesNotMatch(await page.locator("#tree").innerText(), /Untitled session|0 messages/);
+  await idle(first);
+  const sid = (await page.locator("#tree button").first().getAttribute("data-session-id"))!;
+
+  // The same session beside it: the first pane shows each message once.
+  await page.locator(`#tree button[data-session-id="${sid}"]`).click({ modifiers: ["Shift"] });
+  await until(page, "two panes", async () => (await page.locator(".pane").count()) === 2);
+  const second = page.locator(".pane").nth(1);
+  await until(page, "the replay", async () => (await second.locator(".entry.assistant").count()) === 1);
+  assert.deepEqual(await first.locator(".entry.user .body").allInnerTexts(), ["Name three primary colours."]);
+  assert.equal(await first.locator(".entry.assistant").count(), 1);
+
+  // A prompt in one pane shows in the other: the question, the answer, the figures.
+  await ask(second, "And the secondary ones?");
+  await until(page, "the prompt in the first pane", async () => (await first.locator(".entry.user").count()) === 2);
+  assert.equal(await first.locator(".entry.user .body").last().innerText(), "And the secondary ones?");
+  await idle(second);
+  await until(page, "the answer in the first pane", async () => (await first.locator(".entry.assistant").count()) === 2);
+  for (const word of ["Why three?", "And tertiary colours?"]) {
+    await ask(first, word);
+    await idle(first);
+  }
+  // The status line and the context bar say the same, in both panes.
+  const figures = async (pane: typeof first) => {
+    const status = /context ([\d,]+) \/ ([\d,]+) tokens/.exec(await pane.locator("#status").innerText());
+    const bar = await pane.locator(".context-picture .row-total").last().innerText().catch(() => "");
+    return { status: status ? `${status[1]} / ${status[2]}` : null, bar };
+  };
+  for (const pane of [first, second]) {
+    await until(page, "the figures to agree", async () => {
+      const f = await figures(pane);
+      return f.status !== null && f.status === f.bar;
+    });
+  }
+
+  // A compaction's summary is a summary (no Fork button, not an answer), live and reopened.
+  await first.locator("#compact").click();
+  await until(page, "the summary", async () => (await first.locator(".entry.summary").count()) === 1);
+  const notice = await first.locator(".notice", { hasText: "Compacted" }).innerText();
+  assert.match(notice, /^Compacted: \d+ older messages? summarised \([\d,]+ → [\d,]+ tokens\)\.$/);
+  const isAnswer = async (pane: typeof first) =>
+    (await pane.locator(".entry.assistant .body").allInnerTexts()).some((t) => t.includes("Colours were discussed."));
+  assert.equal(await isAnswer(first), false);
+  assert.equal(await first.locator(".entry.summary .fork").count(), 0);
+  await until(page, "the summary in the second pane", async () => (await second.locator(".entry.summary").count()) === 1);
+  await second.locator("#input").click(); // focus the second pane, and reopen the session there
+  await second.locator(".entry.user").first().evaluate((e) => e.remove()); // what a reopen redraws
+  await page.locator(`#tree button[data-session-id="${sid}"]`).first().click();
+  await until(page, "the reopened pane", async () => (await second.locator(".entry.user").count()) === 4);
+  await until(page, "the reopened summary", async () => (await second.locator(".entry.summary").count()) === 1);
+  assert.equal(await isAnswer(second), false);
+  await until(page, "dimmed messages", async () => (await second.locator(".entry.compacted").count()) > 0);
+  await page.screenshot({ path: join(outDir, "desktop-two-panes.png") });
+
+  // A fork has the window size in its status, and a count and a date in the tree.
+  const answer = second.locator(".entry.assistant").first();
+  await answer.hover();
+  await answer.locator(".fork").click();
+  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button").count()) >= 1);
+  await until(page, "the fork's figures", async () => /context [\d,]+ \/ 8,192 tokens/.test(await second.locator("#status").innerText()));
+  assert.match(await page.locator("#tree li li .node-meta").first().innerText(), /branches at “.*” · \d+ messages? · \d{4}-\d\d-\d\d/);
+
+  // A reload keeps the panes and what they show.
+  const shown = [await first.locator(".pane-label").innerText(), await second.locator(".pane-label").innerText()];
+  await page.reload();
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  await until(page, "the panes back", async () => (await page.locator(".pane").count()) === 2);
+  await until(page, "their sessions", async () =>
+    (await page.locator(".pane").nth(1).locator(".entry.user").count()) > 0 &&
+    JSON.stringify(await page.locator(".pane .pane-label").allInnerTexts()) === JSON.stringify(shown),
+  );
+
+  // A lost sidecar is said at once; Restart brings every pane back.
+  const pids = await new Promise<string>((done) => {
+    const ps = spawn("ps", ["-o", "pid=", "--ppid", String(server.pid)]);
+    let out = "";
+    ps.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    ps.on("exit", () => done(out));
+  });
+  const sidecars = pids.split(/\s+/).filter(Boolean);
+  assert.equal(sidecars.length, 1, `one sidecar for the one page: ${pids}`);
+  process.kill(Number(sidecars[0]), "SIGKILL");
+  const banner = page.locator(".pane").first().locator("#sidecar-banner");
+  await banner.waitFor({ state: "visible", timeout: 10_000 });
+  assert.match(await banner.innerText(), /the sidecar exited/);
+  await banner.locator("#restart-sidecar").click();
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  await banner.waitFor({ state: "hidden" });
+  const revived = page.locator(".pane").first();
+  await until(page, "the session again", async () => (await revived.locator(".entry.user").count()) > 0);
+  await ask(revived, "Still there?");
+  await idle(revived);
+  assert.equal(await revived.locator(".notice.error").count(), 0);
+  const other = page.locator(".pane").nth(1);
+  await other.locator("#sidecar-banner").waitFor({ state: "hidden" });
+  await until(page, "the other pane's session again", async () => (await other.locator(".entry.user").count()) > 0);
+  assert.equal(await revived.locator(".entry.user .body").last().innerText(), "Still there?");
+
+  // A narrow window: the page never scrolls sideways; the panes scroll in their area.
+  await page.setViewportSize({ width: 800, height: 700 });
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, view: window.innerWidth }));
+  assert.ok(widths.page <= widths.view, `the page scrolls sideways: ${JSON.stringify(widths)}`);
+  await page.screenshot({ path: join(outDir, "desktop-800px.png") });
   assert.deepEqual(errors, []);
   await page.close();
 });

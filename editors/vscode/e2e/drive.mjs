@@ -290,7 +290,7 @@ try {
     await snap("compacting");
     await until("the compaction to end", async () => !(await statusText()).includes("Compacting"), 30_000);
     const notice = await chat().locator(".notice").last().innerText();
-    assert.match(notice, /^Compacted \d+ → \d+ messages/);
+    assert.match(notice, /^Compacted: \d+ older messages? summarised/);
     assert.equal(await chat().locator(".entry.summary").count(), 1);
     const after = await statusText();
     assert.notEqual(after.match(/context [\d,]+/)?.[0], contextBefore.match(/context [\d,]+/)?.[0], "context figure not updated");

@@ -237,6 +237,36 @@ test("compacting is announced around the call; a fork names its parent by title"
   assert.equal(sink.of("session").at(-1)?.parentTitle, "one");
 });
 
+test("forks of forks are numbered, not titled · fork · fork", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: scripted({ rounds: [[{ text: "An answer." }]] }) });
+  await chat.handle({ type: "prompt", text: "Colours" });
+  const titles: (string | null | undefined)[] = [];
+  for (let i = 0; i < 3; i++) {
+    await chat.forkLatest();
+    titles.push(sink.of("session").at(-1)?.title);
+  }
+  assert.deepEqual(titles, ["Colours · fork", "Colours · fork 2", "Colours · fork 3"]);
+  assert.equal(sink.of("session").at(-1)?.parentTitle, "Colours · fork 2", "each names its own parent");
+});
+
+test("two views of one session on one client: a replay shows once, a turn in one shows in the other", async (t) => {
+  const { client } = await sidecar(t);
+  const model = scripted({ rounds: [[{ text: "Red, yellow, blue." }]] });
+  const a = controller(client, { model });
+  await a.chat.handle({ type: "prompt", text: "Name the colours." });
+  const sid = a.chat.currentSessionId!;
+  const b = controller(client, { model });
+  const before = a.sink.of("update").length;
+  await b.chat.handle({ type: "resume", sessionId: sid });
+  assert.equal(a.sink.of("update").length, before, "the other view's replay is not shown again here");
+  assert.ok(b.sink.of("update").length > 0);
+  await b.chat.handle({ type: "prompt", text: "And more?" });
+  assert.deepEqual(a.sink.of("turnStarted").map((m) => m.text), ["Name the colours.", "And more?"]);
+  assert.equal(a.sink.of("turnEnded").length, 2);
+  assert.ok(a.sink.agentText().size >= 2, "the answer streamed into both views");
+});
+
 test("a session resumed in a window that never saw it run still shows its context figure", async (t) => {
   const { client } = await sidecar(t);
   const model = scripted({ rounds: [[{ text: "Hello." }, { usage: { input_tokens: 300, output_tokens: 7 } }]] });

@@ -380,3 +380,50 @@ test("rough edges: narrow picker, whole badges, notes, summaries, replay marks, 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("the toolbar in a narrow sidebar: the picker beside the buttons, or on a row of its own; the buttons always together", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  await feed(page, [
+    {
+      type: "session",
+      sessionId: "sess_abc",
+      title: "A title long enough to be cut off in a narrow sidebar, surely",
+      models: [{ id: "openai:gpt-4o-mini", name: "GPT-4o mini through a provider with a long name" }],
+      currentModel: "openai:gpt-4o-mini",
+    },
+  ]);
+  const rows = () =>
+    page.evaluate(() => {
+      // The middle of each control: a row's controls differ in height by a pixel or two.
+      const top = (sel: string) => {
+        const r = document.querySelector<HTMLElement>(sel)!.getBoundingClientRect();
+        return Math.round((r.top + r.height / 2) / 4);
+      };
+      const bar = document.querySelector<HTMLElement>(".toolbar")!;
+      return {
+        title: top("#title"),
+        picker: top("#model"),
+        buttons: ["#new-session", "#sessions", "#compact"].map(top),
+        overflows: bar.scrollWidth > bar.clientWidth,
+      };
+    });
+  for (const width of [440, 320, 260, 200]) {
+    await page.setViewportSize({ width, height: 700 });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const r = await rows();
+    assert.equal(new Set(r.buttons).size, 1, `at ${width}px the buttons wrapped apart: ${JSON.stringify(r)}`);
+    assert.equal(r.overflows, false, `at ${width}px the toolbar overflows`);
+    assert.ok(r.picker > r.title, `at ${width}px`);
+    if (width >= 400) assert.equal(r.picker, r.buttons[0], `at ${width}px the picker and the buttons share a row`);
+    else assert.ok(r.buttons[0]! > r.picker, `at ${width}px the picker has a row of its own`);
+    await page.screenshot({ path: join(outDir, `toolbar-${width}.png`) });
+  }
+  // Why a turn stopped, in words.
+  await feed(page, [{ type: "turnStarted", text: "go" }, { type: "turnEnded", stopReason: "max_tokens" }]);
+  assert.equal(
+    await page.locator(".notice").last().innerText(),
+    "Stopped: the answer reached its length limit (max_tokens).",
+  );
+  assert.deepEqual(errors, []);
+  await page.close();
+});

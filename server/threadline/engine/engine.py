@@ -27,6 +27,7 @@ from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import PendingPrompt, SessionStore
 from . import capabilities, events
 from .commands import SLASH_COMMANDS
+from .compactor import Compaction
 from .config import SessionConfig
 from .errors import InvalidParams
 from .feed import STATES, Feed
@@ -120,8 +121,6 @@ class Engine:
             models=pm.SessionModelState(current_model_id=config.model, available_models=models),
             config_options=self._model_config_option(config.model, models),
         )
-        if meta := self._warning(config.model):
-            result.meta = meta
         if not params.mcp_servers:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
@@ -186,8 +185,6 @@ class Engine:
         return fork(self.live, session_id, message_id, None)
 
     async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
-        from .compactor import Compaction
-
         session = self.live.open(params.session_id)
         task = Compaction(session, params.instructions, params.keep_turns)
         result = _compact_result(await self.live.run(session, task))
@@ -290,10 +287,7 @@ class Engine:
         self.live.leases.check_free(session.id)
         session.config.model = session.shown.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-        result = pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if meta := self._warning(session.config.model):  # as at session/new
-            result.meta = meta
-        return result
+        return pm.SetConfigOptionResult(config_options=self._config_options(session))
 
     # -- models and MCP servers, as the results show them -----------------------------
 
@@ -323,17 +317,16 @@ class Engine:
         current = session.config.model
         return self._model_config_option(current, self._models(current))
 
-    def _warning(self, model: str) -> pm.McpMeta | None:
-        """A model that cannot answer for want of a key is said when it is chosen, not
-        at the first prompt."""
-        warning = self.providers.key_problem(model)
-        return None if warning is None else pm.McpMeta(threadline=McpInfo(warning=warning))
-
     def _validated_model(self, model: str | None) -> str:
+        """A model that cannot answer for want of a key is refused when it is chosen
+        (session/new, a model change), not discovered at the next prompt."""
         try:
-            return self.providers.validate(model or self.providers.default_model)
+            valid = self.providers.validate(model or self.providers.default_model)
         except UnknownModel as exc:
             raise InvalidParams(str(exc), {"model": model}) from exc
+        if problem := self.providers.key_problem(valid):
+            raise InvalidParams(problem, {"model": valid, "reason": "no_api_key"})
+        return valid
 
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]

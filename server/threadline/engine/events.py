@@ -83,8 +83,9 @@ class Queued:
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     """A change to the session as a whole, in any window: a new title, a provider's
-    status notice (a retry…), what it is doing and where, its queue, its model, a new
-    fork, its deletion. Only what changed is set."""
+    status notice (a retry…), that this client now follows a turn running in another
+    process (``watching``) or no longer does, what it is doing and where, its queue,
+    its model, a new fork, its deletion. Only what changed is set."""
 
     updated_at: str
     title: str | None = None
@@ -96,6 +97,7 @@ class SessionInfo:
     forked: tuple[str, str | None] | None = None
     """``(fork id, forked-at message id)``."""
     deleted: bool = False
+    watching: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,6 +196,7 @@ class Feed:
             turn = self.turns[session.id] = RemoteTurn(
                 session, remote.owner.id, remote.since, self.store
             )
+            session.announce(events.SessionInfo(now_iso(), watching=True))
         assert seen.row is not None
         if seen.row.last_seq != session.seq:
             for message in self.live.new_messages(session):
@@ -209,6 +210,7 @@ class Feed:
             turn.tail()
             if remote is None or not turn.runs(remote.owner.id, remote.since):
                 self.turns.pop(session.id, None)
+                session.announce(events.SessionInfo(now_iso(), watching=False))
 
     def _state(self, session: Session, remote: Lease | None, lease: Lease | None) -> None:
         owner: events.Owner | None = None

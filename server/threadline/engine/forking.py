@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .errors import InvalidParams, SessionNotFound
 from .ids import new_id, now_iso
+from .labels import fork_title, turn_end
 from .live import LiveSessions
 from .mutations import Mutation
 from .outcomes import Forked
@@ -19,13 +20,14 @@ def fork(live: LiveSessions, session_id: str, message_id: str | None, cwd: str |
         raise SessionNotFound(parent.id)
     snapshot: list[Mutation] = []
     if message_id is not None:
-        where = store.locate_message(row.id, message_id)
+        at = turn_end(parent.transcript.messages, message_id) or message_id
+        where = store.locate_message(row.id, at)
         if where is None:
             raise InvalidParams(
                 f"message {message_id} is not in session {row.id}", {"messageId": message_id}
             )
         base_id, base_seq, base_count = where
-        forked_at: str | None = message_id
+        forked_at: str | None = at
     else:
         base_id, base_seq, base_count = row.id, row.last_seq, row.message_count
         forked_at = parent.transcript.last_message_id
@@ -36,5 +38,5 @@ def fork(live: LiveSessions, session_id: str, message_id: str | None, cwd: str |
     if snapshot:
         store.append(child.id, [m.to_event() for m in snapshot], now_iso())
     # Named apart from its parent, so the two differ in every session list.
-    store.update_session(child.id, title=f"{row.title or 'session ' + row.id} · fork")
+    store.update_session(child.id, title=fork_title(row.title or f"session {row.id}"))
     return Forked(child.id, row.id, forked_at)

@@ -275,7 +275,7 @@ class Inbox:
             if self.store.claim_pending(head.id, turn_id) is None:
                 return False
             self.feed.refresh(session)
-            await session.run(tracked)
+            await self.live.run_leased(session, tracked)
         return True
 
     def _head(self, session: Session) -> PendingPrompt | None:

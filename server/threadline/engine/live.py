@@ -29,7 +29,7 @@ from .mutations import Msg, Mutation
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
-from .tasks import SessionTask, Work
+from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
 
@@ -224,7 +224,19 @@ class LiveSessions:
         if work is None:
             return await task.run()
         with self.leased(session, work, task.lease_turn_id):
-            return await session.run(task)
+            return await self.run_leased(session, task)
+
+    async def run_leased(self, session: Session, task: SessionTask[R]) -> R:
+        """Run a task as the session's one task, its lease already held (`leased`);
+        every window is told it started and ended (`Session.changed`)."""
+        running = RunningTask(task)
+        session.running = running
+        session.changed(session)
+        try:
+            return await running.run()
+        finally:
+            session.running = None
+            session.changed(session)
 
     def _interrupt_requested(self, session_id: str) -> None:
         """Another process asked (through the store) to stop a turn we run."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..store.sqlite import NewEvent
+from ..store.base import NewEvent
 
 Msg = dict[str, Any]
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from ..store.base import Acquired, Lease, Owner, SessionStore, StoreError
 from ..store.owners import HEARTBEAT_SECONDS, owner_is_dead
 from .errors import SessionBusy
+from .tasks import Work
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,18 @@ REPAIR_WAITS = 30
 
 def busy_error(session_id: str, lease: Lease) -> SessionBusy:
     owner = lease.owner
-    doing = {"turn": "running", "compact": "compacting", "repair": "being repaired"}.get(
-        lease.kind, lease.kind
-    )
+    doing: dict[str, str] = {
+        Work.TURN: "running",
+        Work.COMPACT: "compacting",
+        Work.REPAIR: "being repaired",
+    }
+    what = doing.get(lease.kind, lease.kind)
     return SessionBusy(
-        f"this session is {doing} in another editor (Threadline pid {owner.pid} on "
+        f"this session is {what} in another editor (Threadline pid {owner.pid} on "
         f"{owner.host}, since {lease.since}); interrupt it there or wait until it finishes",
         {
             "sessionId": session_id,
-            "state": "running" if lease.kind == "turn" else lease.kind,
+            "state": "running" if lease.kind == Work.TURN else lease.kind,
             "owner": {"pid": owner.pid, "host": owner.host, "since": lease.since},
         },
     )
@@ -52,16 +56,16 @@ class LeaseKeeper:
         self.held: set[str] = set()
         self._beat: asyncio.Task[None] | None = None
 
-    def acquire(self, session_id: str, kind: str, turn_id: str | None = None) -> Acquired:
+    def acquire(self, session_id: str, kind: Work, turn_id: str | None = None) -> Acquired:
         """Take the lease or raise `SessionBusy` naming the process that holds it."""
-        got = self.store.acquire_lease(session_id, self.owner, kind, turn_id, time.time())
+        got = self.store.acquire_lease(session_id, self.owner, kind.value, turn_id, time.time())
         for _ in range(REPAIR_WAITS):
             # Another sidecar reading the session may hold it for a repair, which is a
             # single write: worth a few milliseconds' wait rather than a refusal.
-            if got.mine or got.lease.kind != "repair":
+            if got.mine or got.lease.kind != Work.REPAIR:
                 break
             time.sleep(0.01)
-            got = self.store.acquire_lease(session_id, self.owner, kind, turn_id, time.time())
+            got = self.store.acquire_lease(session_id, self.owner, kind.value, turn_id, time.time())
         if not got.mine:
             raise busy_error(session_id, got.lease)
         self.held.add(session_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
@@ -26,7 +26,7 @@ from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, from_event
 from .outcomes import Interrupted
-from .tasks import RunningTask, SessionTask, Work
+from .tasks import RunningTask, Work
 from .transcript import Transcript
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
-
-R = TypeVar("R")
 
 
 def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -> str | None:
@@ -314,20 +312,6 @@ class Session:
         )
 
     # -- tasks ----------------------------------------------------------------------------
-
-    async def run(self, task: SessionTask[R]) -> R:
-        """Run ``task`` as the session's one task (its lease is the caller's)."""
-        work = task.work
-        assert work is not None, "a task that holds no lease runs beside the session's"
-        self.check_idle(work.action)
-        running = RunningTask(task)
-        self.running = running
-        self.changed(self)
-        try:
-            return await running.run()
-        finally:
-            self.running = None
-            self.changed(self)
 
     def interruptible(self) -> RunningTask[Any] | None:
         """The running task that an interrupt stops (a turn), if any."""

@@ -100,12 +100,12 @@ class ProviderRegistry:
             return model
         if self.config.resolve(model) is not None:
             return model
+        # Test models (scripted:…) are left out: they are not for people to pick.
         names = [DEFAULT_MODEL, *self.config.models]
-        providers = ", ".join(f"'{p}:<model>'" for p in sorted(self.config.providers))
-        raise UnknownModel(
-            f"unknown model {model!r}: use one of {', '.join(repr(n) for n in names)}, "
-            f"{providers} or 'scripted:<script>'"
-        )
+        providers = [f"'{p}:<model>'" for p in sorted(self.config.providers)]
+        choices = [repr(n) for n in names] + providers
+        listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+        raise UnknownModel(f"unknown model {model!r}: use {listed}")
 
     def available(self) -> list[dict[str, Any]]:
         models: list[dict[str, Any]] = [

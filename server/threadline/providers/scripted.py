@@ -66,9 +66,9 @@ def _round_index(request: ChatRequest, steered: bool = False) -> int:
     messages = request.messages
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.role == "user" and not m.ephemeral:
-            if not (steered and i > 0 and messages[i - 1].role == "tool"):
-                break
+        steer = steered and i > 0 and messages[i - 1].role == "tool"
+        if m.role == "user" and not m.ephemeral and not steer:
+            break
         if m.role == "assistant":
             n += 1
     return n

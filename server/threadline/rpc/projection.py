@@ -140,7 +140,8 @@ def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Up
     """A committed ``summary`` block: the compaction's completed update for a client that
     shows compactions, else the summary as an agent message."""
     if not shown:
-        return message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
+        update = message_chunk("agent_message_chunk", message_id, turn_id, block["text"])
+        return marked(update, {"summary": True})
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
@@ -156,6 +157,8 @@ def session_info(info: events.SessionInfo) -> Update:
     meta: dict[str, Any] = {}
     if info.status is not None:
         meta["status"] = info.status
+    if info.watching is not None:
+        meta["watching"] = info.watching
     if info.state is not None:
         meta["state"] = info.state
     if info.owner is not None:

@@ -7,7 +7,8 @@ stays in the session. Ctrl-C at the prompt right after that (or twice in a row) 
 as does Ctrl-D. Tool calls show while they run, permission requests are asked in the
 terminal, and each turn ends with a token-usage line.
 
-Slash commands (see ``/help``): ``/fork [messageId]``, ``/compact [instructions]``,
+Slash commands (see ``/help``): ``/fork [label]``, ``/compact [instructions]``,
+``/interrupt``,
 ``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/tools``,
 ``/quit``. The chat reads and writes files for the sidecar (``fs/*``), so the built-in
 ``write_file`` tool is offered, and asks before each write.

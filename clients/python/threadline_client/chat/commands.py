@@ -3,6 +3,7 @@ the current :class:`~.controller.Chat`, its answer printed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,8 +15,11 @@ from .controller import Chat
 from .rendering import block_text, short
 
 HELP = """\
-/fork [messageId]        branch this session (at a message, default: all of it) and switch to it
-/compact [instructions]  summarise older history to free context
+/fork [LABEL|messageId]  branch this session and switch to it: after the turn labelled
+                         LABEL (a2, u3: shown after each answer, by /resume and by
+                         `threadline history`), or after all of it
+/compact [instructions]  summarise older history to free context (Ctrl-C cancels)
+/interrupt               stop the running turn of this session, in whatever window it runs
 /sessions                list stored sessions
 /resume ID               switch to a stored session
 /model [id]              show the models, or switch this session's model
@@ -37,6 +41,7 @@ class Commands:
         arg = arg.strip()
         handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             "fork": self.cmd_fork,
+            "interrupt": self.cmd_interrupt,
             "compact": self.cmd_compact,
             "sessions": self.cmd_sessions,
             "resume": self.cmd_resume,
@@ -62,7 +67,21 @@ class Commands:
         self.chat.console.print(Text(HELP), highlight=False)
 
     async def cmd_new(self, arg: str) -> None:
+        if arg:
+            await self.chat.check_model(arg)
         self.chat.start_new(arg or None)
+
+    async def cmd_interrupt(self, arg: str) -> None:
+        if self._no_session_yet("interrupt"):
+            return
+        result = await self.chat.client.interrupt(self.chat.session_id)
+        if result.get("interrupted"):
+            self.chat.console.print(
+                Text(f"interrupted {result.get('turnId') or 'the turn'}", style="yellow"),
+                highlight=False,
+            )
+        else:
+            self.chat.console.print(Text("nothing is running", style="dim"))
 
     async def cmd_delete(self, arg: str) -> None:
         target = arg or self.chat.session_id
@@ -116,7 +135,7 @@ class Commands:
             params["messageId"] = arg
         result = await self.chat.client.request("session/fork", params)
         parent, self.chat.session_id = self.chat.session_id, str(result["sessionId"])
-        at = result.get("forkedAtMessageId") or "the end"
+        at = arg or ("the end" if result.get("forkedAtMessageId") else "the start")
         self.chat.console.print(
             Text(f"forked {parent} at {at} → {self.chat.session_id} (now current)", style="green"),
             highlight=False,
@@ -128,11 +147,22 @@ class Commands:
         params: dict[str, Any] = {"sessionId": self.chat.session_id}
         if arg:
             params["instructions"] = arg
-        self.chat.console.print(Text("compacting…", style="dim"))
-        r = await self.chat.client.request("session/compact", params)
+        self.chat.console.print(Text("compacting… (Ctrl-C cancels)", style="dim"))
+        try:
+            r = await self.chat.client.request("session/compact", params)
+        except asyncio.CancelledError:
+            self.chat.console.print(Text("compaction cancelled: nothing changed", style="yellow"))
+            raise
+        info = (r.get("_meta") or {}).get("threadline") or {}
+        if info.get("compacted") is False:
+            why = f" ({info['reason']})" if info.get("reason") else ""
+            self.chat.console.print(Text(f"nothing to compact yet{why}", style="dim"))
+            return
+        # The summary replaces the messages it covers: one message in their place.
+        replaced = int(r.get("messagesBefore", 0)) - int(r.get("messagesAfter", 0)) + 1
         self.chat.console.print(
             Text(
-                f"compacted: {r.get('messagesBefore')} → {r.get('messagesAfter')} messages, "
+                f"compacted: {replaced} older message{'s' if replaced != 1 else ''} summarised, "
                 f"{r.get('tokensBefore')} → {r.get('tokensAfter')} tokens",
                 style="green",
             ),
@@ -140,23 +170,26 @@ class Commands:
         )
         summary = block_text(r.get("summary"))
         if summary:
-            self.chat.console.print(Text(short(summary, 300), style="dim"), highlight=False)
+            self.chat.console.print(
+                Text(f"summary: {short(summary, 300)}", style="dim"), highlight=False
+            )
 
     async def cmd_sessions(self, arg: str) -> None:
         sessions = await self.chat.client.list_sessions()
         id_width = max((len(str(s.get("sessionId"))) for s in sessions), default=8)
         table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("")
-        table.add_column("session", no_wrap=True, min_width=id_width)
-        table.add_column("updated", no_wrap=True)
-        table.add_column("msgs", justify="right", no_wrap=True)
+        # The current session's mark is part of its cell: rich drops a narrow column of
+        # its own when the title must be cut. The count keeps its width too.
+        table.add_column("  session", no_wrap=True, min_width=id_width + 2)
+        table.add_column("updated", no_wrap=True, min_width=16)
+        table.add_column("msgs", justify="right", no_wrap=True, min_width=4)
         table.add_column("model", no_wrap=True, max_width=20, overflow="ellipsis")
         table.add_column("title", no_wrap=True, overflow="ellipsis")
         for s in sessions:
             meta = s.get("_meta") or {}
+            mark = "*" if s.get("sessionId") == self.chat.session_id else " "
             table.add_row(
-                "*" if s.get("sessionId") == self.chat.session_id else "",
-                str(s.get("sessionId")),
+                f"{mark} {s.get('sessionId')}",
                 str(s.get("updatedAt") or "")[:16].replace("T", " "),
                 str(meta.get("messageCount", "")),
                 str(meta.get("model") or ""),

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ..ask import INTERRUPTED
 from ..client import RpcError, ThreadlineClient
 from .input import SIGINT, LineInput, Sigint
 from .rendering import TurnView, block_text, short
@@ -25,6 +26,9 @@ PERMISSION_CHOICES: list[tuple[str, str]] = [
 ]
 
 
+SESSION_BUSY = -32010
+"""The session's turn runs in another window (or this one is still compacting)."""
+
 PROMPT = "\u276f "  # a heavy angle quote marks the prompt
 
 
@@ -37,6 +41,23 @@ def _write_text(path: str, content: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(content)
+
+
+def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(label, who, text) of a stored message for the resume recap; the label is the
+    one ``threadline history`` prints and ``/fork`` takes."""
+    blocks = message.get("content") or []
+    summary = "".join(b.get("text", "") for b in blocks if b.get("type") == "summary")
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    label = str(message.get("turnId") or message.get("messageId"))
+    if summary:
+        return label, "summary of the earlier conversation", summary
+    if not text:
+        return None
+    who = "you" if message.get("role") == "user" else str(message.get("role", ""))
+    if message.get("truncated"):
+        who += " (interrupted)" if message.get("error") == INTERRUPTED else " (cut off)"
+    return label, who, text
 
 
 def _offered(models: Any) -> list[dict[str, Any]]:
@@ -75,6 +96,12 @@ class Chat:
         self.models: list[dict[str, Any]] = []
         self.view: TurnView | None = None
         self.turn: asyncio.Task[Any] | None = None
+        self.command: asyncio.Task[None] | None = None
+        """The slash command running (a compaction…): Ctrl-C cancels it."""
+        self.replaying = False
+        """A ``session/load`` is replaying history: its updates are not a live turn."""
+        self.watched: asyncio.Event | None = None
+        """Set when the turn this chat watches (running in another process) ends."""
         self.interrupting = False
         self.last_was_sigint = False
         self.quit = asyncio.Event()
@@ -114,6 +141,9 @@ class Chat:
             self.console.print()
             self._read.set_result(SIGINT)
             return
+        if self.command is not None and not self.command.done():
+            self.command.cancel()  # the client withdraws its request ($/cancelRequest)
+            return
         if self.turn is not None and not self.turn.done():
             if self.interrupting:  # second Ctrl-C while the interrupt is under way: leave
                 self.console.print(Text("\n[leaving]", style="yellow"))
@@ -137,6 +167,13 @@ class Chat:
         if session_id != self.session_id:
             return
         kind = update.get("sessionUpdate")
+        tl = (update.get("_meta") or {}).get("threadline") or {}
+        if kind == "session_info_update" and tl.get("watching") is not None:
+            self.replaying = False  # the replay is over: the watched turn follows
+            self._watching(bool(tl["watching"]))
+            return
+        if self.replaying:
+            return
         view = self.view
         if kind == "usage_update" and view is not None:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
@@ -144,10 +181,15 @@ class Chat:
             status = update.get("status")
             if view is not None:
                 view.status = "compacting…" if status == "in_progress" else "thinking…"
-            if status != "in_progress" or view is None:
-                self.console.print(Text(f"  ⋯ compaction {status}", style="dim"))
+            if status == "completed":
+                self.show_summary(block_text(update.get("summary")))
+            elif status != "in_progress" or view is None:
+                error = f": {update['error']}" if update.get("error") else ""
+                self.console.print(Text(f"  ⋯ compaction {status}{error}", style="dim"))
         elif view is None:
             return
+        elif kind == "agent_message_chunk" and tl.get("summary"):
+            self.show_summary(block_text(update.get("content")))
         elif kind in ("agent_message_chunk", "agent_thought_chunk"):
             text = block_text(update.get("content"))
             view.chunk(
@@ -159,6 +201,59 @@ class Chat:
             view.tool_call(update)
         elif kind == "tool_call_update":
             view.tool_update(update)
+
+    def show_summary(self, summary: str) -> None:
+        """A compaction's summary, marked as one (live; `resume` marks stored ones)."""
+        if self.view is not None:
+            self.view.flush()
+        self.console.print(
+            Text("  ⋯ compacted: summary of the earlier conversation", style="dim"), highlight=False
+        )
+        if summary:
+            self.console.print(Text(f"    {short(summary, 300)}", style="dim"), highlight=False)
+
+    def _watching(self, watching: bool) -> None:
+        """A turn of this session runs in another process and this chat now watches it
+        (``session/load``), or that turn ended."""
+        if watching:
+            self.watched = asyncio.Event()
+            if self.view is None:
+                self.view = TurnView(self.console)
+            return
+        if self.watched is not None:
+            self.watched.set()
+
+    async def watch(self) -> None:
+        """Show a turn that runs elsewhere until it ends; Ctrl-C interrupts it there."""
+        ended = self.watched
+        view = self.view
+        if ended is None or view is None:
+            return
+        self.console.print(
+            Text(
+                "a turn of this session is running in another window: its answer follows "
+                "(Ctrl-C interrupts it)",
+                style="yellow",
+            )
+        )
+        view.start()
+        self.turn = asyncio.get_running_loop().create_task(ended.wait())
+        self.interrupting = False
+        self.lines.echo(False)
+        try:
+            await self.turn
+        except asyncio.CancelledError:
+            if not self.quit.is_set():
+                raise
+        finally:
+            self.turn = None
+            self.watched = None
+            self.lines.echo(True, discard_typeahead=True)
+            view.stop()
+            self.view = None
+        if self.interrupting:
+            self.console.print(Text("[interrupted]", style="yellow"))
+        self.console.print(Text("↳ the other window's turn ended", style="dim"))
 
     async def on_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         async with self._ask_lock:
@@ -225,7 +320,19 @@ class Chat:
             if model:
                 await self.set_model(model)
         else:
+            if model:
+                await self.check_model(model)
             self.start_new(model)
+
+    async def check_model(self, model: str) -> None:
+        """Raise the sidecar's refusal of ``model`` (unknown, no API key) now, not at
+        the first prompt: a session is opened with it and deleted again, since a new
+        session is stored only when its first prompt is sent."""
+        result = await self.client.request(
+            "session/new",
+            {"cwd": self.cwd, "mcpServers": [], "_meta": {"threadline": {"model": model}}},
+        )
+        await self.client.request("session/delete", {"sessionId": result["sessionId"]})
 
     def start_new(self, model: str | None) -> None:
         """A new session, created (and stored) when the first prompt is sent."""
@@ -254,9 +361,6 @@ class Chat:
         result = await self.client.request("session/new", params)
         self.session_id = str(result["sessionId"])
         self._take_config(result.get("configOptions"))
-        warning = ((result.get("_meta") or {}).get("threadline") or {}).get("warning")
-        if warning:
-            self.console.print(Text(f"warning: {warning}", style="yellow"), highlight=False)
         self.console.print(
             Text(f"session {self.session_id}", style="dim"),
             highlight=False,
@@ -275,8 +379,17 @@ class Chat:
                 )
 
     async def resume(self, session_id: str) -> None:
-        await self.client.request("session/resume", {"sessionId": session_id, "cwd": self.cwd})
-        self.session_id = session_id
+        """Switch to a stored session: its last messages (labelled for ``/fork``), and,
+        when a turn of it runs in another window, that turn as it goes (``watch``)."""
+        history = await self.client.history(session_id)
+        self.session_id, self.replaying = session_id, True
+        try:
+            await self.client.request("session/load", {"sessionId": session_id, "cwd": self.cwd})
+        except BaseException:
+            self.session_id = ""
+            raise
+        finally:
+            self.replaying = False
         for s in await self.client.list_sessions():
             if s.get("sessionId") == session_id:
                 self.model = str((s.get("_meta") or {}).get("model") or "")
@@ -284,20 +397,18 @@ class Chat:
             Text(f"resumed {session_id} · model {short(self.model, 48)}", style="dim"),
             highlight=False,
         )
-        history = await self.client.history(session_id)
         for m in history[-4:]:
-            text = "".join(
-                b.get("text", "")
-                for b in m.get("content", [])
-                if b.get("type") in ("text", "summary")
-            )
-            if text:
-                who = "you" if m.get("role") == "user" else m.get("role", "")
-                self.console.print(Text(f"  [{m.get('messageId')}] {who}: ", style="dim"), end="")
-                self.console.print(Text(short(text, 200)), highlight=False)
+            line = recap(m)
+            if line is not None:
+                self.console.print(Text(f"  [{line[0]}] {line[1]}: ", style="dim"), end="")
+                self.console.print(Text(short(line[2], 200)), highlight=False)
+        if history:
+            self.console.print(Text("  (/fork LABEL branches after that message)", style="dim"))
+        await self.watch()
 
     async def set_model(self, model: str) -> None:
         if not self.session_id:
+            await self.check_model(model)
             self.pending_model = self.model = model
             self.console.print(Text(f"model {self.model}", style="dim"), highlight=False)
             return
@@ -356,6 +467,8 @@ class Chat:
                 reason = (exc.data or {}).get("reason") if isinstance(exc.data, dict) else None
                 if reason:
                     self.console.print(Text(f"  reason: {reason}", style="red"))
+                if exc.code == SESSION_BUSY:
+                    self.console.print(Text("  /interrupt stops it from here", style="dim"))
             else:
                 self.console.print(Text(f"error: {exc}", style="red"))
             return
@@ -370,7 +483,24 @@ class Chat:
             self.console.print(Text("[interrupted]", style="yellow"))
         else:
             self.last_was_sigint = False
-        self.console.print(view.usage_line(stop, result.get("usage")))
+        label = ((result.get("_meta") or {}).get("threadline") or {}).get("turnId")
+        self.console.print(view.usage_line(stop, result.get("usage"), label))
+
+    async def run_command(self, work: Awaitable[None]) -> None:
+        """A slash command, which Ctrl-C cancels (its request is withdrawn)."""
+
+        async def run() -> None:
+            await work
+
+        self.command = asyncio.get_running_loop().create_task(run())
+        try:
+            await self.command
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        finally:
+            self.command = None
 
     async def loop(self, command: Callable[[str], Awaitable[None]]) -> int:
         """Read and run lines until the person leaves; ``command`` runs a slash command."""
@@ -390,7 +520,7 @@ class Chat:
             if not line:
                 continue
             if line.startswith("/") and not line.startswith("//"):
-                await command(line)
+                await self.run_command(command(line))
             else:
                 await self.run_turn(line[1:] if line.startswith("//") else line)
             if self.client.closed.is_set():

@@ -215,7 +215,11 @@ class TurnView:
             line.append(f"  {output}", style="dim")
         self.console.print(line)
 
-    def usage_line(self, stop: str, usage: Mapping[str, Any] | None) -> Text:
+    def usage_line(
+        self, stop: str, usage: Mapping[str, Any] | None, label: str | None = None
+    ) -> Text:
+        """``↳ end_turn · tokens … · context … · /fork a2``: ``a2`` is the answer's
+        label, as ``threadline history`` prints it, and the command that branches there."""
         parts = [stop]
         if usage:
             parts.append(
@@ -225,4 +229,6 @@ class TurnView:
             used, size = self.context
             pct = f" ({100 * used // size}%)" if size else ""
             parts.append(f"context {used}/{size}{pct}")
+        if label:
+            parts.append(f"/fork {label}")
         return Text("↳ " + " · ".join(parts), style="dim")

@@ -402,7 +402,6 @@ export interface McpInfo {
   mcpFailures?: {
     [key: string]: string;
   } | null;
-  warning?: string | null;
 }
 
 export interface McpMeta {
@@ -732,6 +731,7 @@ export interface SessionInfoUpdateInfo {
   queue?: QueuedPrompt[] | null;
   state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | null;
   status?: string | null;
+  watching?: boolean | null;
 }
 
 export interface SessionInfoUpdateMeta {
@@ -996,6 +996,7 @@ export interface ToolUseBlock {
 /** On message chunks: the turn the message belongs to (``u3``, ``a3``). */
 export interface TurnInfo {
   compacted?: boolean | null;
+  summary?: boolean | null;
   truncated?: boolean | null;
   turnId: string;
 }

@@ -188,14 +188,7 @@ function M.new(model, callback)
   end
   sidecar.request('session/new', params, answered('new session', function(result)
     state.model = result.models and result.models.currentModelId or meta.model
-    local c = switch_to(result.sessionId)
-    local warning = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline.warning
-    if type(warning) == 'string' then
-      -- Kept: the statusline (`status()`) says it until the model changes.
-      state.warning[result.sessionId] = warning
-      notify(warning, vim.log.levels.WARN)
-      c:note('[' .. warning .. ']', 'ThreadlineError')
-    end
+    switch_to(result.sessionId)
     if callback then
       callback(result.sessionId)
     end
@@ -567,36 +560,21 @@ function M.set_model(model, session_id)
   if not sid then
     return
   end
-  local function set(value, callback)
-    sidecar.request(
-      'session/set_config_option',
-      { sessionId = sid, configId = 'model', value = value },
-      answered('model', callback)
-    )
-  end
   local function apply(choice)
     M.info(sid, function(entry)
-      local previous = entry and entry._meta and entry._meta.model
-      set(choice, function(result)
-        local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
-        local warning = type(meta) == 'table' and type(meta.warning) == 'string' and meta.warning or nil
-        if warning and previous and previous ~= choice then
-          -- A model that cannot answer is refused when chosen, not found out at the
-          -- next prompt: the session goes back to the model it had.
-          set(previous, function()
-            notify('model not changed: ' .. warning, vim.log.levels.WARN)
-            chat.get(sid):note(('[model not changed (still %s): %s]'):format(previous, warning), 'ThreadlineError')
-            fire('ThreadlineModel', { sessionId = sid, model = previous, refused = choice, warning = warning })
-          end)
+      local previous = entry and entry._meta and entry._meta.model or '?'
+      sidecar.request('session/set_config_option', { sessionId = sid, configId = 'model', value = choice }, function(err)
+        if err then
+          -- A model that cannot answer (no API key) is refused when chosen, not found
+          -- out at the next prompt: the session keeps the model it had.
+          local why = describe_error(err)
+          notify('model not changed: ' .. why, vim.log.levels.WARN)
+          chat.get(sid):note(('[model not changed (still %s): %s]'):format(previous, why), 'ThreadlineError')
+          fire('ThreadlineModel', { sessionId = sid, model = previous, refused = choice, error = why })
           return
         end
-        state.warning[sid] = warning
         chat.get(sid):note('[model: ' .. choice .. ']')
-        if warning then
-          notify(warning, vim.log.levels.WARN)
-          chat.get(sid):note('[' .. warning .. ']', 'ThreadlineError')
-        end
-        fire('ThreadlineModel', { sessionId = sid, model = choice, warning = warning })
+        fire('ThreadlineModel', { sessionId = sid, model = choice })
       end)
     end)
   end

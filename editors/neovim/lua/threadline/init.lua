@@ -77,8 +77,7 @@ function M.status(session_id)
   local sid = M.target(session_id)
   local phase = sid and state.phase[sid]
   if not phase then
-    -- A model that cannot answer (no API key) stays said until the model changes.
-    return sid and state.warning[sid] and ('⚠ ' .. state.warning[sid]) or ''
+    return ''
   end
   local label = { thinking = '⋯ thinking', answering = '✎ answering', tool = '⚙ running a tool', compacting = '⋯ compacting' }
   return label[phase] or phase

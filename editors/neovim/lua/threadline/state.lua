@@ -10,7 +10,6 @@
 ---@field pending table<string, table[]> context attached to a session's next prompt
 ---@field dead {code: integer, signal: integer}? the sidecar died (until restarted)
 ---@field compacting table<string, boolean> sessions with a `:Threadline compact` in flight
----@field warning table<string, string> why a session's model cannot answer (a missing key)
 ---@field unsent table<string, string> a prompt the sidecar refused, offered again by `<CR>`
 local state = {
   conn = nil,
@@ -21,7 +20,6 @@ local state = {
   last = {},
   pending = {},
   compacting = {},
-  warning = {},
   unsent = {},
 }
 

@@ -30,8 +30,9 @@ function M.describe_error(err)
     local sid = type(err.data) == 'table' and err.data.sessionId or text:match('(sess_%S+)') or ''
     return ('session %s no longer exists: it was deleted (perhaps in another editor) or never existed'):format(sid)
   end
-  if type(reason) == 'string' and not text:find(reason, 1, true) then
-    text = text .. ' (' .. reason:gsub('_', ' ') .. ')'
+  local words = type(reason) == 'string' and reason:gsub('_', ' ') or nil
+  if words and not text:lower():find(words:lower(), 1, true) then
+    text = text .. ' (' .. words .. ')'
   end
   return text
 end

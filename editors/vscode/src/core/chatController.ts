@@ -52,6 +52,35 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * The controllers that share one client (the desktop app's panes share its sidecar).
+ * Two of them may show one session: a replay (`session/load`) is for the one that
+ * asked, not for a pane already showing the session, and a turn, its end or a
+ * compaction started in one is shown in the others too (the sidecar streams a turn's
+ * updates to the connection, but only the asker knows its prompt and its end).
+ */
+class Peers {
+  private static readonly byClient = new WeakMap<object, Peers>();
+  readonly controllers = new Set<ChatController>();
+  /** The controller replaying each session now. */
+  readonly loading = new Map<string, ChatController>();
+
+  static of(client: object): Peers {
+    let peers = Peers.byClient.get(client);
+    if (!peers) {
+      peers = new Peers();
+      Peers.byClient.set(client, peers);
+    }
+    return peers;
+  }
+
+  /** The other controllers showing `sessionId`. */
+  others(self: ChatController, sessionId: string | null): ChatController[] {
+    if (!sessionId) return [];
+    return [...this.controllers].filter((c) => c !== self && c.currentSessionId === sessionId);
+  }
+}
+
 export class ChatController implements Disposable {
   private sessionId: string | null = null;
   private parentSessionId: string | null = null;
@@ -60,6 +89,7 @@ export class ChatController implements Disposable {
   private running = false;
   private readonly subscription: Disposable;
   private readonly contextFigures: Map<string, { used: number; size: number }>;
+  private readonly peers: Peers;
 
   constructor(
     private readonly client: ChatClient,
@@ -68,9 +98,13 @@ export class ChatController implements Disposable {
   ) {
     this.contextFigures = options.contextFigures ?? new Map();
     this.sessionId = options.initialSessionId ?? null;
+    this.peers = Peers.of(client);
+    this.peers.controllers.add(this);
     this.subscription = client.onUpdate((notification) => {
       const u = notification.update;
       if (u.sessionUpdate === "usage_update") this.contextFigures.set(notification.sessionId, { used: u.used, size: u.size });
+      const loader = this.peers.loading.get(notification.sessionId);
+      if (loader && loader !== this) return; // another pane's replay: this one shows it already
       if (notification.sessionId === this.sessionId) sink.post({ type: "update", notification });
     });
     const meta = client.serverInfo?.agentCapabilities?._meta as { threadline?: ThreadlineInfo } | null | undefined;
@@ -97,6 +131,12 @@ export class ChatController implements Disposable {
 
   dispose(): void {
     this.subscription.dispose();
+    this.peers.controllers.delete(this);
+  }
+
+  /** Tell the other controllers showing this session (`turnStarted`, `turnEnded`…). */
+  private toPeers(message: HostMessage): void {
+    for (const peer of this.peers.others(this, this.sessionId)) peer.sink.post(message);
   }
 
   /** Handle one webview message; failures become an error notice in the chat. */
@@ -190,21 +230,26 @@ export class ChatController implements Disposable {
     this.setRunning(true);
     try {
       const sessionId = await this.ensureSession();
-      this.sink.post({ type: "turnStarted", text });
+      const started: HostMessage = { type: "turnStarted", text };
+      this.sink.post(started);
+      this.toPeers(started);
+      let ended: HostMessage;
       try {
         const result = await this.client.prompt(sessionId, text);
         const meta = result._meta as { threadline?: { messageId?: string; userMessageId?: string } } | null | undefined;
-        this.sink.post({
+        ended = {
           type: "turnEnded",
           stopReason: result.stopReason,
           usage: result.usage ?? null,
           messageId: meta?.threadline?.messageId ?? null,
           userMessageId: meta?.threadline?.userMessageId ?? null,
-        });
+        };
       } catch (err) {
         this.notice("error", errorText(err));
-        this.sink.post({ type: "turnEnded", stopReason: "error" });
+        ended = { type: "turnEnded", stopReason: "error" };
       }
+      this.sink.post(ended);
+      this.toPeers(ended);
     } finally {
       this.setRunning(false);
     }
@@ -247,6 +292,7 @@ export class ChatController implements Disposable {
     try {
       const result = await this.client.compact({ sessionId: this.sessionId, ...(instructions ? { instructions } : {}) });
       this.sink.post({ type: "compacted", result });
+      this.toPeers({ type: "compacted", result });
     } finally {
       this.sink.post({ type: "compacting", active: false });
     }
@@ -294,7 +340,12 @@ export class ChatController implements Disposable {
     if (meta.model) this.model = meta.model;
     this.sink.post({ type: "reset" });
     this.postSession(info?.title, parentTitle);
-    await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
+    this.peers.loading.set(sessionId, this);
+    try {
+      await this.client.load({ sessionId, cwd: info?.cwd ?? this.options.cwd() });
+    } finally {
+      if (this.peers.loading.get(sessionId) === this) this.peers.loading.delete(sessionId);
+    }
     const figure = this.contextFigures.get(sessionId) ?? (await this.storedFigure(sessionId));
     if (figure) this.sink.post({ type: "context", ...figure });
     return parentTitle ?? sessionTitle(info);

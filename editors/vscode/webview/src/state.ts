@@ -249,6 +249,13 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
   }
 }
 
+/** Why a turn stopped, in words (ACP's stop reasons other than end_turn and cancelled). */
+const STOP_WORDS: Record<string, string> = {
+  max_tokens: "Stopped: the answer reached its length limit (max_tokens).",
+  max_turn_requests: "Stopped: the turn used up its tool calls.",
+  refusal: "Stopped: the model refused to answer.",
+};
+
 /** The user entry of the running turn: typed here, so it has no id until the turn ends. */
 function lastTypedUserEntry(state: ChatState) {
   for (let i = state.entries.length - 1; i >= 0; i--) {
@@ -299,7 +306,7 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       if (message.stopReason === "cancelled") {
         notice(state, "info", "Interrupted.");
       } else if (message.stopReason !== "end_turn" && message.stopReason !== "error") {
-        notice(state, "info", `Stopped: ${message.stopReason}`);
+        notice(state, "info", STOP_WORDS[message.stopReason] ?? `Stopped: ${message.stopReason}.`);
       }
       break;
     }
@@ -316,10 +323,12 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       }
       state.compaction = { status: "completed", message: r.summary };
       state.contextUsed = r.tokensAfter;
+      // The summary takes the place of the messages it covers.
+      const replaced = r.messagesBefore - r.messagesAfter + 1;
       notice(
         state,
         "info",
-        `Compacted ${r.messagesBefore} → ${r.messagesAfter} messages (${r.tokensBefore.toLocaleString("en-US")} → ${r.tokensAfter.toLocaleString("en-US")} tokens).`,
+        `Compacted: ${replaced} older message${replaced === 1 ? "" : "s"} summarised (${r.tokensBefore.toLocaleString("en-US")} → ${r.tokensAfter.toLocaleString("en-US")} tokens).`,
       );
       break;
     }
