@@ -27,6 +27,7 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    search,
     sessionlist,
     sharing,
     stores,
@@ -51,6 +52,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "sharing": sharing.run,
     "toolchoice": toolchoice.run,
     "stores": stores.run,
+    "search": search.run,
 }
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, model_validator
 
+from . import catalog as cat
 from .client_requests import (
     CancelRequestParams,
     LspCancelParams,
@@ -363,6 +364,48 @@ METHODS: dict[str, MethodSpec] = {
             QueueChangeResult,
             "Let held prompts run (after a crash, an interrupt or a failure).",
             dispatch="task",
+        ),
+        _m(
+            "session/set_title",
+            cat.SetTitleParams,
+            EmptyResult,
+            "Rename a session.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/archive",
+            cat.ArchiveParams,
+            EmptyResult,
+            "Archive (or, archived: false, unarchive) a session.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/set_tags",
+            cat.SetTagsParams,
+            EmptyResult,
+            "Replace a session's tags.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/search",
+            cat.SearchParams,
+            cat.SearchResult,
+            "Full-text search over titles and messages, ranked, with snippets.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/export",
+            cat.ExportParams,
+            cat.ExportResult,
+            "A session as Markdown or as its event log (JSON lines).",
+            dispatch="inline",
+        ),
+        _m(
+            "session/import",
+            cat.ImportParams,
+            cat.ImportResult,
+            "A new session from an exported event log.",
+            dispatch="inline",
         ),
         _m(
             "session/update",

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from .base import Prewritten, StrictWireModel, WireModel, meta_field
+from .catalog import ListFilter
 from .content import ContentBlock
 from .initialize import ModelInfo
 from .messages import Message, StopReason, Usage
@@ -286,6 +287,12 @@ class LoadSessionParams(StrictWireModel):
 class ListSessionsParams(StrictWireModel):
     cwd: str | None = None
     cursor: str | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ListFilter:
+        """``_meta.threadline``: archived, tag (`catalog.ListFilter`)."""
+        raw = (self.meta or {}).get("threadline") or {}
+        return ListFilter.model_validate(raw)
 
 
 class SessionInfoMeta(ThreadlineBlock):
@@ -299,6 +306,10 @@ class SessionInfoMeta(ThreadlineBlock):
     message_count: int
     model: str | None
     """The session's model (null for a session stored without one)."""
+    preview: str | None
+    """The first line of the first prompt (null before one)."""
+    archived: bool
+    tags: list[str]
 
 
 class SessionInfo(WireModel):

@@ -567,3 +567,18 @@ def test_tools_command_and_a_file_write_asked_in_the_terminal(
     term.line("3")
     term.expect("Written.")
     leave(term)
+
+
+def test_search_command_finds_a_stored_session(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", "scripted:echo")
+    sid = first_prompt(term, "the quokka is a small wallaby")
+    term.expect("↳ end_turn")
+    term.line("/search quokka")
+    term.expect(rf"{sid}\s+the quokka is a small wallaby\s+user: the quokka is a small")
+    term.line("/search zeppelin")
+    term.expect("nothing found for 'zeppelin'")
+    term.line('/search "*()')
+    term.expect(r"/search: the query has no words to search for")
+    leave(term)

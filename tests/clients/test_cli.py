@@ -130,6 +130,44 @@ def test_history_marks_a_compaction_summary(home: Path, tmp_path: Path) -> None:
     assert not any("assistant] Goal" in line for line in lines), lines
 
 
+def test_export_import_and_search_from_the_command_line(home: Path, tmp_path: Path) -> None:
+    asked = run(
+        home,
+        "ask",
+        "--model",
+        scripted([{"text": "Descale it with citric acid."}]),
+        "How do I clean a kettle?",
+    )
+    assert asked.returncode == 0, asked.stderr
+    sid = re.search(r"session: (sess_\w+)", asked.stderr)
+    assert sid, asked.stderr
+    markdown = run(home, "export", sid.group(1))
+    assert markdown.returncode == 0, markdown.stderr
+    assert markdown.stdout.startswith("# How do I clean a kettle?\n")
+    assert "## You\n\nHow do I clean a kettle?" in markdown.stdout
+    assert "## Assistant\n\nDescale it with citric acid." in markdown.stdout
+    log = run(home, "export", sid.group(1), "--format", "jsonl")
+    assert log.returncode == 0, log.stderr
+    (tmp_path / "kettle.jsonl").write_text(log.stdout)
+    imported = run(home, "import", str(tmp_path / "kettle.jsonl"))
+    assert imported.returncode == 0, imported.stderr
+    new = re.fullmatch(r"(sess_\w+)  \(2 messages\)\n", imported.stdout)
+    assert new and new.group(1) != sid.group(1), imported.stdout
+    found = run(home, "search", "citric")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert {line.split()[0] for line in lines} == {sid.group(1), new.group(1)}
+    assert all("assistant: Descale it with [citric] acid." in line for line in lines), lines
+    broken = log.stdout.splitlines()
+    (tmp_path / "bad.jsonl").write_text("\n".join([broken[0], broken[1], "{oops"]) + "\n")
+    bad = run(home, "import", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("threadline: line 3: not JSON"), bad.stderr
+    assert "nothing was imported" in bad.stderr
+    missing = run(home, "import", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1 and "No such file" in missing.stderr
+
+
 def test_history_marks_an_interrupted_answer_as_interrupted_not_as_an_error(home: Path) -> None:
     hang = scripted([{"text": "partial "}, {"text": "answer"}, {"hang": True}])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 
 from threadline import __version__, models_cmd, store_cmd
 from threadline_client import RpcError, ask, desktop
@@ -12,7 +13,8 @@ from threadline_client import chat as chat_cli
 
 DESCRIPTION = """\
 Threadline keeps LLM agent sessions for editors. `threadline serve` is what an editor
-starts; `ask`, `chat`, `sessions`, `history` and `models` are for people."""
+starts; `ask`, `chat`, `sessions`, `search`, `history`, `export`, `import` and `models`
+are for people."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,6 +42,15 @@ def parser() -> argparse.ArgumentParser:
     store_cmd.add_arguments(sub.add_parser("store", help="manage where sessions are stored"))
     p_hist = sub.add_parser("history", help="print a session's transcript")
     p_hist.add_argument("session")
+    p_exp = sub.add_parser(
+        "export", help="print a session as Markdown, or as its event log (jsonl) to import"
+    )
+    p_exp.add_argument("session")
+    p_exp.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+    p_imp = sub.add_parser("import", help="a new session from a `threadline export --format jsonl`")
+    p_imp.add_argument("file")
+    p_find = sub.add_parser("search", help="search every session's titles and messages")
+    p_find.add_argument("query", nargs="+")
     return top
 
 
@@ -69,12 +80,18 @@ def run(argv: list[str]) -> int:
             )
         if args.command == "sessions":
             return asyncio.run(ask.sessions())
+        if args.command == "export":
+            return asyncio.run(ask.export(args.session, args.format))
+        if args.command == "import":
+            return asyncio.run(ask.import_log(Path(args.file).read_text(encoding="utf-8")))
+        if args.command == "search":
+            return asyncio.run(ask.search(" ".join(args.query)))
         return asyncio.run(ask.history(args.session))
     except KeyboardInterrupt:
         return 130
     except RpcError as exc:
         print(f"threadline: {exc.message}", file=sys.stderr)  # in words; the code is logged
         return 1
-    except ConnectionError as exc:
+    except OSError as exc:  # the sidecar could not be reached, or a file read
         print(f"threadline: {exc}", file=sys.stderr)
         return 1

@@ -118,6 +118,39 @@ async def history(session_id: str, out: TextIO = sys.stdout) -> int:
         await client.close()
 
 
+async def _call(method: str, params: dict[str, Any]) -> Any:
+    """One request to a sidecar started for it."""
+    client = await ThreadlineClient.spawn(env=_quiet_server_env())
+    try:
+        await client.initialize()
+        return await client.request(method, params)
+    finally:
+        await client.close()
+
+
+async def export(session_id: str, fmt: str, out: TextIO = sys.stdout) -> int:
+    """``threadline export``: Markdown to read, or the event log to import elsewhere."""
+    result = await _call("session/export", {"sessionId": session_id, "format": fmt})
+    out.write(result["content"])
+    return 0
+
+
+async def import_log(content: str, out: TextIO = sys.stdout) -> int:
+    """``threadline import``: a new session from a ``--format jsonl`` export's text."""
+    result = await _call("session/import", {"content": content})
+    out.write(f"{result['sessionId']}  ({result['messages']} messages)\n")
+    return 0
+
+
+async def search(query: str, out: TextIO = sys.stdout) -> int:
+    """``threadline search``: one line per hit, the matched words in [brackets]."""
+    result = await _call("session/search", {"query": query})
+    for h in result["hits"]:
+        snippet = "".join(f"[{s['text']}]" if s["match"] else s["text"] for s in h["snippet"])
+        out.write(f"{h['sessionId']}  {h.get('title') or ''}  {h['role']}: {_one_line(snippet)}\n")
+    return 0
+
+
 def _one_line(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())

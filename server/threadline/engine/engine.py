@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
+from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
 from threadline_protocol.meta import (
     CompactResultInfo,
@@ -26,6 +27,7 @@ from threadline_protocol.meta import (
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import PendingPrompt, SessionStore
 from . import capabilities, events
+from .catalog import Catalog
 from .commands import SLASH_COMMANDS
 from .compactor import Compaction
 from .config import SessionConfig
@@ -61,6 +63,7 @@ class Engine:
         self.feed = Feed(self.live)
         self.inbox = Inbox(self.live, self.feed, self._fork)
         self._pages = SessionPages(store)
+        self.catalog = Catalog(store, link, self.live.open, self.live.sessions.get)
 
     def get(self, session_id: str) -> Session:
         """The live session (loaded, caught up, repaired)."""
@@ -235,7 +238,7 @@ class Engine:
         return self._set_up(session, params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
-        rows, next_cursor = self._pages.page(params.cwd, params.cursor)
+        rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
         out = pm.ListSessionsResult(
             sessions=[
                 pm.SessionInfo(
@@ -248,6 +251,9 @@ class Engine:
                         forked_at_message_id=r.forked_at_message_id,
                         message_count=r.message_count,
                         model=r.config.get("model"),
+                        preview=r.preview,
+                        archived=r.archived,
+                        tags=list(r.tags),
                     ),
                 )
                 for r in rows
@@ -265,7 +271,28 @@ class Engine:
     async def delete(self, session_id: str) -> pm.EmptyResult:
         await self.live.delete(session_id)
         self.feed.unsubscribe(session_id)
+        self.store.remove_pending(session_id)  # what waited answers "removed" everywhere
         return pm.EmptyResult()
+
+    # -- the catalog: one line each (engine/catalog.py) --------------------------------------
+
+    def set_title(self, params: cat.SetTitleParams) -> pm.EmptyResult:
+        return self.catalog.set_title(params)
+
+    def archive(self, params: cat.ArchiveParams) -> pm.EmptyResult:
+        return self.catalog.archive(params)
+
+    def set_tags(self, params: cat.SetTagsParams) -> pm.EmptyResult:
+        return self.catalog.set_tags(params)
+
+    def search(self, params: cat.SearchParams) -> cat.SearchResult:
+        return self.catalog.search(params)
+
+    def export(self, params: cat.ExportParams) -> cat.ExportResult:
+        return self.catalog.export(params)
+
+    def import_log(self, params: cat.ImportParams) -> cat.ImportResult:
+        return self.catalog.import_log(params)
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.live.open(params.session_id)

@@ -216,7 +216,8 @@ class Inbox:
         """Until the prompt has run (its outcome), or was removed or held."""
         while True:
             prompt = self.store.get_pending(prompt_id)
-            if prompt is None or prompt.state == "removed":
+            gone = self.store.get_session(session.id) is None
+            if prompt is None or prompt.state == "removed" or (gone and prompt.state != "done"):
                 self._collect(prompt)
                 return NotRun("removed")
             if prompt.state == "held":

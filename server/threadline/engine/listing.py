@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from threadline_protocol.catalog import ListFilter
+
 from ..store.base import SessionRow, SessionStore
 from .errors import InvalidParams
 from .ids import new_id
@@ -20,9 +22,12 @@ class SessionPages:
         self.store = store
         self._pages: OrderedDict[str, list[str]] = OrderedDict()
 
-    def page(self, cwd: str | None, cursor: str | None) -> tuple[list[SessionRow], str | None]:
-        """One page of rows, and the cursor of the next (None at the end)."""
-        ids, offset = self._walk(cwd, cursor)
+    def page(
+        self, cwd: str | None, cursor: str | None, only: ListFilter | None = None
+    ) -> tuple[list[SessionRow], str | None]:
+        """One page of rows, and the cursor of the next (None at the end); ``only``
+        (archived, tag) filters the walk a first page starts."""
+        ids, offset = self._walk(cwd, cursor, only or ListFilter())
         wanted = ids[offset : offset + LIST_PAGE]
         found = self.store.get_sessions(wanted)
         rows = [found[i] for i in wanted if i in found]
@@ -36,9 +41,9 @@ class SessionPages:
             self._pages.popitem(last=False)
         return rows, f"page:{token}:{end}"
 
-    def _walk(self, cwd: str | None, cursor: str | None) -> tuple[list[str], int]:
+    def _walk(self, cwd: str | None, cursor: str | None, only: ListFilter) -> tuple[list[str], int]:
         if cursor is None:
-            return self.store.list_session_ids(cwd), 0
+            return self.store.list_session_ids(cwd, archived=only.archived, tag=only.tag), 0
         parts = cursor.split(":")
         if len(parts) == 3 and parts[0] == "page" and parts[2].isdigit():
             ids = self._pages.get(parts[1])

@@ -111,6 +111,12 @@ CALLS: dict[str, Call] = {
     "session/queue/update": Engine.queue_update,
     "session/queue/remove": Engine.queue_remove,
     "session/queue/resume": by_id(Engine.queue_resume),
+    "session/set_title": Engine.set_title,
+    "session/archive": Engine.archive,
+    "session/set_tags": Engine.set_tags,
+    "session/search": Engine.search,
+    "session/export": Engine.export,
+    "session/import": Engine.import_log,
 }
 
 ROUTES = routes(METHODS, CALLS)

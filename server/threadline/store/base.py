@@ -56,6 +56,11 @@ class SessionRow:
     own_count: int
     last_seq: int
     deleted: bool
+    archived: bool = False
+    """Left out of the session list unless asked for; still loadable and searchable."""
+    tags: tuple[str, ...] = ()
+    preview: str | None = None
+    """The first line of the session's first prompt (a fork's is its parent's)."""
 
     @property
     def message_count(self) -> int:
@@ -184,6 +189,22 @@ class SessionDump:
     """``(message id, seq, ordinal)`` of the messages the session's own events created."""
 
 
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    session_id: str
+    message_id: str | None
+    """None for a hit in the session's title."""
+    role: str
+    """``user``, ``assistant``, ``tool`` or ``title``."""
+    snippet: str
+    """The matched text around the match, each matched word between ``store.search.MARK_START``
+    and ``MARK_END``."""
+    title: str | None
+    cwd: str
+    updated_at: str
+    archived: bool
+
+
 class SessionStore(Protocol):
     """The operations the engine performs on durable sessions."""
 
@@ -202,9 +223,12 @@ class SessionStore(Protocol):
 
     def get_session(self, session_id: str, include_deleted: bool = False) -> SessionRow | None: ...
 
-    def list_session_ids(self, cwd: str | None = None) -> list[str]:
+    def list_session_ids(
+        self, cwd: str | None = None, *, archived: bool = False, tag: str | None = None
+    ) -> list[str]:
         """Every visible session, most recently updated first: the snapshot a stable
-        page walk is cut from."""
+        page walk is cut from. Archived sessions only (``archived``) or none of them;
+        with ``tag``, only the sessions that carry it."""
         ...
 
     def get_sessions(self, session_ids: Sequence[str]) -> dict[str, SessionRow]:
@@ -219,6 +243,33 @@ class SessionStore(Protocol):
         config: dict[str, Any] | None = None,
         now: str | None = None,
     ) -> None: ...
+
+    def set_archived(self, session_id: str, archived: bool) -> bool:
+        """Archive or unarchive; False when the session does not exist."""
+        ...
+
+    def set_tags(self, session_id: str, tags: Sequence[str]) -> bool:
+        """Replace the session's tags; False when the session does not exist."""
+        ...
+
+    def search(
+        self, terms: Sequence[str], cwd: str | None, limit: int, offset: int
+    ) -> list[SearchHit]:
+        """Titles and message texts that hold every term, best first (`store.search`)."""
+        ...
+
+    def import_session_log(
+        self,
+        session_id: str,
+        cwd: str,
+        title: str | None,
+        config: dict[str, Any],
+        tags: Sequence[str],
+        events: Sequence[NewEvent],
+        now: str,
+    ) -> SessionRow:
+        """A new session with its whole log, in one transaction: all of it or nothing."""
+        ...
 
     def delete_session(self, session_id: str, owner: Owner, now: float) -> Lease | None:
         """Delete unless another live process holds the lease; returns that lease then."""

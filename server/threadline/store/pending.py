@@ -1,9 +1,9 @@
 """Prompts sent to a session while it works: steering input and the queue.
 
 A prompt sent while a turn runs is stored at once, in a table of its own (SQLite
-schema 5, PostgreSQL 4), not in the session's event log, for three reasons the log
-cannot meet: anyone may add one (a second editor window, while the first holds the
-session's lease and is the log's only writer); each is taken by exactly one turn
+schema 5, PostgreSQL 4; spelled in `store.schema`), not in the session's event log,
+for three reasons the log cannot meet: anyone may add one (a second editor window,
+while the first holds the session's lease and is the log's only writer); each is taken by exactly one turn
 (`claim_pending` is a compare-and-set on its row, so two sidecars never run it
 twice); and none is inherited by a fork (a fork reads its parent's log).
 
@@ -29,7 +29,9 @@ from typing import Any
 
 from .base import Lease, PendingPrompt, SessionRow, StoreError, Watched
 from .codec import dumps
-from .sql import COLS, ID_BATCH, LEASE_COLS, SqlStore, Statements, lease_row, session_row
+from .rows import ID_BATCH, LEASE_COLS, lease_row, session_row
+from .seam import SqlBase
+from .statements import Statements
 
 PENDING_COLS = "id, session_id, position, mode, prompt, state, turn_id, outcome, created_at, origin"
 
@@ -38,21 +40,6 @@ STALE_SECONDS = 600.0
 
 WAITING = ("waiting", "held")
 """States of a prompt that has not run yet (listed, edited and removed)."""
-
-
-def pending_table(*, integer: str, real: str) -> list[str]:
-    """The statements that create the table, in the shared spelling (a backend adds
-    its prefix); ``integer`` and ``real`` are the backend's column types."""
-    return [
-        "CREATE TABLE IF NOT EXISTS pending("
-        "id TEXT PRIMARY KEY, session_id TEXT NOT NULL, "
-        f"position {integer} NOT NULL, mode TEXT NOT NULL, prompt TEXT NOT NULL, "
-        "state TEXT NOT NULL, turn_id TEXT, outcome TEXT, created_at TEXT NOT NULL, "
-        f"origin TEXT NOT NULL, changed {real} NOT NULL)",
-        "CREATE INDEX IF NOT EXISTS {p}pending_session ON pending(session_id, position)",
-        # A process watching a session learns of its forks from this.
-        "CREATE INDEX IF NOT EXISTS {p}sessions_parent ON sessions(parent_id)",
-    ]
 
 
 def pending_row(r: Sequence[Any]) -> PendingPrompt:
@@ -78,7 +65,7 @@ class _Batch:
         return ",".join("?" * len(self.ids))
 
 
-class PendingOps(SqlStore):
+class PendingOps(SqlBase):
     """The pending prompts of `store.base.SessionStore`, written once for both backends."""
 
     keeps_pending: bool = True
@@ -216,17 +203,6 @@ class PendingOps(SqlStore):
             )
         )
 
-    def delete_session(
-        self, session_id: str, owner: Any = None, now: float | None = None
-    ) -> Lease | None:
-        held = super().delete_session(session_id, owner, now)
-        if held is None:
-            self._change(
-                "state='removed' WHERE session_id=? AND state IN ('waiting','held','taken')",
-                (session_id,),
-            )
-        return held
-
     # -- what windows show ------------------------------------------------------------
 
     def _waiting(self, db: Statements, batch: _Batch) -> list[tuple[Any, ...]]:
@@ -250,7 +226,7 @@ class PendingOps(SqlStore):
             for i in range(0, len(session_ids), ID_BATCH):
                 batch = _Batch(list(session_ids[i : i + ID_BATCH]))
                 for r in db.all(
-                    f"SELECT {COLS} FROM sessions WHERE id IN ({batch.marks()})", batch.ids
+                    f"SELECT {self._cols} FROM sessions WHERE id IN ({batch.marks()})", batch.ids
                 ):
                     row = session_row(r)
                     rows[row.id] = None if row.deleted else row

@@ -39,18 +39,22 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .base import SessionDump, StoreError
+from .catalog import index_events, index_title, tags_json, upgrade
 from .codec import dumps, safe_text
-from .pending import PendingOps, pending_table
-from .sql import COLS, Dialect, Statements
+from .rows import COLS
+from .schema import tables
+from .sql import SqlStore
+from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
-2: folds (the SQLite store's schema 3). 3: the catalog and search index (landing
-separately). 4: pending prompts (`store.pending`; the SQLite store's schema 5).
-An older schema is brought up to this one by running the ``CREATE … IF NOT
-EXISTS`` statements again."""
+2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
+``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
+(`store.pending`; the SQLite store's schema 5). An older schema is brought up
+to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
+`store.catalog.upgrade`."""
 
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
@@ -64,70 +68,6 @@ CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tl_sessions(
-    id TEXT PRIMARY KEY,
-    parent_id TEXT,
-    base_id TEXT,
-    base_seq BIGINT NOT NULL DEFAULT 0,
-    base_count BIGINT NOT NULL DEFAULT 0,
-    forked_at_message_id TEXT,
-    cwd TEXT NOT NULL,
-    title TEXT,
-    config TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    own_count BIGINT NOT NULL DEFAULT 0,
-    last_seq BIGINT NOT NULL DEFAULT 0,
-    deleted BOOLEAN NOT NULL DEFAULT FALSE
-);
-CREATE INDEX IF NOT EXISTS tl_sessions_base ON tl_sessions(base_id);
-CREATE INDEX IF NOT EXISTS tl_sessions_updated ON tl_sessions(updated_at);
-CREATE TABLE IF NOT EXISTS tl_events(
-    session_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY(session_id, seq)
-);
-CREATE TABLE IF NOT EXISTS tl_messages(
-    message_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    ordinal BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tl_messages_session ON tl_messages(session_id, ordinal);
-CREATE TABLE IF NOT EXISTS tl_inflight(
-    session_id TEXT PRIMARY KEY,
-    message_id TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tl_chunks(
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    block TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tl_chunks_session ON tl_chunks(session_id, id);
-CREATE TABLE IF NOT EXISTS tl_leases(
-    session_id TEXT PRIMARY KEY,
-    owner_id TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    started DOUBLE PRECISION NOT NULL,
-    kind TEXT NOT NULL,
-    turn_id TEXT,
-    since TEXT NOT NULL,
-    heartbeat DOUBLE PRECISION NOT NULL,
-    interrupt BOOLEAN NOT NULL DEFAULT FALSE
-);
-CREATE INDEX IF NOT EXISTS tl_leases_owner ON tl_leases(owner_id);
-CREATE TABLE IF NOT EXISTS tl_folds(
-    session_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL,
-    data BYTEA NOT NULL
-);
-"""
 
 _SCHEMA_LOCK = 7_466_726_101  # pg_advisory_xact_lock key: one schema set-up at a time
 
@@ -178,12 +118,22 @@ DIALECT = Dialect(
     row_locks=True,
     text=_pgtext,
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
+    fts="tsvector",
+    types={
+        "int": "BIGINT",
+        "bool": "BOOLEAN",
+        "real": "DOUBLE PRECISION",
+        "blob": "BYTEA",
+        "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "norowid": "",
+        "tsv": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED",
+    },
 )
 """Tables named ``tl_…`` (the database may be shared with other software); lease and
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(PendingOps):
+class PostgresStore(SqlStore):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
@@ -204,9 +154,10 @@ class PostgresStore(PendingOps):
         self._next_listen = 0.0
         self._listen = self._connect()
         try:
-            upgraded = self._setup(self._listen)
-            self.keeps_folds = upgraded and self._may_use("tl_folds", "folded transcripts are")
-            self.keeps_pending = upgraded and self._may_use("tl_pending", "prompt queues are")
+            version = self._setup(self._listen)
+            self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
+            self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
+            self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -259,12 +210,13 @@ class PostgresStore(PendingOps):
             f"{what} {self.where}: {_redact(str(exc), self.url)}", reason=reason, where=self.where
         )
 
-    def _setup(self, conn: Connection[tuple[Any, ...]]) -> bool:
+    def _setup(self, conn: Connection[tuple[Any, ...]]) -> int:
         """Create the schema on first use, or bring an older one up to this version;
-        refuse a schema newer than this code knows before writing anything. Returns
-        False when an older schema stays as it is because this role may not create
-        tables (a team role, docs/teams.md): the sidecar works on it without what the
-        newer tables add (kept folds) until a sidecar of the owner upgrades it."""
+        refuse a schema newer than this code knows before writing anything. Returns the
+        version in effect: an older one when it stays as it is because this role may not
+        create tables (a team role, docs/teams.md): the sidecar works on it without what
+        the newer versions add (kept folds, the catalog) until a sidecar of the owner
+        upgrades it."""
         found: int | None = None
         try:
             with conn.transaction():
@@ -282,14 +234,12 @@ class PostgresStore(PendingOps):
                             "upgrade Threadline or point THREADLINE_STORE at another database"
                         )
                     if found == SCHEMA_VERSION:
-                        return True
-                conn.execute("CREATE TABLE IF NOT EXISTS tl_meta(key TEXT PRIMARY KEY, value TEXT)")
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)  # pyright: ignore[reportArgumentType]
-                for statement in pending_table(integer="BIGINT", real="DOUBLE PRECISION"):
-                    sql = DIALECT.sql(statement.format(p="tl_"))
-                    conn.execute(sql)  # pyright: ignore[reportArgumentType, reportCallIssue]
+                        return found
+                db = Statements(conn, DIALECT)
+                for statement in tables(DIALECT):
+                    db.run(statement)
+                # a store written before the catalog gets its search index built now
+                upgrade(db, DIALECT, backfill=found is not None)
                 conn.execute(
                     "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
                     "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",
@@ -300,14 +250,14 @@ class PostgresStore(PendingOps):
                 raise
             log.warning(
                 "the session store at %s has schema %d and this role may not upgrade it to "
-                "%d; folded transcripts are not kept there until a sidecar of the tables' "
-                "owner starts",
+                "%d; what the newer versions add (kept folds, search, archive, tags) waits "
+                "until a sidecar of the tables' owner starts",
                 self.where,
                 found,
                 SCHEMA_VERSION,
             )
-            return False
-        return True
+            return found
+        return SCHEMA_VERSION
 
     def _may_use(self, table: str, what: str) -> bool:
         """Whether this role may read and write a table: one created by an upgrade
@@ -318,8 +268,8 @@ class PostgresStore(PendingOps):
         if r is not None and r[0]:
             return True
         log.warning(
-            "this role may not use %s in the session store at %s; %s not kept there "
-            "until it is granted (docs/teams.md)",
+            "this role may not use %s in the session store at %s; %s wait until it is "
+            "granted (docs/teams.md)",
             table,
             self.where,
             what,
@@ -537,6 +487,7 @@ class PostgresStore(PendingOps):
         """Copy a session in one transaction; idempotent. Returns ``copied`` (new),
         ``extended`` (events the copy here lacked were added) or ``kept`` (this store
         already has all of them, or went on further)."""
+        self._need_catalog()
         row = dump.row
 
         def work(db: Statements) -> str:
@@ -547,7 +498,7 @@ class PostgresStore(PendingOps):
                 return "kept"
             if have is None:
                 db.run(
-                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         row.id,
                         row.parent_id,
@@ -563,13 +514,28 @@ class PostgresStore(PendingOps):
                         row.own_count,
                         row.last_seq,
                         row.deleted,
+                        row.archived,
+                        tags_json(row.tags),
+                        _pgtext(row.preview),
                     ),
                 )
             else:
                 db.run(
-                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=? WHERE id=?",
-                    (row.last_seq, row.own_count, row.updated_at, _pgtext(row.title), row.id),
+                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=?, "
+                    "archived=?, tags=?, preview=? WHERE id=?",
+                    (
+                        *(row.last_seq, row.own_count, row.updated_at, _pgtext(row.title)),
+                        *(row.archived, tags_json(row.tags), _pgtext(row.preview), row.id),
+                    ),
                 )
+            index_title(db, row.id, _pgtext(row.title))
+            index_events(
+                db,
+                row.id,
+                [(e.kind, e.payload) for e in dump.events if e.seq > after],
+                want_preview=False,
+                clean=_pgtext,
+            )
             db.many(
                 "INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)",
                 [(row.id, e.seq, e.kind, dumps(e.payload)) for e in dump.events if e.seq > after],

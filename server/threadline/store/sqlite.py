@@ -12,9 +12,9 @@ are cheap in WAL mode with ``synchronous=NORMAL`` (durable across a process cras
 the failure an editor sidecar actually sees). Several sidecars share one file: the
 contract that keeps them apart (appends at an expected sequence, leases, the change
 token) is `store.base`'s; the operations themselves are `store.sql`'s, shared with the
-PostgreSQL store. What is SQLite's own is here: opening the file and checking it,
-transactions on the one connection, the change token, a write-ahead log deleted
-under a running process, and a full disk.
+PostgreSQL store, and so are its tables (`store.schema`). What is SQLite's own is
+here: opening the file and checking it, transactions on the one connection, the change
+token, a write-ahead log deleted under a running process, and a full disk.
 """
 
 from __future__ import annotations
@@ -40,9 +40,12 @@ from .base import (
     StoredEvent,
     StoreError,
 )
+from .catalog import upgrade
 from .codec import loads, safe_text
-from .pending import PendingOps, pending_table
-from .sql import COLS, Dialect, Statements, iso, session_row
+from .rows import COLS, iso, session_row
+from .schema import tables
+from .sql import SqlStore
+from .statements import Dialect, Statements
 
 __all__ = [
     "EventStore",
@@ -61,85 +64,35 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 5
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
-4: the catalog and search index (store/catalog.py, landing separately). 5: pending
-prompts, steering and queued (`store.pending`), and an index of forks by parent.
-Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, which is how
-a store of an older version is brought up to this one."""
+4: the catalog (archive, tags, previews, the FTS5 search index; `store.catalog`).
+5: pending prompts, steering and queued (`store.pending`), and forks indexed by parent.
+Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, and the
+catalog's columns and index by `store.catalog.upgrade`, which is how a store of an older
+version is brought up to this one."""
 
 BUSY_TIMEOUT = 10.0
 """Seconds a write waits for another process's transaction before it fails."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions(
-    id TEXT PRIMARY KEY,
-    parent_id TEXT,
-    base_id TEXT,
-    base_seq INTEGER NOT NULL DEFAULT 0,
-    base_count INTEGER NOT NULL DEFAULT 0,
-    forked_at_message_id TEXT,
-    cwd TEXT NOT NULL,
-    title TEXT,
-    config TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    own_count INTEGER NOT NULL DEFAULT 0,
-    last_seq INTEGER NOT NULL DEFAULT 0,
-    deleted INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS sessions_base ON sessions(base_id);
-CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
-CREATE TABLE IF NOT EXISTS events(
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY(session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS messages(
-    message_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    ordinal INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, ordinal);
-CREATE TABLE IF NOT EXISTS inflight(
-    session_id TEXT PRIMARY KEY,
-    message_id TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    block TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_session ON chunks(session_id);
-CREATE TABLE IF NOT EXISTS leases(
-    session_id TEXT PRIMARY KEY,
-    owner_id TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    started REAL NOT NULL,
-    kind TEXT NOT NULL,
-    turn_id TEXT,
-    since TEXT NOT NULL,
-    heartbeat REAL NOT NULL,
-    interrupt INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner_id);
-CREATE TABLE IF NOT EXISTS folds(
-    session_id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    data BLOB NOT NULL
-);
-"""
 
-DIALECT = Dialect(prefix="", mark="?", row_locks=False, text=safe_text)
+DIALECT = Dialect(
+    prefix="",
+    mark="?",
+    row_locks=False,
+    text=safe_text,
+    types={
+        "int": "INTEGER",
+        "bool": "INTEGER",
+        "real": "REAL",
+        "blob": "BLOB",
+        "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "norowid": " WITHOUT ROWID",
+        "tsv": "",
+    },
+)
 """SQLite speaks the shared spelling; its write transaction excludes other writers."""
 
 
-class EventStore(PendingOps):
+class EventStore(SqlStore):
     """Append-only session logs with copy-on-write forks."""
 
     dialect = DIALECT
@@ -153,14 +106,7 @@ class EventStore(PendingOps):
         try:
             self._db = self._connect()
             self._check_integrity()
-            self._check_version()
-            self._db.executescript(_SCHEMA)
-            for statement in pending_table(integer="INTEGER", real="REAL"):
-                self._db.execute(statement.format(p=""))
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            self._set_up()
         except sqlite3.DatabaseError as exc:
             if _disk_full(exc, path.parent):
                 raise self._failure(exc) from exc
@@ -242,13 +188,37 @@ class EventStore(PendingOps):
         if row is None or row[0] != "ok":
             raise sqlite3.DatabaseError(f"integrity check failed: {row[0] if row else '?'}")
 
-    def _check_version(self) -> None:
-        """A store written by a newer Threadline is left alone, not half-upgraded."""
+    def _set_up(self) -> None:
+        """Create the tables, or bring a store of an older schema up to this one, in one
+        write transaction: of two sidecars starting at once on an old store, one
+        upgrades it and the other finds it done."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            found = self._check_version()
+            db = Statements(self._db, DIALECT)
+            for statement in tables(DIALECT):
+                db.run(statement)
+            if found != SCHEMA_VERSION:
+                # a store written before the catalog gets its search index built now
+                upgrade(db, DIALECT, backfill=found is not None)
+                db.run(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _check_version(self) -> int | None:
+        """The store's schema version (None: a new store). A store written by a newer
+        Threadline is left alone, not half-upgraded."""
         has_meta = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
         ).fetchone()
         if not has_meta:
-            return
+            return None
         r = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if r is not None and int(r[0]) > SCHEMA_VERSION:
             raise StoreError(
@@ -256,6 +226,7 @@ class EventStore(PendingOps):
                 f"(schema {r[0]}, this one knows {SCHEMA_VERSION}); upgrade Threadline or set "
                 "THREADLINE_HOME to another folder"
             )
+        return None if r is None else int(r[0])
 
     def change_token(self) -> int:
         # data_version moves when another connection commits; our own commits are

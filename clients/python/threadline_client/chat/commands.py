@@ -4,6 +4,7 @@ the current :class:`~.controller.Chat`, its answer printed."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ HELP = """\
 /compact [instructions]  summarise older history to free context (Ctrl-C cancels)
 /interrupt               stop the running turn of this session, in whatever window it runs
 /sessions                list stored sessions
+/search WORDS            search every session's titles and messages (then /resume ID)
 /resume ID               switch to a stored session
 /model [id]              show the models, or switch this session's model
 /new [model]             start a new session (stored at its first prompt)
@@ -44,6 +46,7 @@ class Commands:
             "interrupt": self.cmd_interrupt,
             "compact": self.cmd_compact,
             "sessions": self.cmd_sessions,
+            "search": self.cmd_search,
             "resume": self.cmd_resume,
             "model": self.cmd_model,
             "new": self.cmd_new,
@@ -196,6 +199,23 @@ class Commands:
                 str(s.get("title") or ""),
             )
         self.chat.console.print(table, highlight=False)
+
+    async def cmd_search(self, arg: str) -> None:
+        if not arg:
+            self.chat.console.print(Text("usage: /search WORDS", style="red"))
+            return
+        result = await self.chat.client.request("session/search", {"query": arg, "limit": 20})
+        if not result["hits"]:
+            self.chat.console.print(Text(f"nothing found for {arg!r}", style="dim"))
+            return
+        for hit in result["hits"]:
+            line = Text(f"{hit['sessionId']}  ", style="dim")
+            line.append(short(hit.get("title") or "", 40), style="bold")
+            line.append(f"  {hit['role']}: ")
+            for span in hit["snippet"]:
+                text = re.sub(r"\s+", " ", span["text"])  # one line per hit
+                line.append(text, style="reverse" if span["match"] else "")
+            self.chat.console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
 
     async def cmd_resume(self, arg: str) -> None:
         if not arg:

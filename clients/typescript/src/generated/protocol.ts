@@ -69,6 +69,13 @@ export interface Annotations {
   [key: string]: unknown;
 }
 
+export interface ArchiveParams {
+  /** @default true */
+  archived?: boolean;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
 export interface AudioContent {
   annotations?: Annotations | null;
   data: string;
@@ -258,6 +265,20 @@ export interface ExitSignalBlock {
   [key: string]: unknown;
 }
 
+export interface ExportParams {
+  /** @default "markdown" */
+  format?: "markdown" | "jsonl";
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface ExportResult {
+  content: string;
+  format: "markdown" | "jsonl";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface FileSystemCapability {
   /** @default false */
   readTextFile?: boolean;
@@ -318,6 +339,20 @@ export interface Implementation {
   [key: string]: unknown;
 }
 
+export interface ImportParams {
+  /** Constraints: minLength 1. */
+  content: string;
+  cwd?: string | null;
+}
+
+export interface ImportResult {
+  events: number;
+  messages: number;
+  sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 /** ACP ``InitializeRequest``; LSP-style keys are accepted too. */
 export interface InitializeParams {
   _meta?: { [key: string]: unknown } | null;
@@ -356,6 +391,7 @@ export interface InterruptResult {
 }
 
 export interface ListSessionsParams {
+  _meta?: { [key: string]: unknown } | null;
   cursor?: string | null;
   cwd?: string | null;
 }
@@ -673,6 +709,38 @@ export interface ResourceLink {
   [key: string]: unknown;
 }
 
+export interface SearchHit {
+  archived: boolean;
+  cwd: string;
+  messageId: string | null;
+  role: "user" | "assistant" | "tool" | "title";
+  sessionId: string;
+  snippet: SnippetSpan[];
+  title: string | null;
+  updatedAt: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface SearchParams {
+  cursor?: string | null;
+  cwd?: string | null;
+  /**
+   * Constraints: minimum 1, maximum 100.
+   * @default 20
+   */
+  limit?: number;
+  /** Constraints: minLength 1, maxLength 1000. */
+  query: string;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  nextCursor?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SessionCapabilities {
   close?: { [key: string]: unknown } | null;
   delete?: { [key: string]: unknown } | null;
@@ -708,10 +776,13 @@ export interface SessionInfo {
 
 /** ``_meta`` of a ``session/list`` entry: every key always sent, null when unknown. */
 export interface SessionInfoMeta {
+  archived: boolean;
   forkedAtMessageId: string | null;
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
+  preview: string | null;
+  tags: string[];
 }
 
 export interface SessionInfoUpdate {
@@ -772,6 +843,27 @@ export interface SetConfigOptionParams {
 export interface SetConfigOptionResult {
   _meta?: McpMeta | null;
   configOptions: SessionConfigOption[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface SetTagsParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: maxItems 32. */
+  tags: string[];
+}
+
+export interface SetTitleParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: minLength 1, maxLength 200. */
+  title: string;
+}
+
+export interface SnippetSpan {
+  match: boolean;
+  text: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1089,6 +1181,13 @@ export interface ProtocolMethods {
     params: InitializeParams;
     result: InitializeResult;
   };
+  /** Archive (or, archived: false, unarchive) a session. */
+  "session/archive": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ArchiveParams;
+    result: EmptyResult;
+  };
   /** ACP's interrupt. */
   "session/cancel": {
     direction: "client_to_server";
@@ -1124,6 +1223,13 @@ export interface ProtocolMethods {
     params: SessionRef;
     result: EmptyResult;
   };
+  /** A session as Markdown or as its event log (JSON lines). */
+  "session/export": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ExportParams;
+    result: ExportResult;
+  };
   /** Branch a session at a message. */
   "session/fork": {
     direction: "client_to_server";
@@ -1137,6 +1243,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SessionRef;
     result: HistoryResult;
+  };
+  /** A new session from an exported event log. */
+  "session/import": {
+    direction: "client_to_server";
+    kind: "request";
+    params: ImportParams;
+    result: ImportResult;
   };
   /** Stop the running turn (the queue stays, held; clearQueue empties it). */
   "session/interrupt": {
@@ -1215,12 +1328,33 @@ export interface ProtocolMethods {
     params: LoadSessionParams;
     result: LoadSessionResult;
   };
+  /** Full-text search over titles and messages, ranked, with snippets. */
+  "session/search": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SearchParams;
+    result: SearchResult;
+  };
   /** Change a session option such as the model. */
   "session/set_config_option": {
     direction: "client_to_server";
     kind: "request";
     params: SetConfigOptionParams;
     result: SetConfigOptionResult;
+  };
+  /** Replace a session's tags. */
+  "session/set_tags": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetTagsParams;
+    result: EmptyResult;
+  };
+  /** Rename a session. */
+  "session/set_title": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetTitleParams;
+    result: EmptyResult;
   };
   /** Streamed session updates. */
   "session/update": {
@@ -1253,13 +1387,16 @@ export const METHODS = {
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
   "initialize": { direction: "client_to_server", kind: "request" },
+  "session/archive": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
   "session/context": { direction: "client_to_server", kind: "request" },
   "session/delete": { direction: "client_to_server", kind: "request" },
+  "session/export": { direction: "client_to_server", kind: "request" },
   "session/fork": { direction: "client_to_server", kind: "request" },
   "session/history": { direction: "client_to_server", kind: "request" },
+  "session/import": { direction: "client_to_server", kind: "request" },
   "session/interrupt": { direction: "client_to_server", kind: "request" },
   "session/list": { direction: "client_to_server", kind: "request" },
   "session/load": { direction: "client_to_server", kind: "request" },
@@ -1271,7 +1408,10 @@ export const METHODS = {
   "session/queue/update": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
+  "session/search": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
+  "session/set_tags": { direction: "client_to_server", kind: "request" },
+  "session/set_title": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
   "tool/call": { direction: "server_to_client", kind: "request" },

@@ -1,0 +1,92 @@
+"""Leases: which process runs a turn, a compaction or a repair on a session, taken over
+only once its owner is dead (`store.owners`)."""
+
+from __future__ import annotations
+
+from .base import Acquired, Lease, Owner
+from .owners import owner_is_dead
+from .rows import LEASE_COLS, iso, lease_row
+from .seam import SqlBase
+from .statements import Statements
+
+
+def lease_of(db: Statements, session_id: str) -> Lease | None:
+    r = db.one(f"SELECT {LEASE_COLS} FROM leases WHERE session_id=?", (session_id,))
+    return None if r is None else lease_row(r)
+
+
+def live_lease(db: Statements, session_id: str, me: Owner, now: float) -> Lease | None:
+    """The lease of another process that is still alive, if any."""
+    lease = lease_of(db, session_id)
+    if lease is None or lease.owner.id == me.id or owner_is_dead(lease, me, now):
+        return None
+    return lease
+
+
+class LeaseOps(SqlBase):
+    """`store.base.SessionStore`'s leases."""
+
+    # -- leases -----------------------------------------------------------------------
+
+    def get_lease(self, session_id: str) -> Lease | None:
+        return self._read(lambda db: lease_of(db, session_id))
+
+    def acquire_lease(
+        self, session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
+    ) -> Acquired:
+        since = iso(now)
+
+        def work(db: Statements) -> Acquired:
+            db.lock_session(session_id)
+            held = lease_of(db, session_id)
+            took_over: Lease | None = None
+            if held is not None and held.owner.id != owner.id:
+                if not owner_is_dead(held, owner, now):
+                    return Acquired(held, mine=False)
+                took_over = held
+            elif held is None and db.one(
+                "SELECT 1 FROM inflight WHERE session_id=?", (session_id,)
+            ):
+                # A journal with no lease: its writer died before taking one or after
+                # losing it (or was a Threadline older than leases). It is ours to recover.
+                took_over = Lease(session_id, Owner("", 0, "", 0.0), "turn", None, "", 0.0, False)
+            db.run(
+                f"INSERT INTO leases({LEASE_COLS}) VALUES(?,?,?,?,?,?,?,?,?,FALSE) "
+                "ON CONFLICT(session_id) DO UPDATE SET owner_id=excluded.owner_id, "
+                "pid=excluded.pid, host=excluded.host, started=excluded.started, "
+                "kind=excluded.kind, turn_id=excluded.turn_id, since=excluded.since, "
+                "heartbeat=excluded.heartbeat, interrupt=FALSE",
+                (
+                    *(session_id, owner.id, owner.pid, owner.host, owner.started),
+                    *(kind, turn_id, since, now),
+                ),
+            )
+            lease = Lease(session_id, owner, kind, turn_id, since, now, False)
+            return Acquired(lease, mine=True, took_over=took_over)
+
+        return self._write(work)
+
+    def release_lease(self, session_id: str, owner: Owner) -> None:
+        self._write(
+            lambda db: db.run(
+                "DELETE FROM leases WHERE session_id=? AND owner_id=?", (session_id, owner.id)
+            )
+        )
+
+    def heartbeat(self, owner: Owner, now: float) -> list[str]:
+        rows = self._quiet(
+            lambda db: db.all(
+                "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
+                (now, owner.id),
+            )
+        )
+        return [r[0] for r in rows if r[1]]
+
+    def request_interrupt(self, session_id: str) -> Lease | None:
+        r = self._write(
+            lambda db: db.one(
+                f"UPDATE leases SET interrupt=TRUE WHERE session_id=? RETURNING {LEASE_COLS}",
+                (session_id,),
+            )
+        )
+        return None if r is None else lease_row(r)

@@ -1,0 +1,137 @@
+"""The tables both backends keep, spelled once.
+
+Column types and table options differ by backend and are named here by role
+(``{int}``, ``{bool}``, …; `statements.Dialect.types` says what each is in its SQL);
+index names carry the backend's table prefix (``{p}``), and table names get it from
+`Dialect.sql` like every other statement. Each version's tables are created by
+``CREATE … IF NOT EXISTS``, which is how a store of an older version is brought up to
+the current one.
+"""
+
+from __future__ import annotations
+
+from .statements import Dialect
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(
+    id TEXT PRIMARY KEY,
+    parent_id TEXT,
+    base_id TEXT,
+    base_seq {int} NOT NULL DEFAULT 0,
+    base_count {int} NOT NULL DEFAULT 0,
+    forked_at_message_id TEXT,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    config TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    own_count {int} NOT NULL DEFAULT 0,
+    last_seq {int} NOT NULL DEFAULT 0,
+    deleted {bool} NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS {p}sessions_base ON sessions(base_id);
+CREATE INDEX IF NOT EXISTS {p}sessions_updated ON sessions(updated_at);
+CREATE TABLE IF NOT EXISTS events(
+    session_id TEXT NOT NULL,
+    seq {int} NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY(session_id, seq)
+){norowid};
+CREATE TABLE IF NOT EXISTS messages(
+    message_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq {int} NOT NULL,
+    ordinal {int} NOT NULL
+){norowid};
+CREATE INDEX IF NOT EXISTS {p}messages_session ON messages(session_id, ordinal);
+CREATE TABLE IF NOT EXISTS inflight(
+    session_id TEXT PRIMARY KEY,
+    message_id TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id {serial},
+    session_id TEXT NOT NULL,
+    block TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {p}chunks_session ON chunks(session_id, id);
+CREATE TABLE IF NOT EXISTS leases(
+    session_id TEXT PRIMARY KEY,
+    owner_id TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started {real} NOT NULL,
+    kind TEXT NOT NULL,
+    turn_id TEXT,
+    since TEXT NOT NULL,
+    heartbeat {real} NOT NULL,
+    interrupt {bool} NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS {p}leases_owner ON leases(owner_id);
+CREATE TABLE IF NOT EXISTS folds(
+    session_id TEXT PRIMARY KEY,
+    seq {int} NOT NULL,
+    data {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS texts(
+    id {serial},
+    session_id TEXT NOT NULL,
+    message_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL{tsv}
+);
+CREATE INDEX IF NOT EXISTS {p}texts_session ON texts(session_id);
+CREATE TABLE IF NOT EXISTS pending(
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    position {int} NOT NULL,
+    mode TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    state TEXT NOT NULL,
+    turn_id TEXT,
+    outcome TEXT,
+    created_at TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    changed {real} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {p}pending_session ON pending(session_id, position);
+CREATE INDEX IF NOT EXISTS {p}sessions_parent ON sessions(parent_id)
+"""
+
+CATALOG_COLUMNS = (
+    ("archived", "{bool} NOT NULL DEFAULT FALSE"),
+    ("tags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("preview", "TEXT"),
+)
+"""Columns of ``sessions`` added by the catalog (SQLite schema 4, PostgreSQL 3): added
+to a table of any age by `store.catalog.upgrade`, so they are spelled only here."""
+
+_SEARCH = {
+    # The FTS5 index reads its text from ``texts`` (external content) and is kept in
+    # step with it by triggers, inside whatever transaction writes ``texts``.
+    "fts5": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS texts_fts USING fts5("
+        "body, content='texts', content_rowid='id', tokenize='porter unicode61')",
+        "CREATE TRIGGER IF NOT EXISTS texts_ai AFTER INSERT ON texts BEGIN "
+        "INSERT INTO texts_fts(rowid, body) VALUES (new.id, new.body); END",
+        "CREATE TRIGGER IF NOT EXISTS texts_ad AFTER DELETE ON texts BEGIN "
+        "INSERT INTO texts_fts(texts_fts, rowid, body) VALUES ('delete', old.id, old.body); END",
+    ),
+    # ``texts.tsv`` is a generated column (`Dialect.types["tsv"]`); GIN indexes it.
+    "tsvector": ("CREATE INDEX IF NOT EXISTS {p}texts_tsv ON texts USING GIN(tsv)",),
+}
+
+
+def tables(dialect: Dialect) -> list[str]:
+    """The statements that create every table and index, in the shared spelling with
+    this backend's types (run them through `Statements`, which adds the prefix)."""
+    text = _TABLES.format(p=dialect.prefix, **dialect.types)
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def search_index(dialect: Dialect) -> list[str]:
+    """The statements that create the full-text index over ``texts``."""
+    return [s.format(p=dialect.prefix) for s in _SEARCH[dialect.fts]]
