@@ -3,9 +3,9 @@
 A prompt sent while a turn runs is stored at once, in a table of its own (SQLite
 schema 5, PostgreSQL 4; spelled in `store.schema`), not in the session's event log,
 for three reasons the log cannot meet: anyone may add one (a second editor window,
-while the first holds the session's lease and is the log's only writer); each is taken by exactly one turn
-(`claim_pending` is a compare-and-set on its row, so two sidecars never run it
-twice); and none is inherited by a fork (a fork reads its parent's log).
+while the first holds the session's lease and is the log's only writer); each is
+taken by exactly one turn (`claim_pending` is a compare-and-set on its row, so two
+sidecars never run it twice); and none is inherited by a fork (a fork reads its parent's log).
 
 A row's life: ``waiting`` ( a steer for the running turn's next model call, a
 queued prompt for the next turn) → ``taken`` (it joined a turn, or started one:
