@@ -132,10 +132,10 @@ class Engine:
         """Run a turn, or, while the session works, steer it, queue behind it or
         refuse (``whileRunning``; `inbox.py`)."""
         session = self.live.open(params.session_id)
-        self.feed.subscribe(session)
         mode = params.threadline().while_running or self._client_default()
         content = [b.wire() for b in params.prompt]
-        return _prompt_result(await self.inbox.prompt(session, content, mode))
+        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        return _prompt_result(outcome)
 
     def _client_default(self) -> str:
         """What the client said a prompt does while the session works; ``refuse``
@@ -177,7 +177,7 @@ class Engine:
         return pm.QueueChangeResult(ids=self.inbox.resume(session))
 
     def fork(self, params: pm.ForkParams) -> pm.ForkResult:
-        forked = fork(self.live, params.session_id, params.message_id, params.cwd)
+        forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
         return pm.ForkResult(
             session_id=forked.session_id,
             parent_session_id=forked.parent_session_id,
@@ -185,7 +185,14 @@ class Engine:
         )
 
     def _fork(self, session_id: str, message_id: str | None) -> Forked:
-        return fork(self.live, session_id, message_id, None)
+        return self._forked(fork(self.live, session_id, message_id, None))
+
+    def _forked(self, forked: Forked) -> Forked:
+        """A fork made here is shown to this client at once (before the answer)."""
+        parent = self.live.sessions.get(forked.parent_session_id)
+        if parent is not None:
+            self.feed.refresh(parent)
+        return forked
 
     async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
         session = self.live.open(params.session_id)

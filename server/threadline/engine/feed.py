@@ -184,18 +184,14 @@ class Feed:
     def _follow(self, session: Session, remote: Lease | None, seen: Watched) -> None:
         """Show what other processes committed, and the answer a remote turn streams."""
         turn = self.turns.get(session.id)
-        follows = (
-            turn is not None and remote is not None and turn.runs(remote.owner.id, remote.since)
-        )
-        if (
-            remote is not None
-            and remote.kind == Work.TURN
-            and session.running is None
-            and not follows
-        ):
-            turn = self.turns[session.id] = RemoteTurn(
-                session, remote.owner.id, remote.since, self.store
-            )
+        working = remote is not None and remote.kind == Work.TURN and session.running is None
+        if working and (turn is None or not turn.active):
+            # One follower per session, kept when its turns end: what it has shown of a
+            # message is not shown again when that message is committed, even by the
+            # process that repairs what a killed owner left.
+            if turn is None:
+                turn = self.turns[session.id] = RemoteTurn(session, self.store)
+            turn.active = True
             session.announce(events.SessionInfo(now_iso(), watching=True))
         assert seen.row is not None
         if seen.row.last_seq != session.seq:
@@ -206,10 +202,10 @@ class Feed:
                     turn.committed(message)
                 else:
                     session.announce(events.Replayed(message))
-        if turn is not None:
+        if turn is not None and turn.active:
             turn.tail()
-            if remote is None or not turn.runs(remote.owner.id, remote.since):
-                self.turns.pop(session.id, None)
+            if not working:
+                turn.active = False
                 session.announce(events.SessionInfo(now_iso(), watching=False))
 
     def _state(self, session: Session, remote: Lease | None, lease: Lease | None) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -108,11 +109,17 @@ class Tracked:
     what still waits when it ends cancelled or failed."""
 
     def __init__(
-        self, task: SessionTask[PromptOutcome], session: Session, own: str | None = None
+        self,
+        task: SessionTask[PromptOutcome],
+        session: Session,
+        own: str | None = None,
+        *,
+        accepted: Callable[[Session], None] | None = None,
     ) -> None:
         self.task = task
         self.session = session
         self.own = own
+        self.accepted = accepted
         self.started = False
         self.ended_well = False
         self._finished = False
@@ -134,6 +141,8 @@ class Tracked:
 
     async def run(self) -> PromptOutcome:
         self.started = True
+        if self.accepted is not None:
+            self.accepted(self.session)
         try:
             outcome = await self.task.run()
         except anyio.get_cancelled_exc_class():
@@ -180,16 +189,23 @@ class Inbox:
     # -- a prompt ----------------------------------------------------------------------
 
     async def prompt(
-        self, session: Session, content: list[dict[str, Any]], mode: str
+        self,
+        session: Session,
+        content: list[dict[str, Any]],
+        mode: str,
+        *,
+        accepted: Callable[[Session], None],
     ) -> PromptOutcome | NotRun:
-        """Run the prompt now if the session is idle; else steer, queue or refuse."""
+        """Run the prompt now if the session is idle; else steer, queue or refuse.
+        ``accepted`` is called once the prompt runs or waits (not when it is refused)."""
         command = slash_command(content)
         if command is not None and command[0] == "fork":
             mode = "refuse"  # a fork runs beside whatever runs
         elif command is not None and mode == "steer":
             mode = "queue"  # a command cannot join a turn
-        if mode == "refuse" or not self._busy(session):
-            tracked = Tracked(prompt_task(session, content, self.fork), session)
+        if mode == "refuse" or not (self._busy(session) or self._head(session)):
+            # (a prompt that may wait never overtakes one that waits already)
+            tracked = Tracked(prompt_task(session, content, self.fork), session, accepted=accepted)
             try:
                 return await self.run(session, tracked)
             except SessionBusy:
@@ -200,6 +216,7 @@ class Inbox:
         prompt = self.store.add_pending(
             session.id, new_id("msg"), mode, content, self.live.owner.id, now_iso()
         )
+        accepted(session)
         self.feed.refresh(session)
         return await self.wait(session, prompt.id)
 

@@ -242,6 +242,7 @@ class LiveSessions:
         """Another process asked (through the store) to stop a turn we run."""
         session = self.sessions.get(session_id)
         if session is not None:
+            session.changed(session)  # what other windows did is shown before the stop
             session.request_interrupt()
 
     async def interrupt(self, session: Session) -> Interrupted:

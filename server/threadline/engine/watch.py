@@ -2,8 +2,8 @@
 
 Two editor windows on one session: the one that prompted owns the turn; the other
 shows it as it goes, whether it loaded the session while the turn ran or the turn
-started later. `feed.Feed` drives one `RemoteTurn` per turn another process runs on a
-session this one has loaded: on every change it reads the journal's new chunks by
+started later. `feed.Feed` keeps one `RemoteTurn` per session this one has open and
+that another process has run turns on: on every change it reads the journal's new chunks by
 chunk id (`tail`) and the messages the owner committed (`committed`); text a
 message's chunks already showed is not shown twice.
 """
@@ -24,18 +24,14 @@ log = logging.getLogger(__name__)
 
 
 class RemoteTurn:
-    def __init__(self, session: Session, owner_id: str, since: str, store: SessionStore) -> None:
+    def __init__(self, session: Session, store: SessionStore) -> None:
         self.session = session
-        self.owner_id = owner_id
-        self.since = since
         self.store = store
+        self.active = False
+        """A turn runs elsewhere now (its journal is tailed)."""
         self.shown: dict[str, dict[str, int]] = {}
         """Characters of each block kind already announced, by message id."""
         self.last_chunk = 0
-
-    def runs(self, owner_id: str, since: str) -> bool:
-        """Whether this follows the work that lease names."""
-        return self.owner_id == owner_id and self.since == since
 
     def tail(self) -> None:
         """Announce the journal's chunks since the last look (the partial answer so
