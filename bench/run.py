@@ -24,6 +24,7 @@ from .figures import (
     forkload,
     interrupt,
     latency,
+    live,
     localmodel,
     memory,
     modelserver,
@@ -53,6 +54,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "toolchoice": toolchoice.run,
     "stores": stores.run,
     "search": search.run,
+    "live": live.run,
 }
 
 

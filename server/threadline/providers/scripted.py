@@ -17,8 +17,8 @@ script deterministically. Steps::
 
 A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
 ``"record": "<file>"`` appends each request it is sent to that file as one JSON line
-(``{"purpose", "messages": [{"role", "content"}]}``), so a test can see what the
-model was given and when. ``"steered": true`` counts rounds through a user message
+(``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
+a test can see what the model was given and when. ``"steered": true`` counts rounds through a user message
 that follows a tool result (a prompt that steered the turn) instead of restarting.
 
 The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
@@ -27,6 +27,7 @@ The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -76,6 +77,7 @@ def _round_index(request: ChatRequest, steered: bool = False) -> int:
 
 def _record(path: str, request: ChatRequest) -> None:
     line = {
+        "t": time.time(),
         "purpose": request.purpose,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
     }
