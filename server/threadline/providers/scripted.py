@@ -18,8 +18,9 @@ script deterministically. Steps::
 A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
 ``"record": "<file>"`` appends each request it is sent to that file as one JSON line
 (``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
-a test can see what the model was given and when. ``"steered": true`` counts rounds through a user message
-that follows a tool result (a prompt that steered the turn) instead of restarting.
+a test can see what the model was given and when. ``"steered": true`` counts rounds
+through a user message that follows a tool result (a prompt that steered the turn)
+instead of restarting.
 
 The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
 """
