@@ -19,6 +19,7 @@ from . import machine
 from .context import Context
 from .figures import (
     backpressure,
+    checkpoints,
     coldstart,
     concurrency,
     forkload,
@@ -28,6 +29,8 @@ from .figures import (
     localmodel,
     memory,
     modelserver,
+    promptcache,
+    restart,
     search,
     sessionlist,
     sharing,
@@ -55,6 +58,9 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "stores": stores.run,
     "search": search.run,
     "live": live.run,
+    "checkpoints": checkpoints.run,
+    "restart": restart.run,
+    "promptcache": promptcache.run,
 }
 
 

@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.pgserver import PgServer
 from tests.support import RawSidecar, SidecarClient, start_sidecar
+
+# The real parts (PostgreSQL, tmux, Neovim…): found, installed when missing or named in
+# one line, and listed at the end of the run. See docs/testing.md.
+pytest_plugins = ["tests.realparts"]
+
+if TYPE_CHECKING:
+    from tests.pgserver import PgServer
 
 
 @pytest.fixture
@@ -49,6 +56,9 @@ def _no_outside_store() -> Iterator[None]:
 def pg_server() -> Iterator[PgServer]:
     """One PostgreSQL server per test session (per xdist worker); each test that needs
     it gets its own database from `pg_url`."""
+    # Imported here: the plugin module it uses loads first, as a plugin.
+    from tests.pgserver import PgServer
+
     server = PgServer()
     try:
         yield server

@@ -5,7 +5,6 @@ that the password never leaks), stopped when the test session ends."""
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import socket
@@ -17,19 +16,10 @@ from pathlib import Path
 
 import psycopg
 
+from tests import realparts
+
 USER = "threadline"
 PASSWORD = "s3cret-pw-never-printed"
-
-
-def pg_bin() -> Path | None:
-    """The newest Debian PostgreSQL ``bin`` folder, or the one on PATH."""
-    found = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4])
-    )
-    if found:
-        return Path(found[-1]).parent
-    on_path = shutil.which("pg_ctl")
-    return Path(on_path).parent if on_path else None
 
 
 def _free_port() -> int:
@@ -40,10 +30,8 @@ def _free_port() -> int:
 
 class PgServer:
     def __init__(self) -> None:
-        binaries = pg_bin()
-        if binaries is None:
-            raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
-        self.bin = binaries
+        # Found (and, in a pytest run, installed when missing) by tests/realparts.py.
+        self.bin = realparts.use("postgresql").parent
         self.dir = Path(tempfile.mkdtemp(prefix="tl-pg-"))
         self.data = self.dir / "data"
         self.port = _free_port()

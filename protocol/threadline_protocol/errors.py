@@ -21,6 +21,12 @@ class ErrorCode(IntEnum):
     TOOL_LOOP_FAILED = -32012
     CONTEXT_TOO_LARGE = -32013
     STORE_FAILED = -32014
+    WORKSPACE_CHANGED = -32015
+    """A restore of files refused: files changed since the session's latest checkpoint
+    (``data.files``); ``force: true`` restores anyway, after a checkpoint of them."""
+    CHECKPOINT_UNAVAILABLE = -32016
+    """No checkpoint to restore here: checkpoints are off (no ``git``), the checkpoint
+    belongs to another machine (``data.host``), or its files are gone (``data.reason``)."""
 
 
 ToolLoopReason = Literal[

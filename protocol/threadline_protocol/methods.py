@@ -13,6 +13,18 @@ from typing import Literal
 from pydantic import BaseModel, model_validator
 
 from . import catalog as cat
+from .checkpoints import (
+    CheckpointUnavailableData,
+    DiffParams,
+    DiffResult,
+    FileDiff,
+    RestoredFiles,
+    RewindParams,
+    RewindResult,
+    UnrewindParams,
+    UnrewindResult,
+    WorkspaceChangedData,
+)
 from .client_requests import (
     CancelRequestParams,
     LspCancelParams,
@@ -100,6 +112,7 @@ __all__ = [
     "AgentCapabilities",
     "AgentCapabilitiesMeta",
     "CancelRequestParams",
+    "CheckpointUnavailableData",
     "ClientCapabilities",
     "ClientSessionCapabilities",
     "CompactParams",
@@ -109,9 +122,12 @@ __all__ = [
     "ContentBlock",
     "ContextParts",
     "ContextResult",
+    "DiffParams",
+    "DiffResult",
     "Dispatch",
     "EmptyResult",
     "EnvVariable",
+    "FileDiff",
     "FileSystemCapability",
     "ForkParams",
     "ForkResult",
@@ -154,6 +170,9 @@ __all__ = [
     "ReadTextFileResult",
     "RequestPermissionParams",
     "RequestPermissionResult",
+    "RestoredFiles",
+    "RewindParams",
+    "RewindResult",
     "SessionCapabilities",
     "SessionConfigOption",
     "SessionInfo",
@@ -174,8 +193,11 @@ __all__ = [
     "ToolCallCallResult",
     "ToolCallLocation",
     "ToolDefinition",
+    "UnrewindParams",
+    "UnrewindResult",
     "Usage",
     "WhileRunning",
+    "WorkspaceChangedData",
     "WriteTextFileParams",
 ]
 
@@ -279,6 +301,27 @@ METHODS: dict[str, MethodSpec] = {
             ForkResult,
             "Branch a session at a message.",
             dispatch="inline",
+        ),
+        _m(
+            "session/diff",
+            DiffParams,
+            DiffResult,
+            "The files a stretch of the session changed (default: the last turn).",
+            dispatch="task",
+        ),
+        _m(
+            "session/rewind",
+            RewindParams,
+            RewindResult,
+            "End the session before a prompt; the files too, if asked.",
+            dispatch="task",
+        ),
+        _m(
+            "session/unrewind",
+            UnrewindParams,
+            UnrewindResult,
+            "Undo the last rewind (files too), until the next prompt.",
+            dispatch="task",
         ),
         _m(
             "session/compact",

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from .base import Prewritten, StrictWireModel, WireModel, meta_field
 from .catalog import ListFilter
+from .checkpoints import RestoredFiles
 from .content import ContentBlock
 from .initialize import ModelInfo
 from .messages import Message, StopReason, Usage
@@ -49,6 +50,9 @@ class ToolDefinition(WireModel):
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     parallelizable: bool = True
     needs_approval: bool = False
+    mutating: bool = False
+    """A call may change files in the workspace: the session checkpoints the workspace
+    before the turn's first such call and after each (``docs/checkpoints.md``)."""
     timeout: float = Field(default=120.0, gt=0, le=3600)
     """Seconds the client gets to answer ``tool/call`` before the call fails."""
     always_offer: bool = False
@@ -219,6 +223,12 @@ class ForkParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     message_id: str | None = None
     cwd: str | None = None
+    restore_files: bool = False
+    """The workspace goes back to the fork point (as ``session/rewind`` does)."""
+    materialize_files: bool = False
+    """The fork point's files are written into ``cwd``, a new or empty folder."""
+    force: bool = False
+    """With ``restoreFiles``: restore over files changed since the last checkpoint."""
 
     @field_validator("cwd")
     @classmethod
@@ -230,6 +240,8 @@ class ForkResult(WireModel):
     session_id: str
     parent_session_id: str
     forked_at_message_id: str | None
+    files: RestoredFiles | None = None
+    """With ``restoreFiles`` or ``materializeFiles``: what was written and deleted."""
 
 
 class CompactParams(StrictWireModel):

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests import realparts
 from tests.clients.stored import history, stored_sessions, text_of
 from tests.clients.terminal import Terminal
 from tests.support import scripted
@@ -401,13 +401,10 @@ def test_real_local_model_answers_in_the_terminal(
     assert all(w in shown for w in [w for w in words if len(w) > 1][:3])
 
 
+@pytest.mark.realpart("tmux")
 def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_path: Path) -> None:
     """What a person sees (tmux's rendering of the screen and scrollback): the live area
     left no stale copy behind when the answer was interrupted mid-stream."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI"):
-            pytest.fail("tmux is missing: apt-get install -y tmux")
-        pytest.skip("apt-get install -y tmux")
     steps: list[dict[str, Any]] = []
     for i in range(60):
         steps += [{"text": f"w{i:02d} "}, {"sleep": 0.02}]
@@ -416,7 +413,7 @@ def test_screen_after_an_interrupted_long_answer_shows_it_once(home: Path, tmp_p
     env = chat_env(home)
     argv = [*CHAT, "--model", model]
     command = " ".join(shlex.quote(a) for a in argv)
-    tmux = ["tmux", "-L", name]
+    tmux = [str(realparts.use("tmux")), "-L", name]
     own_env = [f"-e{k}={v}" for k, v in env.items() if k.startswith("THREADLINE_")]
     size = ["-x", "60", "-y", "20", "-c", str(tmp_path)]
     subprocess.run(

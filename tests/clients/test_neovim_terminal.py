@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests import realparts
 from tests.clients.stored import history, text_of
 from tests.support import scripted
 
@@ -29,14 +29,7 @@ PLUGIN = REPO / "editors" / "neovim"
 MODEL = scripted([{"echo": True}, {"sleep": 6}, {"text": " (end)"}])
 
 
-def nvim_binary() -> str | None:
-    local = REPO / ".venv" / "bin" / "nvim"
-    return str(local) if local.exists() else shutil.which("nvim")
-
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None or nvim_binary() is None, reason="needs tmux and nvim"
-)
+pytestmark = pytest.mark.realpart("tmux", "neovim")
 
 
 class Tmux:
@@ -50,7 +43,7 @@ class Tmux:
 
     def _tmux(self, *args: str) -> str:
         out = subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            [str(realparts.use("tmux")), "-L", self.socket, "-f", "/dev/null", *args],
             capture_output=True,
             text=True,
             timeout=30,
@@ -78,7 +71,11 @@ class Tmux:
             time.sleep(0.1)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run(
+            [str(realparts.use("tmux")), "-L", self.socket, "kill-server"],
+            capture_output=True,
+            timeout=30,
+        )
 
 
 def _quote(s: str) -> str:
@@ -165,8 +162,7 @@ def test_new_ask_fork_ask_in_the_first_window_interrupt(
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", str(tmp_path)),
     }
-    nvim = nvim_binary()
-    assert nvim is not None
+    nvim = str(realparts.use("neovim"))
     tmux = Tmux(
         f"threadline-test-{os.getpid()}-{id(tmp_path)}", [nvim, "-u", str(init)], env, tmp_path
     )

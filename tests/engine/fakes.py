@@ -84,6 +84,8 @@ class FakeHost:
         self.looks = 0
         """How many times the turn looked for steering input."""
         self.shown_prompts: list[dict[str, Any]] = []
+        self.checkpoints: list[str] = []
+        """The moments the turn checkpointed the workspace at, in order."""
 
     @property
     def committed(self) -> list[Mutation]:
@@ -150,6 +152,9 @@ class FakeHost:
 
     def show_prompt(self, message: dict[str, Any]) -> None:
         self.shown_prompts.append(message)
+
+    async def checkpoint(self, moment: str) -> None:
+        self.checkpoints.append(moment)
 
 
 class EchoTool:

@@ -261,3 +261,19 @@ async def test_unstartable_servers_fail_at_once_with_the_reason(
     [error] = errors(events)
     assert error.reason == "provider_unavailable" and expected in error.message
     assert not provider.launcher.home.keeper_alive(), "nothing was started"
+
+
+def test_llama_server_requests_keep_the_prompt_in_their_slot(tmp_path: Path) -> None:
+    """llama-server keeps each slot's evaluated prompt only when asked
+    (``cache_prompt``); what the entry's own ``extra_body`` says wins."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    body = f'[models.m]\ngguf = "{model}"\nserver = "llama-server"\n'
+    plain = parse(config(tmp_path, body), {}).models["m"]
+    assert shared_server_provider(plain, tmp_path).options.extra_body == {"cache_prompt": True}
+    told = parse(config(tmp_path, body + "extra_body = { cache_prompt = false }\n"), {})
+    assert shared_server_provider(told.models["m"], tmp_path).options.extra_body == {
+        "cache_prompt": False
+    }
+    other = parse(config(tmp_path, f'[models.m]\ngguf = "{model}"\n'), {}).models["m"]
+    assert shared_server_provider(other, tmp_path).options.extra_body == {}

@@ -162,6 +162,7 @@ async def test_store_in_the_config_file_selects_postgresql(tmp_path: Path, pg_ur
     assert re.search(r"sessions: postgresql://(threadline|\*\*\*)@127\.0\.0\.1", log), log
 
 
+@pytest.mark.realpart("postgresql")
 async def test_a_turn_streams_on_through_a_short_outage_and_is_stored_whole(
     tmp_path: Path,
 ) -> None:

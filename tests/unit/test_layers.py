@@ -33,7 +33,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "store_cmd": frozenset({"store"}),
     # the wire; rpc/serve.py is the composition root that builds what the engine uses
     "rpc": frozenset({"engine", "providers", "tools", "store"}),
-    "engine": frozenset({"providers", "tools", "store"}),
+    "engine": frozenset({"providers", "tools", "store", "checkpoints"}),
+    # the shadow git repositories of workspaces (docs/checkpoints.md): below the engine
+    "checkpoints": frozenset(),
     "tools": frozenset({"providers"}),
     "providers": frozenset(),
     "store": frozenset(),

@@ -271,6 +271,7 @@ def test_postgres_unreachable_names_the_host_never_the_password() -> None:
     assert PASSWORD not in message and "\n" not in message
 
 
+@pytest.mark.realpart("postgresql")
 def test_postgres_journal_waits_in_memory_through_an_outage() -> None:
     """The server goes away mid-answer: chunks keep being accepted, and the next write
     after it is back stores them in order; a write that cannot get through fails."""
@@ -335,6 +336,7 @@ def test_postgres_works_with_the_grants_docs_teams_md_names(pg_url: str) -> None
         store.close()
 
 
+@pytest.mark.realpart("postgresql")
 def test_postgres_journal_past_the_memory_bound_fails_and_stays_recoverable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -42,24 +42,37 @@ from .live import LiveSessions
 from .measure import context_parts
 from .outcomes import (
     CompactionOutcome,
+    DiffOutcome,
     Forked,
     Interrupted,
     NotRun,
     PromptOutcome,
+    RestoredFiles,
+    Rewound,
     TurnOutcome,
 )
+from .rewind import Files
 from .session import Session
+from .workspace import Workspaces
 
 SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult)
 """The results that start a session's MCP servers (and so report their failures)."""
 
 
 class Engine:
-    def __init__(self, store: SessionStore, providers: ProviderRegistry, link: ClientLink) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        providers: ProviderRegistry,
+        link: ClientLink,
+        workspaces: Workspaces | None = None,
+    ) -> None:
+        """``workspaces``: where checkpoints of files are kept; none, none are."""
         self.store = store
         self.providers = providers
         self.link = link
-        self.live = LiveSessions(store, providers, link)
+        self.live = LiveSessions(store, providers, link, workspaces)
+        self.files = Files(self.live)
         self.feed = Feed(self.live)
         self.inbox = Inbox(self.live, self.feed, self._fork)
         self._pages = SessionPages(store)
@@ -70,7 +83,9 @@ class Engine:
         return self.live.open(session_id)
 
     def recover(self) -> int:
-        """At start: record what crashed turns left; returns how many."""
+        """At start: finish restores of files a killed process left, and record what
+        crashed turns left; returns how many turns."""
+        self.live.workspaces.recover()
         return self.live.recover()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -176,13 +191,49 @@ class Engine:
         self.feed.subscribe(session)
         return pm.QueueChangeResult(ids=self.inbox.resume(session))
 
-    def fork(self, params: pm.ForkParams) -> pm.ForkResult:
+    def fork(self, params: pm.ForkParams) -> pm.ForkResult | Awaitable[pm.ForkResult]:
+        """Synchronous, unless the fork's files are asked for (restored or written into
+        its new folder): then the result comes from the returned awaitable."""
+        if params.materialize_files and params.cwd is None:
+            raise InvalidParams("materializeFiles needs the fork's new cwd", {})
         forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
-        return pm.ForkResult(
-            session_id=forked.session_id,
-            parent_session_id=forked.parent_session_id,
-            forked_at_message_id=forked.forked_at_message_id,
+        if not (params.restore_files or params.materialize_files):
+            return _fork_result(forked, None)
+        return self._fork_files(forked, params)
+
+    async def _fork_files(self, forked: Forked, params: pm.ForkParams) -> pm.ForkResult:
+        files = await self.files.fork_files(
+            forked,
+            restore_files=params.restore_files,
+            materialize_files=params.materialize_files,
+            force=params.force,
         )
+        return _fork_result(forked, files)
+
+    async def diff(self, params: pm.DiffParams) -> pm.DiffResult:
+        got = await self.files.diff(params.session_id, params.from_message_id, params.to_message_id)
+        return _diff_result(got)
+
+    async def rewind(self, params: pm.RewindParams) -> pm.RewindResult:
+        got = await self.files.rewind(
+            params.session_id,
+            params.before_message_id,
+            restore_files=params.restore_files,
+            force=params.force,
+        )
+        assert got.rewind_id is not None
+        return pm.RewindResult(
+            rewind_id=got.rewind_id, message_count=got.message_count, files=_files(got)
+        )
+
+    async def unrewind(self, params: pm.UnrewindParams) -> pm.UnrewindResult:
+        got = await self.files.unrewind(
+            params.session_id,
+            params.rewind_id,
+            restore_files=params.restore_files,
+            force=params.force,
+        )
+        return pm.UnrewindResult(message_count=got.message_count, files=_files(got))
 
     def _fork(self, session_id: str, message_id: str | None) -> Forked:
         return self._forked(fork(self.live, session_id, message_id, None))
@@ -421,6 +472,43 @@ def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
                 user_message_id=outcome.user_message_id,
             )
         ),
+    )
+
+
+def _fork_result(forked: Forked, files: RestoredFiles | None) -> pm.ForkResult:
+    result = pm.ForkResult(
+        session_id=forked.session_id,
+        parent_session_id=forked.parent_session_id,
+        forked_at_message_id=forked.forked_at_message_id,
+    )
+    if files is not None:
+        result.files = pm.RestoredFiles(written=list(files.written), deleted=list(files.deleted))
+    return result
+
+
+def _files(rewound: Rewound) -> pm.RestoredFiles:
+    files = rewound.files or RestoredFiles()
+    return pm.RestoredFiles(written=list(files.written), deleted=list(files.deleted))
+
+
+def _diff_result(got: DiffOutcome) -> pm.DiffResult:
+    return pm.DiffResult(
+        files=[
+            pm.FileDiff(
+                path=f.path,
+                status=f.status,  # type: ignore[arg-type]
+                old_path=f.old_path,
+                binary=f.binary,
+                additions=f.additions,
+                deletions=f.deletions,
+                diff=f.diff,
+                truncated=f.truncated,
+            )
+            for f in got.files
+        ],
+        from_message_id=got.from_message_id,
+        to_message_id=got.to_message_id,
+        notice=got.notice,
     )
 
 

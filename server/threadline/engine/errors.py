@@ -49,6 +49,14 @@ class StoreFailed(EngineError):
     code = ErrorCode.STORE_FAILED
 
 
+class WorkspaceChanged(EngineError):
+    code = ErrorCode.WORKSPACE_CHANGED
+
+
+class CheckpointUnavailable(EngineError):
+    code = ErrorCode.CHECKPOINT_UNAVAILABLE
+
+
 def as_engine_error(exc: BaseException) -> EngineError | None:
     """The engine error an exception stands for, if any: a task group's lone exception
     is unwrapped, and a store failure (a full disk, a lost log) gets its own code and

@@ -13,9 +13,18 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
   session restores it without parsing a message until something needs one (history
   and replay splice the kept JSON), and folds in only the events after it. Written again once
   `STORE_AFTER` more events were folded, or more messages' replay made, than the kept
-  one holds (and a tenth of the transcript); after the answer that needed the fold
-  (the event loop's next turn), and only if the transcript has not changed meanwhile.
-  A fold that cannot be written is only a cache lost.
+  one holds (and a tenth of the transcript, or `STORE_BEHIND` events); after the answer
+  that needed the fold (the event loop's next turn), and only if the transcript has not
+  changed meanwhile. A fold that cannot be written is only a cache lost.
+
+A session grown by prompting is kept the same way as it grows (`grown`, after each
+turn: the replay of its new messages made too, so a restart replays none), and
+whatever a process holds beyond the store's copy is written when it shuts down
+(`flush`, bounded by `FLUSH_SECONDS`). So after a normal exit the next process reads
+the kept fold and folds nothing; after a kill -9 the kept fold is at most
+`STORE_BEHIND` events (plus the turn and the write that were under way) behind.
+Only the capture runs on the event loop (`Transcript.capture`: each new message's JSON
+and copies of lists); assembling and writing tens of megabytes run on a worker thread.
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ import asyncio
 import gc
 import logging
 from collections import OrderedDict
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
+from typing import Any
+
+import anyio
 
 from ..store.base import SessionRow, SessionStore, StoreError
-from .mutations import from_event
-from .transcript import Transcript
+from .mutations import Msg, from_event
+from .transcript import Snapshot, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +58,33 @@ STORE_SHARE = 10
 """…and at least a tenth of the transcript: a fold is rewritten whole (77 MB with its
 replay at 100,000 messages), so a long session is not rewritten every 500 events."""
 
+STORE_BEHIND = 2_000
+"""…but never more events than this behind while a session grows: what a kill -9 may
+leave for the next process to fold (the next writes of a 100,000-message session are
+then 2,000 events apart: ~0.1 ms of capture and ~70 KB of writing per event)."""
+
+FLUSH_SECONDS = 10.0
+"""What `flush` (shutdown) waits at most for the folds being written: a fold not
+written by then is only a cache lost (the log is folded next time)."""
+
+Project = Callable[[Msg], list[dict[str, Any]]]
+
 
 class FoldCache:
-    def __init__(self, store: SessionStore, max_messages: int = MAX_MESSAGES) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        max_messages: int = MAX_MESSAGES,
+        replay: Callable[[], tuple[Project, object]] | None = None,
+    ) -> None:
         self._store = store
+        self._replay = replay
+        """The client's replay projection and its variant, so a fold written as a
+        session grows carries its new messages' replay (``None``: it carries none)."""
         self._max = max_messages
         self._held = 0
         self._folds: OrderedDict[str, tuple[Transcript, int]] = OrderedDict()
-        self._saving: set[str] = set()
+        self._saving: dict[str, asyncio.Future[bool]] = {}
         """Sessions whose fold a worker thread is writing now."""
         self._stored: dict[str, tuple[int, int] | None] = {}
         """The sequence number of the fold the store keeps and how many messages'
@@ -127,15 +158,28 @@ class FoldCache:
 
     # -- the store's copy ------------------------------------------------------------------
 
-    def _keep_later(self, session_id: str, transcript: Transcript, seq: int) -> None:
-        """Write the fold to the store if it is far enough ahead of the one kept there,
-        once the current request is answered."""
+    def grown(self, session_id: str, transcript: Transcript, seq: int) -> None:
+        """A live session's transcript after a turn (or a compaction): written to the
+        store once it is far enough ahead of the copy kept there."""
+        self._keep_later(session_id, transcript, seq, growing=True)
+
+    def _ahead(self, session_id: str, transcript: Transcript, seq: int) -> int:
+        """Events folded (or messages replayed) beyond the store's copy."""
         stored = self._stored.get(session_id)
         if stored is None:
-            ahead = len(transcript)
-        else:  # events folded since, or messages whose replay was made since
-            ahead = max(seq - stored[0], transcript.replayed - stored[1])
-        if ahead < max(STORE_AFTER, len(transcript) // STORE_SHARE):
+            return len(transcript)
+        return max(seq - stored[0], transcript.replayed - stored[1])
+
+    def _keep_later(
+        self, session_id: str, transcript: Transcript, seq: int, *, growing: bool = False
+    ) -> None:
+        """Write the fold to the store if it is far enough ahead of the one kept there,
+        once the current request is answered."""
+        ahead = self._ahead(session_id, transcript, seq)
+        due = max(STORE_AFTER, len(transcript) // STORE_SHARE)
+        if growing:
+            due = max(STORE_AFTER, min(due, STORE_BEHIND))
+        if ahead < due:
             return
         changes = transcript.changes
         try:
@@ -146,28 +190,55 @@ class FoldCache:
         loop.call_soon(self._write, session_id, transcript, seq, changes)
 
     def _write(self, session_id: str, transcript: Transcript, seq: int, changes: int) -> None:
-        """Take the snapshot here (it must see the transcript as it is now), then write
-        it: on a worker thread when an event loop runs, since a long session's fold is
-        tens of megabytes and the loop serves every other session meanwhile."""
+        """Capture the fold here (it must see the transcript as it is now), then
+        assemble and write it: on a worker thread when an event loop runs, since a long
+        session's fold is tens of megabytes and the loop serves every other session
+        meanwhile."""
         if transcript.changes != changes or session_id in self._saving:
             return  # changed since: the fold is written at its next open or close
-        with _collector_paused():  # a long transcript's lengths and pieces: 100,000s of objects
-            data = transcript.snapshot()
-        if data is None:
+        snapshot = self._capture(transcript)
+        if snapshot is None:
             return
-        kept = (seq, transcript.replayed)
+        kept = (seq, len(snapshot.replayed))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._saved(session_id, kept, self._save(session_id, seq, data))
+            self._saved(session_id, kept, self._save(session_id, seq, snapshot))
             return
-        self._saving.add(session_id)
-        saving = loop.run_in_executor(None, self._save, session_id, seq, data)
+        saving = loop.run_in_executor(None, self._save, session_id, seq, snapshot)
+        self._saving[session_id] = saving
         saving.add_done_callback(
             lambda done: self._saved(session_id, kept, not done.cancelled() and done.result())
         )
 
-    def _save(self, session_id: str, seq: int, data: bytes) -> bool:
+    def _capture(self, transcript: Transcript) -> Snapshot | None:
+        with _collector_paused():  # a long transcript's lengths and pieces: 100,000s of objects
+            if self._replay is not None:
+                project, variant = self._replay()
+                transcript.make_replay(project, variant)
+            return transcript.capture()
+
+    async def flush(self, live: Iterable[tuple[str, Transcript, int]]) -> None:
+        """At shutdown: write every fold this process holds beyond the store's copy
+        (live sessions and closed ones kept here, of `STORE_AFTER` messages or more),
+        and wait for the writes under way, for at most `FLUSH_SECONDS`."""
+        held = [*live, *((sid, t, seq) for sid, (t, seq) in self._folds.items())]
+        with anyio.move_on_after(FLUSH_SECONDS):
+            for session_id, transcript, seq in held:
+                if len(transcript) < STORE_AFTER:
+                    continue
+                pending = self._saving.get(session_id)
+                if pending is not None:
+                    await asyncio.wait([pending])
+                if self._ahead(session_id, transcript, seq) > 0:
+                    self._write(session_id, transcript, seq, transcript.changes)
+            if self._saving:
+                await asyncio.wait(list(self._saving.values()))
+
+    def _save(self, session_id: str, seq: int, snapshot: Snapshot) -> bool:
+        data = snapshot.assemble()
+        if data is None:
+            return False
         try:
             self._store.save_fold(session_id, seq, data)
         except StoreError as exc:
@@ -179,7 +250,7 @@ class FoldCache:
         return True
 
     def _saved(self, session_id: str, kept: tuple[int, int], ok: bool) -> None:
-        self._saving.discard(session_id)
+        self._saving.pop(session_id, None)
         if ok:
             self._stored[session_id] = kept
 

@@ -114,3 +114,8 @@ class TurnHost(CompactionHost, Protocol):
         """Show the clients a user message (once: a steering prompt is shown when it is
         sent, not again when it joins the turn)."""
         ...
+
+    async def checkpoint(self, moment: str) -> None:
+        """Record the workspace's files (``before`` the turn's first change to them,
+        ``after`` each); never fails the turn (``engine/workspace.py``)."""
+        ...

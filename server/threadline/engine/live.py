@@ -23,7 +23,7 @@ import anyio
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
 from .errors import SessionBusy, SessionNotFound
-from .folds import FoldCache
+from .folds import FoldCache, Project
 from .link import ClientLink
 from .mutations import Msg, Mutation
 from .outcomes import Interrupted
@@ -32,6 +32,7 @@ from .session import Session
 from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
+from .workspace import Workspaces
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
@@ -45,8 +46,15 @@ REMOTE_INTERRUPT_WAIT = 10.0
 
 
 class LiveSessions:
-    def __init__(self, store: SessionStore, providers: ProviderRegistry, link: ClientLink) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        providers: ProviderRegistry,
+        link: ClientLink,
+        workspaces: Workspaces | None = None,
+    ) -> None:
         self.store = store
+        self.workspaces = workspaces or Workspaces(None)
         self.providers = providers
         self.link = link
         self.sessions: dict[str, Session] = {}
@@ -54,7 +62,12 @@ class LiveSessions:
         self.leases = LeaseKeeper(store, self.owner, self._interrupt_requested)
         self._token = store.change_token()
         self._generation = 0
-        self._folds = FoldCache(store)
+        self._folds = FoldCache(store, replay=self._replay_projection)
+
+    def _replay_projection(self) -> tuple[Project, object]:
+        """How this client is shown a replay, for folds kept as sessions grow."""
+        projection = self.link.projection
+        return projection.replay, projection.variant
 
     # -- opening and freshness --------------------------------------------------------------
 
@@ -83,7 +96,9 @@ class LiveSessions:
 
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
-        session = Session(row, transcript, self.store, self.providers, self.link, seq)
+        session = Session(
+            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+        )
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
@@ -209,6 +224,7 @@ class LiveSessions:
             yield
         finally:
             self.leases.release(session.id)
+            self._folds.grown(session.id, session.transcript, session.seq)
 
     def _acquire(self, session: Session, work: Work, turn_id: str | None = None) -> None:
         """Take the lease; prompts that waited on work whose process died are held, not
@@ -308,6 +324,7 @@ class LiveSessions:
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
                 tg.start_soon(s.toolset.aclose)
+        await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 
 

@@ -114,6 +114,94 @@ class ContextReplace:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A workspace checkpoint as the transcript keeps it: where in the transcript it
+    was taken (messages before it), the tree of each workspace root, and the host
+    whose files they are (checkpoints live in that machine's data folder)."""
+
+    position: int
+    trees: tuple[tuple[str, str], ...]
+    host: str
+    moment: str
+    """``before`` (a turn's first change), ``after`` (a change), ``restore`` (files
+    brought back), ``forced`` (the workspace as found, before a forced restore)."""
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "trees": dict(self.trees),
+            "host": self.host,
+            "moment": self.moment,
+        }
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Mark:
+        return cls(raw["position"], tuple(raw["trees"].items()), raw["host"], raw["moment"])
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceCheckpoint:
+    """The workspace's state at this point of the session (`Mark`, placed by the fold
+    at the transcript's length when applied). Creates no message."""
+
+    trees: tuple[tuple[str, str], ...]
+    host: str
+    moment: str
+    kind: ClassVar[str] = "workspace_checkpoint"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(
+            self.kind, {"trees": dict(self.trees), "host": self.host, "moment": self.moment}
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptReset:
+    """A rewind (or its undoing): the transcript keeps its first ``keep`` messages,
+    then ``messages`` (an unrewind's cut turns, again), and the state listed here. The
+    log is never edited: what was cut stays in it (and in ``rewind_id``'s fork)."""
+
+    keep: int
+    messages: tuple[Msg, ...]
+    experiences: dict[str, str]
+    working_start: int
+    compaction: tuple[int, int, tuple[str, ...]] | None
+    """The compaction checkpoint then: summary index, up-to index, kept message ids."""
+    marks: tuple[Mark, ...]
+    rewind_id: str | None
+    """Set by a rewind: the fork that holds what was cut, which ``session/unrewind``
+    brings back until the next message."""
+    kind: ClassVar[str] = "transcript_reset"
+
+    def to_event(self) -> NewEvent:
+        return NewEvent(
+            self.kind,
+            {
+                "keep": self.keep,
+                "messages": list(self.messages),
+                "experiences": self.experiences,
+                "workingStart": self.working_start,
+                "compaction": None if self.compaction is None else list(self.compaction),
+                "marks": [m.wire() for m in self.marks],
+                "rewindId": self.rewind_id,
+            },
+        )
+
+    @classmethod
+    def from_payload(cls, p: dict[str, Any]) -> TranscriptReset:
+        cp = p.get("compaction")
+        return cls(
+            p["keep"],
+            tuple(p.get("messages", ())),
+            dict(p.get("experiences", {})),
+            p.get("workingStart", 0),
+            None if cp is None else (cp[0], cp[1], tuple(cp[2])),
+            tuple(Mark.from_wire(m) for m in p.get("marks", ())),
+            p.get("rewindId"),
+        )
+
+
 Mutation = (
     UserMessage
     | AssistantMessage
@@ -124,6 +212,8 @@ Mutation = (
     | ExperienceRemember
     | ExperienceForget
     | ContextReplace
+    | WorkspaceCheckpoint
+    | TranscriptReset
 )
 
 MESSAGE_KINDS: dict[str, type[MessageMutation]] = {
@@ -149,4 +239,10 @@ def from_event(kind: str, payload: dict[str, Any]) -> Mutation:
         return ExperienceForget(payload["experienceId"])
     if kind == ContextReplace.kind:
         return ContextReplace(tuple(payload["messages"]))
+    if kind == WorkspaceCheckpoint.kind:
+        return WorkspaceCheckpoint(
+            tuple(payload["trees"].items()), payload["host"], payload["moment"]
+        )
+    if kind == TranscriptReset.kind:
+        return TranscriptReset.from_payload(payload)
     raise ValueError(f"unknown mutation kind {kind!r}")

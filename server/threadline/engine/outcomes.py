@@ -83,3 +83,43 @@ class ContextUse:
     tools: int
     history: int
     summary: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedFile:
+    """One file of a session's diff (``checkpoints.FileChange``, with its root)."""
+
+    root: str
+    path: str
+    status: str
+    old_path: str | None
+    binary: bool
+    additions: int
+    deletions: int
+    diff: str | None
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DiffOutcome:
+    files: list[ChangedFile]
+    from_message_id: str | None
+    to_message_id: str | None
+    notice: str | None = None
+    """Why the diff may be incomplete or empty (checkpoints off, a workspace too big)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredFiles:
+    """What a restore wrote and deleted, as paths relative to their root."""
+
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound:
+    rewind_id: str | None
+    """The fork that holds what was cut (``session/unrewind`` takes it); None for an unrewind."""
+    message_count: int
+    files: RestoredFiles | None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..checkpoints import CheckpointError
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
 from ..tools.base import Tool, ToolContext
@@ -24,10 +25,11 @@ from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .link import ClientLink
-from .mutations import Msg, Mutation, from_event
+from .mutations import Msg, Mutation, WorkspaceCheckpoint, from_event
 from .outcomes import Interrupted
 from .tasks import RunningTask, Work
 from .transcript import Transcript
+from .workspace import Workspaces, session_roots
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
@@ -108,8 +110,13 @@ class Session:
         providers: ProviderRegistry,
         link: ClientLink,
         seq: int,
+        workspaces: Workspaces,
     ) -> None:
         self.id = row.id
+        self.workspaces = workspaces
+        self.checkpoint_notice: str | None = None
+        """Why the workspace could not be checkpointed (said once: logged, and in
+        ``session/diff``'s answer), e.g. too many files."""
         self.row = row
         self.cwd = row.cwd
         self.title = row.title
@@ -275,6 +282,32 @@ class Session:
             return
         self.shown.prompts.add(message["messageId"])
         self.announce(events.Replayed(message))
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    @property
+    def roots(self) -> list[str]:
+        """The workspace folders its checkpoints cover."""
+        return session_roots(self.cwd, self.config.roots)
+
+    async def checkpoint(self, moment: str) -> None:
+        """Record the workspace's state here (``before`` a turn's first change, ``after``
+        each); an ``after`` that changed nothing records nothing. Never fails a turn:
+        a workspace that cannot be checkpointed is said once and skipped."""
+        ws = self.workspaces
+        if not ws.enabled:
+            return
+        try:
+            trees = await ws.snapshot(self.roots)
+        except CheckpointError as exc:
+            if self.checkpoint_notice is None:
+                log.warning("session %s: no checkpoint: %s", self.id, exc)
+            self.checkpoint_notice = str(exc)
+            return
+        marks = self.transcript.marks
+        if moment == "after" and marks and marks[-1].trees == trees:
+            return
+        self.commit([WorkspaceCheckpoint(trees, ws.host, moment)])
 
     # -- model ----------------------------------------------------------------------------
 

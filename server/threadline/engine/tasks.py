@@ -32,6 +32,8 @@ class Work(StrEnum):
     TURN = "turn"
     COMPACT = "compact"
     REPAIR = "repair"
+    REWIND = "rewind"
+    """A rewind, an unrewind or a restore of files (``engine/rewind.py``)."""
 
     @property
     def action(self) -> str:
@@ -41,7 +43,9 @@ class Work(StrEnum):
     @property
     def state(self) -> str:
         """The session's state while a task of this kind runs."""
-        return {Work.TURN: "running", Work.COMPACT: "compacting"}.get(self, "repairing")
+        return {Work.TURN: "running", Work.COMPACT: "compacting", Work.REWIND: "rewinding"}.get(
+            self, "repairing"
+        )
 
     @property
     def interruptible(self) -> bool:

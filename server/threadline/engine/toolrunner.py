@@ -22,7 +22,7 @@ from typing import Protocol
 import anyio
 
 from ..providers.base import ChatMessage, ToolCallFinal
-from ..tools.base import Tool, ToolOutcome
+from ..tools.base import Tool, ToolOutcome, mutates
 from ..tools.schema import argument_problem
 from . import blocks, events
 from .blocks import Block, ToolStatus
@@ -79,6 +79,8 @@ class ToolRunner:
         """What the model is told once, on its next request only (the history never
         has it; clients see the refused call's failed result instead)."""
         self._seen: set[str] = set()
+        self._checkpointed = False
+        """The workspace was checkpointed before this turn's first change."""
 
     def take_notes(self) -> list[ChatMessage]:
         notes, self.notes = self.notes, []
@@ -217,8 +219,24 @@ class ToolRunner:
         await self._run_batch(batch)
 
     async def _run_batch(self, batch: list[ToolCallFinal]) -> None:
+        """A batch that may change files is checkpointed around (`TurnHost.checkpoint`):
+        before the turn's first such batch, and after each, even one interrupted."""
         if not batch:
             return
+        tools = [self.host.tools.get(c.name) for c in batch]
+        if not any(t is not None and mutates(t) for t in tools):
+            await self._run_batch_now(batch)
+            return
+        if not self._checkpointed:
+            self._checkpointed = True
+            await self.host.checkpoint("before")
+        try:
+            await self._run_batch_now(batch)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.host.checkpoint("after")
+
+    async def _run_batch_now(self, batch: list[ToolCallFinal]) -> None:
         outcomes: dict[str, tuple[ToolOutcome, ToolStatus]] = {}
         if len(batch) == 1:
             outcomes[batch[0].id] = await self._run_one(batch[0])

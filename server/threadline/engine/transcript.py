@@ -20,15 +20,21 @@ from .mutations import (
     ContextSummary,
     ExperienceForget,
     ExperienceRemember,
+    Mark,
     MessageMutation,
     Msg,
     Mutation,
     ToolCancelled,
+    TranscriptReset,
+    WorkspaceCheckpoint,
     from_event,
 )
 from .rawjson import RawJSON
 
-SNAPSHOT_FORMAT = 1
+COMPACTED = b',"compacted":true}'
+"""What ends a message's JSON once a compaction marks it (``{**message, "compacted": true}``)."""
+
+SNAPSHOT_FORMAT = 3
 """Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
 restored (the log is folded instead), so a kept fold never outlives its reader."""
 
@@ -55,6 +61,9 @@ class Transcript:
     """tool_use blocks still waiting for their result, by tool call id."""
     call_ids: set[str] = field(default_factory=set)
     """Every tool call id used so far: ids are unique for ever, whatever a provider says."""
+    summaries: list[int] = field(default_factory=list[int])
+    """Positions of summary messages, so which messages are compacted is known without
+    parsing a restored fold's messages."""
     _wire: list[bytes] = field(default_factory=list[bytes])
     """Each message's JSON, made once (messages are never edited in place)."""
     _history: tuple[tuple[Any, ...], RawJSON] | None = None
@@ -63,8 +72,16 @@ class Transcript:
     )
     """Each message's replay updates as JSON, with the compacted mark and projection
     variant they were made for."""
+    _replay_kept: tuple[list[tuple[bool, object, list[int]]], list[bytes]] | None = None
+    """A restored fold's replay as kept (each message's mark, variant and piece sizes;
+    every piece in order), made into `_replayed` only when something needs it:
+    ``session/load`` of an unchanged fold splices the pieces as they are."""
     changes: int = 0
     """Mutations applied: a fold taken at one count is stale at another."""
+    marks: list[Mark] = field(default_factory=list[Mark])
+    """The workspace checkpoints, in order (``engine/workspace.py`` reads them)."""
+    rewound: str | None = None
+    """The rewind that ``session/unrewind`` may still undo (no message since)."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -82,7 +99,10 @@ class Transcript:
 
     def _append(self, message: Msg) -> None:
         self.index[message["messageId"]] = len(self.messages)
+        if _is_summary(message):
+            self.summaries.append(len(self.messages))
         self.messages.append(message)
+        self.rewound = None
         turn = message.get("turnId", "")
         if message["role"] == "user" and turn.startswith("u"):
             with contextlib.suppress(ValueError):
@@ -113,12 +133,35 @@ class Transcript:
             self.experiences[mutation.experience_id] = mutation.text
         elif isinstance(mutation, ExperienceForget):
             self.experiences.pop(mutation.experience_id, None)
+        elif isinstance(mutation, WorkspaceCheckpoint):
+            self.marks.append(Mark(len(self), mutation.trees, mutation.host, mutation.moment))
+        elif isinstance(mutation, TranscriptReset):
+            self._reset(mutation)
         else:
             start = len(self.messages)
             for m in mutation.messages:
                 self._append(m)
             self.working_start = start
             self.checkpoint = None
+
+    def _reset(self, reset: TranscriptReset) -> None:
+        """Keep the first ``keep`` messages, append the reset's, take its state. Each
+        kept message's JSON and replay stay; the history's cache goes."""
+        keep = reset.keep
+        kept = self.messages[:keep]
+        replayed = self._made()[:keep]
+        self._messages, self.index, self.open_calls, self.summaries = [], {}, {}, []
+        for m in [*kept, *reset.messages]:
+            self._append(m)
+        self._wire = self._wire[:keep]
+        self._replayed = replayed
+        self._history = None
+        self.experiences = dict(reset.experiences)
+        self.working_start = reset.working_start
+        cp = reset.compaction
+        self.checkpoint = None if cp is None else Checkpoint(cp[0], cp[1], frozenset(cp[2]))
+        self.marks = list(reset.marks)
+        self.rewound = reset.rewind_id
 
     # -- views ----------------------------------------------------------------------
 
@@ -134,12 +177,9 @@ class Transcript:
         out = set(range(self.working_start))
         cp = self.checkpoint
         if cp is not None:
-            for i in range(self.working_start, cp.up_to_index + 1):
-                if self.messages[i]["messageId"] not in cp.keep_ids:
-                    out.add(i)
-            for i in range(cp.up_to_index + 1, len(self)):
-                if i != cp.summary_index and _is_summary(self.messages[i]):
-                    out.add(i)
+            kept = {self.index.get(mid, -1) for mid in cp.keep_ids}
+            out.update(i for i in range(self.working_start, cp.up_to_index + 1) if i not in kept)
+            out.update(i for i in self.summaries if i > cp.up_to_index and i != cp.summary_index)
         return out
 
     def history(self) -> list[Msg]:
@@ -164,10 +204,14 @@ class Transcript:
         except TypeError:
             return self.history()
         compacted = self.compacted_indexes()
-        parts = [
-            _compacted(w, self.messages[i]) if i in compacted else w
-            for i, w in enumerate(self._wire)
-        ]
+        parts = list(self._wire)
+        for i in compacted:
+            w = parts[i]
+            parts[i] = (
+                w[:-1] + COMPACTED
+                if b'"compacted"' not in w
+                else orjson.dumps({**self.messages[i], "compacted": True})
+            )
         body = RawJSON(b"[" + b",".join(parts) + b"]")
         self._history = (key, body)
         return body
@@ -187,36 +231,60 @@ class Transcript:
         then each message's replay updates as made so far (`replay_json`), with where
         each piece ends, so restoring is one parse and keeps every message's JSON and
         replay. ``None`` when something is not orjson's to write."""
+        capture = self.capture()
+        return None if capture is None else capture.assemble()
+
+    def capture(self) -> Snapshot | None:
+        """What `snapshot` writes, taken now: each message's JSON made (only the new
+        ones'), the state and the pieces copied by reference, so `Snapshot.assemble`
+        (the header's JSON and joining tens of megabytes) can run on another thread
+        while the transcript moves on. ``None`` when a message is not orjson's to write."""
         cp = self.checkpoint
         try:
             self._make_wire()
-            state: dict[str, Any] = {
-                "format": SNAPSHOT_FORMAT,
-                "messages": list(map(len, self._wire)),
-                "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
-                "experiences": self.experiences,
-                "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
-                "workingStart": self.working_start,
-                "turnNumber": self.turn_number,
-                "openCalls": self.open_calls,
-                "callIds": sorted(self.call_ids),
-            }
         except TypeError:
             return None
-        replays: list[bytes] = []
-        try:  # the replay's variant is the projection's business: kept when it can be
-            state["replayed"] = [
-                [mark, variant, list(map(len, made))] for (mark, variant), made in self._replayed
-            ]
-            header = orjson.dumps(state)
-            replays = list(itertools.chain.from_iterable(made for _, made in self._replayed))
+        state: dict[str, Any] = {
+            "format": SNAPSHOT_FORMAT,
+            "messages": list(map(len, self._wire)),
+            "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
+            "experiences": dict(self.experiences),
+            "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
+            "workingStart": self.working_start,
+            "turnNumber": self.turn_number,
+            "openCalls": dict(self.open_calls),
+            "callIds": sorted(self.call_ids),
+            "summaries": list(self.summaries),
+            "marks": [m.wire() for m in self.marks],
+            "rewound": self.rewound,
+        }
+        return Snapshot(state, list(self._wire), list(self._made()))
+
+    def make_replay(
+        self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
+    ) -> None:
+        """Make the replay updates `replay_json` would and has not made yet (new
+        messages, and ones a compaction marked since), so a kept fold carries them: a
+        session grown by prompting is replayed after a restart without projecting a
+        message."""
+        compacted = self.compacted_indexes()
+        made = self._made()
+        try:
+            for i in range(len(self)):
+                key = (i in compacted, variant)
+                if i < len(made) and made[i][0] == key:
+                    continue
+                m = self.messages[i]
+                updates = [
+                    _kept(orjson.dumps(u))
+                    for u in project({**m, "compacted": True} if key[0] else m)
+                ]
+                if i < len(made):
+                    made[i] = (key, updates)
+                else:
+                    made.append((key, updates))
         except TypeError:
-            del state["replayed"]
-            try:
-                header = orjson.dumps(state)
-            except TypeError:
-                return None
-        return b"".join([header, b"\n[", b",".join(self._wire), b"]\n", *replays])
+            return
 
     @classmethod
     def restore(cls, data: bytes) -> Transcript | None:
@@ -233,29 +301,19 @@ class Transcript:
             if len(ids) != len(sizes) or data[cut + 1] != ord("["):
                 return None
             start = cut + 2  # past the newline and the "["
-            wire: list[bytes] = []
-            for size in sizes:
-                wire.append(data[start : start + size])
-                start += size
-                if data[start] != (ord(",") if len(wire) < len(sizes) else ord("]")):
-                    return None
-                start += 1
-            if not sizes:
-                if data[start] != ord("]"):
-                    return None
-                start += 1
-            if data[start] != ord("\n"):
-                return None
+            wire = _pieces(data, start, sizes, 1)
+            start += sum(sizes) + max(len(sizes), 1)  # the pieces, each comma and the "]"
             body = data[cut + 1 : start]
+            # One comparison in C instead of a look at every separator: the pieces
+            # joined must be the array as written.
+            if data[start : start + 1] != b"\n" or b"[" + b",".join(wire) + b"]" != body:
+                return None
             start += 1
-            replayed: list[tuple[tuple[bool, object], list[bytes]]] = []
-            for mark, variant, lengths in header.get("replayed", ()):
-                made: list[bytes] = []
-                for size in lengths:
-                    made.append(data[start : start + size])
-                    start += size
-                replayed.append(((mark, variant), made))
-            if start != len(data) or len(replayed) > len(sizes):
+            made: list[tuple[bool, object, list[int]]] = header.get("replayed", [])
+            lengths = list(itertools.chain.from_iterable(n for _, _, n in made))
+            pieces = _pieces(data, start, lengths, 0)
+            start += sum(lengths)
+            if start != len(data) or len(made) > len(sizes):
                 return None
             cp = header["checkpoint"]
             t = cls(
@@ -266,12 +324,15 @@ class Transcript:
                 turn_number=header["turnNumber"],
                 open_calls=header["openCalls"],
                 call_ids=set(header["callIds"]),
+                summaries=header["summaries"],
+                marks=[Mark.from_wire(m) for m in header["marks"]],
+                rewound=header["rewound"],
             )
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None
         t._unparsed = body
         t._wire = wire
-        t._replayed = replayed
+        t._replay_kept = (made, pieces)
         return t
 
     def _ids(self) -> list[str]:
@@ -280,7 +341,20 @@ class Transcript:
     @property
     def replayed(self) -> int:
         """Messages whose replay updates are made (and kept with a snapshot)."""
-        return len(self._replayed)
+        kept = self._replay_kept
+        return len(kept[0]) if kept is not None else len(self._replayed)
+
+    def _made(self) -> list[tuple[tuple[bool, object], list[bytes]]]:
+        """`_replayed`, made from a restored fold's kept replay on first need."""
+        kept = self._replay_kept
+        if kept is not None:
+            self._replay_kept = None
+            made, pieces = kept
+            at = 0
+            for mark, variant, lengths in made:
+                self._replayed.append(((mark, variant), pieces[at : at + len(lengths)]))
+                at += len(lengths)
+        return self._replayed
 
     def replay_json(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
@@ -290,22 +364,33 @@ class Transcript:
         ``variant`` of the projection, such as a client that shows compactions
         differently); ``None`` when one is not orjson's to write."""
         compacted = self.compacted_indexes()
+        kept = self._replay_kept
+        if (
+            kept is not None
+            and len(kept[0]) == len(self)
+            and all(
+                mark == (i in compacted) and made_for == variant
+                for i, (mark, made_for, _) in enumerate(kept[0])
+            )
+        ):
+            return list(kept[1])  # a restored fold's replay, every message's as it was kept
+        replayed = self._made()
         out: list[bytes] = []
         try:
             for i in range(len(self)):
                 mark = i in compacted
                 key = (mark, variant)
-                if i < len(self._replayed) and self._replayed[i][0] == key:
-                    out += self._replayed[i][1]
+                if i < len(replayed) and replayed[i][0] == key:
+                    out += replayed[i][1]
                     continue
                 m = self.messages[i]
                 made = [
                     _kept(orjson.dumps(u)) for u in project({**m, "compacted": True} if mark else m)
                 ]
-                if i < len(self._replayed):
-                    self._replayed[i] = (key, made)
+                if i < len(replayed):
+                    replayed[i] = (key, made)
                 else:
-                    self._replayed.append((key, made))
+                    replayed.append((key, made))
                 out += made
         except TypeError:
             return None
@@ -329,17 +414,51 @@ class Transcript:
         return [*kept, self.messages[cp.summary_index], *after]
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A transcript's fold as taken by `Transcript.capture`: nothing in it changes
+    afterwards (messages' JSON and replay pieces are immutable bytes, the lists and
+    state are copies), so it is assembled on any thread."""
+
+    state: dict[str, Any]
+    wire: list[bytes]
+    replayed: list[tuple[tuple[bool, object], list[bytes]]]
+
+    @property
+    def messages(self) -> int:
+        return len(self.wire)
+
+    def assemble(self) -> bytes | None:
+        """The bytes `Transcript.restore` reads; ``None`` when the state is not
+        orjson's to write."""
+        state = dict(self.state)
+        replays: list[bytes] = []
+        try:  # the replay's variant is the projection's business: kept when it can be
+            state["replayed"] = [
+                [mark, variant, list(map(len, made))] for (mark, variant), made in self.replayed
+            ]
+            header = orjson.dumps(state)
+            replays = list(itertools.chain.from_iterable(made for _, made in self.replayed))
+        except TypeError:
+            del state["replayed"]
+            try:
+                header = orjson.dumps(state)
+            except TypeError:
+                return None
+        return b"".join([header, b"\n[", b",".join(self.wire), b"]\n", *replays])
+
+
+def _pieces(data: bytes, start: int, sizes: list[int], gap: int) -> list[bytes]:
+    """The consecutive pieces of ``data`` of these ``sizes`` from ``start``, ``gap``
+    bytes apart (a comma)."""
+    ends = list(itertools.accumulate((size + gap for size in sizes), initial=start))
+    return [data[a : b - gap] for a, b in itertools.pairwise(ends)]
+
+
 def _kept(data: bytes) -> bytes:
     """A right-sized copy: orjson's small results keep their ~4 KB write buffer, ten
     times the JSON, for as long as they live (measured with ``tracemalloc``)."""
     return bytes(memoryview(data))
-
-
-def _compacted(wire: bytes, message: Msg) -> bytes:
-    """``{**message, "compacted": true}`` as JSON, from the message's own JSON."""
-    if b'"compacted"' in wire:
-        return orjson.dumps({**message, "compacted": True})
-    return wire[:-1] + b',"compacted":true}'
 
 
 def _is_summary(message: Msg) -> bool:

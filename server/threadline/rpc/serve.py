@@ -18,6 +18,7 @@ from threadline_protocol.methods import InitializeParams
 
 from .. import __version__
 from ..engine.engine import Engine
+from ..engine.workspace import Workspaces
 from ..providers.registry import ProviderRegistry
 from ..settings import Settings
 from ..store.base import StoreError
@@ -67,7 +68,10 @@ def run(
         print(f"threadline: {exc}", file=sys.stderr)
         outbox.close()
         return 2
-    server = ThreadlineServer(lambda link: Engine(store, providers, link), ROUTES, stdin, outbox)
+    workspaces = Workspaces(settings.home)
+    server = ThreadlineServer(
+        lambda link: Engine(store, providers, link, workspaces), ROUTES, stdin, outbox
+    )
     if prelude.initialized is not None:
         server.note("initialize", InitializeParams.model_validate(prelude.initialized))
     recovered = server.engine.recover()

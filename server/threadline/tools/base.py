@@ -50,6 +50,10 @@ class ToolOutcome:
         return cls([{"type": "text", "text": text}], is_error=is_error, raw_output=raw)
 
 
+MUTATING_KINDS: frozenset[str] = frozenset({"edit", "delete", "move", "execute"})
+"""Kinds of tool that change the workspace: a call of one is checkpointed around."""
+
+
 class Tool(Protocol):
     name: str
     description: str
@@ -64,3 +68,13 @@ class Tool(Protocol):
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]: ...
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+
+
+def mutates(tool: Tool) -> bool:
+    """Whether a call may change the workspace's files, so checkpoints are taken
+    around it: the tool's own ``mutating`` when it declares one (a client tool does),
+    else what its kind says (an edit, a deletion, a move, a command)."""
+    declared = getattr(tool, "mutating", None)
+    if isinstance(declared, bool):
+        return declared
+    return tool.kind in MUTATING_KINDS

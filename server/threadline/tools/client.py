@@ -21,6 +21,8 @@ class ClientTool:
         self.parameters: dict[str, Any] = definition.get("inputSchema") or {"type": "object"}
         self.parallelizable: bool = bool(definition.get("parallelizable", True))
         self.needs_permission: bool = bool(definition.get("needsApproval", False))
+        self.mutating: bool = bool(definition.get("mutating", False))
+        """Declared by the client: a call may change the workspace (checkpointed)."""
         self.timeout = float(definition.get("timeout", timeout))
 
     def title(self, arguments: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ export const THREADLINE_PROTOCOL_VERSION = "0.1" as const;
 
 /** JSON-RPC error codes the server answers with (threadline_protocol/errors.py; docs/protocol.md says when). */
 export const ErrorCodes = {
+  CHECKPOINT_UNAVAILABLE: -32016,
   CONTEXT_TOO_LARGE: -32013,
   INTERNAL_ERROR: -32603,
   INVALID_PARAMS: -32602,
@@ -22,6 +23,7 @@ export const ErrorCodes = {
   SESSION_NOT_FOUND: -32002,
   STORE_FAILED: -32014,
   TOOL_LOOP_FAILED: -32012,
+  WORKSPACE_CHANGED: -32015,
 } as const;
 export type ErrorCodeName = keyof typeof ErrorCodes;
 export type ErrorCode = (typeof ErrorCodes)[ErrorCodeName];
@@ -225,6 +227,26 @@ export interface ContextResult {
   [key: string]: unknown;
 }
 
+/**
+ * ``session/diff``: from just before ``fromMessageId`` (default: the last prompt)
+ * to just after ``toMessageId`` (default: now).
+ */
+export interface DiffParams {
+  fromMessageId?: string | null;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  toMessageId?: string | null;
+}
+
+export interface DiffResult {
+  files: FileDiff[];
+  fromMessageId?: string | null;
+  notice?: string | null;
+  toMessageId?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
@@ -279,6 +301,24 @@ export interface ExportResult {
   [key: string]: unknown;
 }
 
+/** One changed file. ``path`` is relative to the session's cwd when inside it. */
+export interface FileDiff {
+  /** @default 0 */
+  additions?: number;
+  /** @default false */
+  binary?: boolean;
+  /** @default 0 */
+  deletions?: number;
+  diff?: string | null;
+  oldPath?: string | null;
+  path: string;
+  status: "added" | "modified" | "deleted" | "renamed";
+  /** @default false */
+  truncated?: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface FileSystemCapability {
   /** @default false */
   readTextFile?: boolean;
@@ -295,12 +335,19 @@ export interface ForkInfo {
 
 export interface ForkParams {
   cwd?: string | null;
+  /** @default false */
+  force?: boolean;
+  /** @default false */
+  materializeFiles?: boolean;
   messageId?: string | null;
+  /** @default false */
+  restoreFiles?: boolean;
   /** Constraints: minLength 1. */
   sessionId: string;
 }
 
 export interface ForkResult {
+  files?: RestoredFiles | null;
   forkedAtMessageId: string | null;
   parentSessionId: string;
   sessionId: string;
@@ -709,6 +756,34 @@ export interface ResourceLink {
   [key: string]: unknown;
 }
 
+/** What a restore wrote (or created) and deleted. */
+export interface RestoredFiles {
+  deleted?: string[];
+  written?: string[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ``session/rewind``: the session ends just before the prompt ``beforeMessageId``. */
+export interface RewindParams {
+  /** Constraints: minLength 1. */
+  beforeMessageId: string;
+  /** @default false */
+  force?: boolean;
+  /** @default false */
+  restoreFiles?: boolean;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface RewindResult {
+  files: RestoredFiles;
+  messageCount: number;
+  rewindId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SearchHit {
   archived: boolean;
   cwd: string;
@@ -1024,6 +1099,8 @@ export interface ToolDefinition {
   /** @default "" */
   description?: string;
   inputSchema?: { [key: string]: unknown };
+  /** @default false */
+  mutating?: boolean;
   /** Constraints: minLength 1, maxLength 64, pattern "^[A-Za-z0-9_.-]+$". */
   name: string;
   /** @default false */
@@ -1091,6 +1168,24 @@ export interface TurnInfo {
   summary?: boolean | null;
   truncated?: boolean | null;
   turnId: string;
+}
+
+export interface UnrewindParams {
+  /** @default false */
+  force?: boolean;
+  /** @default true */
+  restoreFiles?: boolean;
+  /** Constraints: minLength 1. */
+  rewindId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface UnrewindResult {
+  files: RestoredFiles;
+  messageCount: number;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
 }
 
 /** Token counts of one model call (or a turn's sum). */
@@ -1223,6 +1318,13 @@ export interface ProtocolMethods {
     params: SessionRef;
     result: EmptyResult;
   };
+  /** The files a stretch of the session changed (default: the last turn). */
+  "session/diff": {
+    direction: "client_to_server";
+    kind: "request";
+    params: DiffParams;
+    result: DiffResult;
+  };
   /** A session as Markdown or as its event log (JSON lines). */
   "session/export": {
     direction: "client_to_server";
@@ -1328,6 +1430,13 @@ export interface ProtocolMethods {
     params: LoadSessionParams;
     result: LoadSessionResult;
   };
+  /** End the session before a prompt; the files too, if asked. */
+  "session/rewind": {
+    direction: "client_to_server";
+    kind: "request";
+    params: RewindParams;
+    result: RewindResult;
+  };
   /** Full-text search over titles and messages, ranked, with snippets. */
   "session/search": {
     direction: "client_to_server";
@@ -1355,6 +1464,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SetTitleParams;
     result: EmptyResult;
+  };
+  /** Undo the last rewind (files too), until the next prompt. */
+  "session/unrewind": {
+    direction: "client_to_server";
+    kind: "request";
+    params: UnrewindParams;
+    result: UnrewindResult;
   };
   /** Streamed session updates. */
   "session/update": {
@@ -1393,6 +1509,7 @@ export const METHODS = {
   "session/compact": { direction: "client_to_server", kind: "request" },
   "session/context": { direction: "client_to_server", kind: "request" },
   "session/delete": { direction: "client_to_server", kind: "request" },
+  "session/diff": { direction: "client_to_server", kind: "request" },
   "session/export": { direction: "client_to_server", kind: "request" },
   "session/fork": { direction: "client_to_server", kind: "request" },
   "session/history": { direction: "client_to_server", kind: "request" },
@@ -1408,10 +1525,12 @@ export const METHODS = {
   "session/queue/update": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
+  "session/rewind": { direction: "client_to_server", kind: "request" },
   "session/search": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
   "session/set_tags": { direction: "client_to_server", kind: "request" },
   "session/set_title": { direction: "client_to_server", kind: "request" },
+  "session/unrewind": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
   "tool/call": { direction: "server_to_client", kind: "request" },

@@ -8,11 +8,12 @@ between prompt-prefill chunks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import FinishReason
 from .chatml import IM_END
+from .prefixcache import PrefixCache, common_prefix
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -29,10 +30,16 @@ class Cancelled(Exception):
 class Generator:
     """Runs completions on a locked llama, honouring ``cancel`` between tokens."""
 
-    def __init__(self, llm: Llama, cancel: threading.Event) -> None:
+    def __init__(
+        self, llm: Llama, cancel: threading.Event, cache: PrefixCache | None = None
+    ) -> None:
         self._llm = llm
         self._cancel = cancel
+        self._cache = cache
         self.generated = 0
+        self.reused = 0
+        """Prompt tokens already evaluated in the context when `prefill` began (kept
+        from the session's last turn, or restored from the prompt cache)."""
 
     def _check(self) -> None:
         if self._cancel.is_set():
@@ -46,11 +53,16 @@ class Generator:
         """Evaluate the prompt in chunks so a cancel lands within one chunk.
 
         Each chunk is a one-token completion of a longer prefix; llama-cpp's prefix
-        cache keeps what was evaluated, so the real call only decodes the tail.
+        cache keeps what was evaluated, so the real call only decodes the tail. What
+        another session's prompt would overwrite is kept first, and a kept prompt
+        that shares more with this one is put back (`PrefixCache`).
         """
         llm = self._llm
-        cached = llm.input_ids[: llm.n_tokens].tolist()
-        done = _common_prefix(cached, tokens)
+        if self._cache is not None:
+            done = self._cache.prepare(llm, tokens)
+        else:
+            done = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        self.reused = done
         end = len(tokens) - 1
         while end - done > PREFILL_CHUNK:
             self._check()
@@ -118,12 +130,3 @@ class Generator:
                 close()
         self._check()
         return "".join(parts), finish
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 
 from .chatml import Segment
+from .prefixcache import PrefixCache, capacity_from_env
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -86,6 +87,9 @@ class LocalModel:
         self._llm: Llama | None = None
         self._load_error: LocalModelError | None = None
         self.load_seconds: float | None = None
+        self.prompt_cache = PrefixCache(capacity_from_env())
+        """Evaluated prompts of other sessions, kept for their next turn (used under
+        ``lock``)."""
 
     @property
     def model_path(self) -> Path:

@@ -203,7 +203,7 @@ class LocalProvider:
                 )
             )
             return
-        gen = Generator(llm, cancel)
+        gen = Generator(llm, cancel, self._model.prompt_cache)
         gen.prefill(prompt)
         temperature = (
             request.temperature if request.temperature is not None else self._default_temperature
@@ -230,7 +230,13 @@ class LocalProvider:
                 emit=emit,
                 text_out=text_out,
             )
-        emit(Usage(input_tokens=len(prompt), output_tokens=gen.generated))
+        emit(
+            Usage(
+                input_tokens=len(prompt),
+                output_tokens=gen.generated,
+                cache_read_tokens=min(gen.reused, len(prompt)),
+            )
+        )
         emit(Done(finish))
 
 

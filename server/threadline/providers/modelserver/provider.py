@@ -216,9 +216,22 @@ def shared_server_provider(entry: ModelEntry, root: Path | None = None) -> Model
         stream_tools=optional_bool(entry.option("stream_tools")),
         traits=TraitStore.in_home(),
         max_tokens_param=entry.option("max_tokens_param"),
-        extra_body=dict(entry.option("extra_body") or {}),
+        extra_body=_extra_body(spec, entry.option("extra_body")),
         tokenizer=entry.option("tokenizer"),
         send_reasoning=bool(entry.option("send_reasoning", False)),
         connect_timeout=float(entry.option("connect_timeout", 10.0)),
     )
     return ModelServerProvider(root or data_dir(), spec, options)
+
+
+def _extra_body(spec: ServerSpec, configured: object) -> dict[str, object]:
+    """What every request adds: for llama-server, ``cache_prompt`` (its slot keeps
+    the evaluated prompt, and a request goes to the slot whose prompt is most like its
+    own, so each of ``slots`` sessions keeps its prefix warm; older builds default to
+    off). llama_cpp.server's own cache is left off: its ``LlamaRAMCache`` copies the
+    logits with every state (measured: 80 MB uncounted beside 9 MB counted, per entry,
+    for SmolLM2 at 400 tokens), so its bound does not bound memory."""
+    body: dict[str, object] = {"cache_prompt": True} if spec.kind == "llama-server" else {}
+    if isinstance(configured, dict):
+        body.update({str(k): v for k, v in configured.items()})  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return body

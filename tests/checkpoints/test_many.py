@@ -1,0 +1,181 @@
+"""Checkpoints with several sidecars, a kill -9 mid-restore, PostgreSQL, another
+machine, and no git at all."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.checkpoints.helpers import (
+    acting,
+    changing_session,
+    prompts,
+    repository_bytes,
+    user_repository,
+    workspace_files,
+)
+from tests.support import SidecarClient, start_sidecar
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def two_turns(
+    client: SidecarClient, ws: Path, env_files: int = 1, then: Callable[[], object] | None = None
+) -> str:
+    """A session whose first turn writes ``env_files`` files and whose second turn
+    rewrites all of them (``then``: what the next call does)."""
+    files = [ws / f"f{i:02}.txt" for i in range(env_files)]
+    actions: list[Callable[[], object]] = [
+        lambda: [f.write_text("first\n") for f in files],
+        lambda: [f.write_text("second\n") for f in files],
+    ]
+    if then is not None:
+        actions.append(then)
+    acting(client, actions)
+    sid = await changing_session(client, ws)
+    await client.prompt(sid, "one")
+    await client.prompt(sid, "two")
+    return sid
+
+
+async def test_kill_9_mid_restore_is_finished_at_the_next_start(home: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    slow = await start_sidecar(home, env={"THREADLINE_RESTORE_PAUSE": "0.1"})
+    try:
+        sid = await two_turns(slow, ws, env_files=30)
+        _, second = await prompts(slow, sid)
+        rewind = asyncio.ensure_future(
+            slow.call(
+                "session/rewind",
+                {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True},
+            )
+        )
+        journals = list(home.glob("checkpoints/*/restore.json"))
+        for _ in range(400):
+            journals = list(home.glob("checkpoints/*/restore.json"))
+            texts = set(workspace_files(ws).values())
+            if journals and texts == {"first\n", "second\n"}:
+                break
+            await asyncio.sleep(0.02)
+        assert journals, "the restore never started"
+        assert _server_pid(slow) is not None
+        os.kill(_server_pid(slow), signal.SIGKILL)
+        rewind.cancel()
+    finally:
+        await slow.stop()
+    half = workspace_files(ws)
+    assert set(half.values()) == {"first\n", "second\n"}  # killed half-way
+    again = await start_sidecar(home)
+    try:
+        await again.call("session/list", {})  # answered once the start's recovery ran
+        assert set(workspace_files(ws).values()) == {"first\n"}  # finished at start
+        assert not list(home.glob("checkpoints/*/restore.json"))
+        assert len(await prompts(again, sid)) == 1  # the cut was committed first
+    finally:
+        await again.stop()
+
+
+def _server_pid(client: SidecarClient) -> int:
+    server: Any = client._server
+    return int(server.pid)
+
+
+async def test_two_sidecars_one_rewinds_the_other_sees_it_and_the_lease_holds(
+    home: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a = await start_sidecar(home)
+    b = await start_sidecar(home)
+    try:
+        release = asyncio.Event()
+        sid = await two_turns(a, ws, then=release.wait)
+        first, second = await prompts(a, sid)
+        await b.call(
+            "session/rewind", {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True}
+        )
+        assert (ws / "f00.txt").read_text() == "first\n"
+        assert await prompts(a, sid) == [first]  # the other window sees the cut at once
+
+        # While one sidecar runs a turn, the other cannot rewind the session.
+        turn = asyncio.ensure_future(a.prompt(sid, "three"))
+        for _ in range(500):
+            if len([m for m, _ in a.server_requests if m == "tool/call"]) == 3:
+                break
+            await asyncio.sleep(0.02)
+        with pytest.raises(JsonRpcException) as busy:
+            await b.call("session/rewind", {"sessionId": sid, "beforeMessageId": first})
+        assert busy.value.code == -32010
+        release.set()
+        await turn
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_postgresql_and_a_checkpoint_from_another_machine(
+    tmp_path: Path, pg_url: str
+) -> None:
+    ws = tmp_path / "ws"
+    user_repository(ws)
+    untouched = repository_bytes(ws)
+    here = await start_sidecar(
+        tmp_path / "home-a", env={"THREADLINE_STORE": pg_url, "THREADLINE_HOST": "box-a"}
+    )
+    there = await start_sidecar(
+        tmp_path / "home-b", env={"THREADLINE_STORE": pg_url, "THREADLINE_HOST": "box-b"}
+    )
+    try:
+        sid = await two_turns(here, ws)
+        _, second = await prompts(here, sid)
+        diff = await here.call("session/diff", {"sessionId": sid})
+        assert [(f["path"], f["status"]) for f in diff["files"]] == [("f00.txt", "modified")]
+        rewind = {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True}
+        with pytest.raises(JsonRpcException) as elsewhere:
+            await there.call("session/rewind", rewind)
+        assert elsewhere.value.code == -32016
+        assert "box-a" in elsewhere.value.message
+        assert elsewhere.value.data == {"reason": "other_host", "host": "box-a"}  # type: ignore[attr-defined]
+        rewound = await here.call("session/rewind", rewind)
+        assert (ws / "f00.txt").read_text() == "first\n"
+        await here.call("session/unrewind", {"sessionId": sid, "rewindId": rewound["rewindId"]})
+        assert (ws / "f00.txt").read_text() == "second\n"
+        assert repository_bytes(ws) == untouched
+    finally:
+        await here.stop()
+        await there.stop()
+
+
+async def test_without_git_checkpoints_are_off_and_turns_still_run(
+    home: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    bare = tmp_path / "no-git-bin"
+    bare.mkdir()
+    client = await start_sidecar(
+        home, env={"PATH": str(bare), "PYTHONPATH": os.pathsep.join(sys.path)}
+    )
+    try:
+        sid = await two_turns(client, ws)
+        assert (ws / "f00.txt").read_text() == "second\n"  # the calls ran
+        diff = await client.call("session/diff", {"sessionId": sid})
+        assert diff["files"] == [] and "git" in diff["notice"]
+        _, second = await prompts(client, sid)
+        with pytest.raises(JsonRpcException) as off:
+            await client.call(
+                "session/rewind",
+                {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True},
+            )
+        assert off.value.code == -32016
+    finally:
+        await client.stop()
