@@ -62,6 +62,10 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/close": "close",
     "session/delete": "delete",
     "session/set_config_option": "setConfigOption",
+    "session/queue/list": "queue",
+    "session/queue/update": "editQueued",
+    "session/queue/remove": "removeQueued",
+    "session/queue/resume": "resumeQueue",
   };
   const fromSchema = Object.entries(METHODS)
     .filter(([, m]) => m.direction === "client_to_server")
