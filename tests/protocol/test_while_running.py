@@ -87,6 +87,13 @@ async def until(check: Callable[[], Any], timeout: float = 30) -> Any:
     raise AssertionError("condition not met in time")
 
 
+@pytest.fixture
+def one_window(backend: str) -> None:
+    """A test of one sidecar: the store does not matter, so it runs on SQLite only."""
+    if backend != "sqlite":
+        pytest.skip("one window: the store does not matter")
+
+
 @pytest.fixture(autouse=True)
 def shared_store(store_url: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
     if store_url is not None:
@@ -95,10 +102,8 @@ def shared_store(store_url: str | None, monkeypatch: pytest.MonkeyPatch) -> str 
 
 
 async def test_a_steer_reaches_the_next_model_call_after_the_tool_result(
-    home: Path, tmp_path: Path, backend: str
+    home: Path, tmp_path: Path, one_window: None
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("one window: the store does not matter")
     record = tmp_path / "requests.jsonl"
     a = await start_sidecar(home)
     try:
@@ -161,10 +166,8 @@ async def test_a_steer_reaches_the_next_model_call_after_the_tool_result(
 
 
 async def test_queued_prompts_run_in_order_and_are_listed_edited_removed(
-    home: Path, backend: str
+    home: Path, one_window: None
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("one window: the store does not matter")
     a = await start_sidecar(home)
     try:
         sid = await a.new_session(model=model([{"echo": True}, *slow(15)]), builtinTools=False)
@@ -211,10 +214,8 @@ async def test_queued_prompts_run_in_order_and_are_listed_edited_removed(
 
 
 async def test_without_while_running_a_busy_session_refuses_unless_the_client_queues(
-    home: Path, backend: str
+    home: Path, one_window: None
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("one window: the store does not matter")
     a = await start_sidecar(home)
     b = await start_sidecar(home, initialize=False)
     try:
@@ -241,10 +242,8 @@ async def test_without_while_running_a_busy_session_refuses_unless_the_client_qu
 
 
 async def test_interrupt_holds_the_queue_and_clear_queue_empties_it(
-    home: Path, backend: str
+    home: Path, one_window: None
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("one window: the store does not matter")
     a = await start_sidecar(home)
     try:
         sid = await a.new_session(model=model(slow(200)), builtinTools=False)
