@@ -23,7 +23,7 @@ import json
 import logging
 import time
 
-from ..store.base import Lease, Watched
+from ..store.base import Lease, StoreError, Watched
 from ..store.owners import owner_is_dead
 from . import events
 from .blocks import user_message
@@ -43,6 +43,9 @@ LIVENESS_SECONDS = 1.0
 """How often, with no change at all, a session shown as working elsewhere is looked at
 again (an owner killed mid-turn commits nothing: its lease just stops being alive)."""
 
+DOWN_SECONDS = 1.0
+"""How long the watcher rests after the store failed a read."""
+
 STATES = {"waiting": "queued", "held": "held", "taken": "taken"}
 """A pending prompt's stored state as clients are shown it."""
 
@@ -58,6 +61,7 @@ class Feed:
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._round: asyncio.Event | None = None
+        self._down_until = 0.0
         self.rounds = 0
         """Fan-outs done (a measure of the watcher's cost)."""
 
@@ -77,9 +81,14 @@ class Feed:
         self.turns.pop(session_id, None)
 
     def refresh(self, session: Session) -> None:
-        """Show what changed of one session now (a change made in this process)."""
-        if self.subscribed.get(session.id) is session:
+        """Show what changed of one session now (a change made in this process); never
+        fails the work that changed it."""
+        if self.subscribed.get(session.id) is not session:
+            return
+        try:
             self._fan_out([session])
+        except StoreError as exc:
+            self._unreachable(exc)
 
     def poke(self) -> None:
         """Look at the store now rather than at the next poll."""
@@ -117,17 +126,30 @@ class Feed:
                     s.shown.owner is not None and s.running is None
                     for s in self.subscribed.values()
                 )
-                if token != self._token or self._wake.is_set() or stale:
+                if time.monotonic() < self._down_until:
+                    pass  # the store is unreachable: look again after a pause
+                elif token != self._token or self._wake.is_set() or stale:
                     self._token = token
                     self._wake.clear()
                     self._fan_out(list(self.subscribed.values()))
                     self._done_round()
+                    self._down_until = 0.0
             except asyncio.CancelledError:
                 raise
+            except StoreError as exc:
+                self._unreachable(exc)
             except Exception:
                 log.exception("watching the store for other windows' changes failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
+
+    def _unreachable(self, exc: StoreError) -> None:
+        """Stop looking for a second (and say so once): reads that wait for an
+        unreachable store would stall the turns this process streams."""
+        if not self._down_until:
+            log.warning("other windows' changes are not shown while the store fails: %s", exc)
+        self._down_until = time.monotonic() + DOWN_SECONDS
+        self._done_round()
 
     def _done_round(self) -> None:
         done, self._round = self._round, None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import CheckpointError
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
-from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
+from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
 from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
@@ -269,7 +269,12 @@ class Session:
 
     def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
         taken: list[tuple[str, list[dict[str, Any]]]] = []
-        for waiting in self.store.pending(self.id):
+        try:
+            waiting_now = self.store.pending(self.id)
+        except StoreError as exc:  # the turn goes on; steering joins at a later call
+            log.warning("could not look for steering input of %s: %s", self.id, exc)
+            return taken
+        for waiting in waiting_now:
             if waiting.mode != "steer" or waiting.state != "waiting":
                 continue
             got = self.store.claim_pending(waiting.id, turn_id)

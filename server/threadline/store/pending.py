@@ -216,7 +216,7 @@ class PendingOps(SqlBase):
 
     def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
         """Each session's row (None once deleted), lease, prompts that have not finished,
-        and forks, read in one snapshot."""
+        and forks, read in one snapshot, in one attempt (`SqlBase._glance`)."""
 
         def work(db: Statements) -> dict[str, Watched]:
             rows: dict[str, SessionRow | None] = {}
@@ -255,4 +255,4 @@ class PendingOps(SqlBase):
                 for sid in session_ids
             }
 
-        return self._snapshot(work)
+        return self._glance(work)

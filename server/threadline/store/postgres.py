@@ -337,6 +337,15 @@ class PostgresStore(SqlStore):
 
         return self._run(snap, write=False)
 
+    def _glance(self, work: Callable[[Statements], T]) -> T:
+        """`_snapshot` in one attempt: an unreachable server fails it at once."""
+
+        def snap(conn: Connection[tuple[Any, ...]]) -> T:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return work(Statements(conn, DIALECT))
+
+        return self._run(snap, write=False, patience=0)
+
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)
 
