@@ -3,8 +3,8 @@
 
 ``PLAIN_QUESTIONS`` need no tool; each comes with words a sensible answer contains.
 ``TOOL_PROMPTS`` each need one specific tool, from the default tool set of an editor
-session (read_file, list_directory, search_text, write_file, remember, forget) plus
-``EDITOR_TOOLS``, five tools an editor declares for itself.
+session (read_file, list_directory, search_text, write_file, remember, forget,
+ask_user) plus ``EDITOR_TOOLS``, five tools an editor declares for itself.
 """
 
 from __future__ import annotations

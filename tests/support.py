@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -316,3 +317,13 @@ def count_rows(home: Path, store_url: str | None, table: str, session_id: str | 
         row = conn.execute(f"SELECT count(*) FROM tl_{table}{where}", args).fetchone()  # pyright: ignore[reportArgumentType]
         assert row is not None
         return int(row[0])
+
+
+def stop_process(proc: subprocess.Popen[Any], grace: float = 10) -> None:
+    """Stop a server a test started: terminate, then kill if it lingers past ``grace``."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(grace)

@@ -30,6 +30,8 @@ from threadline.providers.base import (
     ToolSpec,
 )
 from threadline.providers.local import LocalModel, LocalProvider
+from threadline.tools.ask import AskUser
+from threadline.tools.base import Tool
 from threadline.tools.factory import build_registry
 from threadline.tools.memory import ForgetTool, RememberTool
 from threadline.tools.registry import ToolRegistry
@@ -46,11 +48,11 @@ FIGURE = "tool choice (embedded model)"
 def registry() -> ToolRegistry:
     """The tools of an editor session that can write files, as ``Session`` builds them."""
     none = SessionMemory(lambda _: None, dict)
-    memory = [RememberTool(none), ForgetTool(none)]
+    server_side: list[Tool] = [RememberTool(none), ForgetTool(none), AskUser()]
     return build_registry(
         tools=EDITOR_TOOLS,
         client_capabilities={"fs": {"readTextFile": True, "writeTextFile": True}},
-        extra_tools=memory,
+        extra_tools=server_side,
     )
 
 

@@ -1,5 +1,6 @@
 """What the server asks of the client: permission, the editor's files, client-defined
-tools, and withdrawing a request it no longer waits for."""
+tools, a question for the user (elicitation), and withdrawing a request it no longer
+waits for."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import Field, StrictBool
 
 from .base import WireModel, meta_field
 from .content import ContentBlock
-from .updates import ToolCallLocation
+from .updates import ToolCallContent, ToolCallLocation
 
 
 class PermissionOption(WireModel):
@@ -27,6 +28,8 @@ class PermissionToolCall(WireModel):
     status: str | None = None
     raw_input: Any = None
     locations: list[ToolCallLocation] | None = None
+    content: list[ToolCallContent] | None = None
+    """What the call would do, shown before the user decides (an edit's ``diff``)."""
 
 
 class RequestPermissionParams(WireModel):
@@ -80,6 +83,41 @@ class ToolCallCallResult(WireModel):
     content: list[ContentBlock] = Field(default_factory=list)
     is_error: StrictBool = False
     """A JSON boolean: ``"no"`` is refused, not read as an error (nor as success)."""
+
+
+ElicitationValue = StrictBool | int | float | str | list[str]
+"""ACP's ``ElicitationContentValue``: what one field of an accepted form holds."""
+
+
+class ElicitationSchema(WireModel):
+    """ACP's ``ElicitationSchema``: a flat object of primitive (or enum) properties.
+    Each property is one of ACP's property schemas (``string``, ``number``,
+    ``integer``, ``boolean``, ``array`` of enum strings), kept as written."""
+
+    type: Literal["object"] = "object"
+    title: str | None = None
+    properties: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    required: list[str] | None = None
+
+
+class CreateElicitationParams(WireModel):
+    """ACP ``elicitation/create`` (stable since schema 1.21) in form mode, scoped to a
+    session and the tool call that asks: a structured question for the user. Sent
+    only to clients that advertised ``clientCapabilities.elicitation.form``."""
+
+    session_id: str
+    tool_call_id: str | None = None
+    mode: Literal["form"]
+    message: str
+    requested_schema: ElicitationSchema
+
+
+class CreateElicitationResult(WireModel):
+    """ACP ``CreateElicitationResponse``: ``accept`` (with the form's ``content``),
+    ``decline`` (the user said no) or ``cancel`` (dismissed without choosing)."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, ElicitationValue] | None = None
 
 
 class CancelRequestParams(WireModel):

@@ -7,6 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from .base import WireModel, meta_field
+from .work import DiffToolCallContent, PlanEntry, TerminalToolCallContent
+
+ShownContent = Annotated[DiffToolCallContent | TerminalToolCallContent, Field(discriminator="type")]
+"""Tool-call content a client is shown besides a call's result (a diff, a terminal)."""
 
 
 class Annotations(WireModel):
@@ -83,7 +87,8 @@ class ThoughtBlock(WireModel):
 
 class ToolUseBlock(WireModel):
     """A tool call, with what clients were shown of it when it was made (``title``,
-    ``kind``, ``locations``), so ``session/load`` replays exactly that."""
+    ``kind``, ``locations``, and ``content``: the diff it would make), so
+    ``session/load`` replays exactly that."""
 
     type: Literal["tool_use"] = "tool_use"
     id: str
@@ -92,6 +97,7 @@ class ToolUseBlock(WireModel):
     title: str | None = None
     kind: str | None = None
     locations: list[dict[str, Any]] | None = None
+    content: list[ShownContent] | None = None
 
 
 ToolResultStatus = Literal["completed", "failed", "cancelled"]
@@ -106,6 +112,12 @@ class ToolResultBlock(WireModel):
     compact_summary: str | None = None
     raw_output: Any = None
     """What the tool returned besides content (ACP ``rawOutput``), as clients saw it."""
+    display: list[ShownContent] | None = None
+    """Shown to clients before ``content`` in the call's final update (its diff, the
+    terminal it ran in); never sent to the model."""
+    plan: list[PlanEntry] | None = None
+    """The plan an ``update_plan`` call set: shown as ACP's ``plan`` update after the
+    call's result, live and on replay; a fork keeps it with the message."""
 
 
 class ExitSignalBlock(WireModel):

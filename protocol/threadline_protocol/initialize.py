@@ -36,10 +36,21 @@ class ClientSessionCapabilities(WireModel):
     Without it a compaction shows only its summary, as an agent message."""
 
 
+class ElicitationCapabilities(WireModel):
+    """ACP's ``elicitation``: a mode is supported only when its key is present and not
+    null (``{}`` advertises no mode)."""
+
+    form: dict[str, Any] | None = None
+    url: dict[str, Any] | None = None
+
+
 class ClientCapabilities(WireModel):
     fs: FileSystemCapability = Field(default_factory=FileSystemCapability)
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
+    """Set when the client can put a structured question to the user
+    (``elicitation/create``); Threadline asks in form mode only."""
     meta: dict[str, Any] | None = meta_field()
 
     def threadline(self) -> ThreadlineClientCapabilities:
@@ -131,4 +142,5 @@ class InitializeResult(WireModel):
     agent_capabilities: AgentCapabilities
     auth_methods: list[dict[str, Any]] = Field(default_factory=list)
     agent_info: Implementation
-    server_info: Implementation
+    """Who answers (ACP's ``agentInfo``; an LSP-style ``serverInfo`` is not sent: ACP's
+    schema does not define it, and ``agentInfo`` says the same)."""

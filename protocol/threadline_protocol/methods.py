@@ -27,6 +27,9 @@ from .checkpoints import (
 )
 from .client_requests import (
     CancelRequestParams,
+    CreateElicitationParams,
+    CreateElicitationResult,
+    ElicitationSchema,
     LspCancelParams,
     PermissionCancelled,
     PermissionOption,
@@ -46,6 +49,7 @@ from .initialize import (
     AgentCapabilitiesMeta,
     ClientCapabilities,
     ClientSessionCapabilities,
+    ElicitationCapabilities,
     FileSystemCapability,
     Implementation,
     InitializeParams,
@@ -104,6 +108,17 @@ from .sessions import (
 )
 from .updates import SessionNotification, ToolCallLocation
 from .versions import PROTOCOL_VERSION, THREADLINE_PROTOCOL_VERSION
+from .work import (
+    ApprovalsResult,
+    CreateTerminalParams,
+    CreateTerminalResult,
+    RemoveApprovalParams,
+    SetModeParams,
+    SetModeResult,
+    TerminalOutputResult,
+    TerminalRef,
+    WaitForExitResult,
+)
 
 __all__ = [
     "METHODS",
@@ -122,9 +137,13 @@ __all__ = [
     "ContentBlock",
     "ContextParts",
     "ContextResult",
+    "CreateElicitationParams",
+    "CreateElicitationResult",
     "DiffParams",
     "DiffResult",
     "Dispatch",
+    "ElicitationCapabilities",
+    "ElicitationSchema",
     "EmptyResult",
     "EnvVariable",
     "FileDiff",
@@ -409,6 +428,27 @@ METHODS: dict[str, MethodSpec] = {
             dispatch="task",
         ),
         _m(
+            "session/set_mode",
+            SetModeParams,
+            SetModeResult,
+            "Switch the session's mode (ask, plan, code, auto).",
+            dispatch="inline",
+        ),
+        _m(
+            "session/approvals",
+            SessionRef,
+            ApprovalsResult,
+            'The session\'s kept "always" answers.',
+            dispatch="inline",
+        ),
+        _m(
+            "session/remove_approval",
+            RemoveApprovalParams,
+            ApprovalsResult,
+            'Forget one kept "always" answer.',
+            dispatch="inline",
+        ),
+        _m(
             "session/set_title",
             cat.SetTitleParams,
             EmptyResult,
@@ -480,10 +520,52 @@ METHODS: dict[str, MethodSpec] = {
             direction="server_to_client",
         ),
         _m(
+            "terminal/create",
+            CreateTerminalParams,
+            CreateTerminalResult,
+            "Run a command in the client's terminal (clients that advertised terminal).",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/output",
+            TerminalRef,
+            TerminalOutputResult,
+            "A client terminal's output so far, and its exit status once it exited.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/wait_for_exit",
+            TerminalRef,
+            WaitForExitResult,
+            "Wait until a client terminal's command exits.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/kill",
+            TerminalRef,
+            EmptyResult,
+            "Kill a client terminal's command; the terminal stays until released.",
+            direction="server_to_client",
+        ),
+        _m(
+            "terminal/release",
+            TerminalRef,
+            EmptyResult,
+            "Free a client terminal (killing its command if it still runs).",
+            direction="server_to_client",
+        ),
+        _m(
             "tool/call",
             ToolCallCall,
             ToolCallCallResult,
             "Run a client-defined tool.",
+            direction="server_to_client",
+        ),
+        _m(
+            "elicitation/create",
+            CreateElicitationParams,
+            CreateElicitationResult,
+            "Ask the user a structured question (the ask_user tool).",
             direction="server_to_client",
         ),
         _m(

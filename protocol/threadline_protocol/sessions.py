@@ -13,6 +13,7 @@ from .content import ContentBlock
 from .initialize import ModelInfo
 from .messages import Message, StopReason, Usage
 from .meta import CompactResultMeta, McpMeta, PromptResultMeta, QueuedPrompt, ThreadlineBlock
+from .work import SessionModeState
 
 
 class EnvVariable(WireModel):
@@ -76,6 +77,8 @@ class ThreadlineSessionOptions(StrictWireModel):
     when the client can write) and memory (remember, forget); True, False or names."""
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    mode: Literal["ask", "plan", "code", "auto"] = "code"
+    """The session's first mode (``session/set_mode`` changes it)."""
 
 
 def _absolute(cwd: str) -> str:
@@ -124,6 +127,7 @@ class SessionConfigOption(WireModel):
 
 class NewSessionResult(WireModel):
     session_id: str
+    modes: SessionModeState | None = None
     models: SessionModelState | None = None
     config_options: list[SessionConfigOption] | None = None
     meta: McpMeta | None = meta_field()
@@ -348,6 +352,9 @@ class EmptyResult(WireModel):
 
 
 class LoadSessionResult(WireModel):
-    """``session/load`` and ``session/resume``: ``{}``, with MCP failures if any."""
+    """``session/load`` and ``session/resume``: the session's mode and options, with
+    MCP failures if any."""
 
+    modes: SessionModeState | None = None
+    config_options: list[SessionConfigOption] | None = None
     meta: McpMeta | None = meta_field()

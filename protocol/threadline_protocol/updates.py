@@ -1,4 +1,8 @@
-"""``session/update`` payloads (ACP ``SessionUpdate`` variants plus Threadline's)."""
+"""``session/update`` payloads (ACP ``SessionUpdate`` variants plus Threadline's).
+
+``DiffToolCallContent``, ``TerminalToolCallContent``, ``PlanEntry`` and
+``CurrentModeUpdate`` live in ``work.py`` (stored blocks use them too) and are
+re-exported here."""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ from pydantic import Field
 from .base import WireModel, meta_field
 from .content import ContentBlock
 from .meta import ChunkMeta, SessionInfoUpdateMeta, ToolCallMeta, ToolCallUpdateMeta
+from .work import CurrentModeUpdate as CurrentModeUpdate
+from .work import DiffToolCallContent as DiffToolCallContent
+from .work import PlanEntry as PlanEntry
+from .work import TerminalToolCallContent as TerminalToolCallContent
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -44,15 +52,9 @@ class ContentToolCallContent(WireModel):
     content: ContentBlock
 
 
-class DiffToolCallContent(WireModel):
-    type: Literal["diff"] = "diff"
-    path: str
-    old_text: str | None = None
-    new_text: str
-
-
 ToolCallContent = Annotated[
-    ContentToolCallContent | DiffToolCallContent, Field(discriminator="type")
+    ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent,
+    Field(discriminator="type"),
 ]
 
 
@@ -82,12 +84,6 @@ class ToolCallProgress(WireModel):
     meta: ToolCallUpdateMeta | None = meta_field()
 
 
-class PlanEntry(WireModel):
-    content: str
-    priority: Literal["high", "medium", "low"] = "medium"
-    status: Literal["pending", "in_progress", "completed"] = "pending"
-
-
 class Plan(WireModel):
     session_update: Literal["plan"] = "plan"
     entries: list[PlanEntry]
@@ -115,12 +111,21 @@ class SessionInfoUpdate(WireModel):
     meta: SessionInfoUpdateMeta | None = meta_field()
 
 
+class Cost(WireModel):
+    """ACP's ``Cost``: what the session's model calls cost so far."""
+
+    amount: float
+    currency: str
+
+
 class UsageUpdate(WireModel):
-    """Context-window use after a model call: ``used`` of ``size`` tokens."""
+    """Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
+    1.21) the cost, when the provider prices its calls (none does yet)."""
 
     session_update: Literal["usage_update"] = "usage_update"
     used: int
     size: int
+    cost: Cost | None = None
     meta: dict[str, Any] | None = meta_field()
 
 
@@ -146,7 +151,8 @@ SessionUpdate = Annotated[
     | AvailableCommandsUpdate
     | SessionInfoUpdate
     | UsageUpdate
-    | CompactionUpdate,
+    | CompactionUpdate
+    | CurrentModeUpdate,
     Field(discriminator="session_update"),
 ]
 

@@ -32,3 +32,26 @@ class RedactingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = redact_urls(record.exc_text)
         return True
+
+
+_SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)")
+"""Environment names that may hold a credential (``OPENAI_API_KEY``, ``GH_TOKEN``,
+``AWS_SECRET_ACCESS_KEY``, ``ANTHROPIC_AUTH_TOKEN``…)."""
+
+_PROVIDER_PREFIXES = ("OPENAI_", "ANTHROPIC_", "THREADLINE_")
+
+
+def command_env(environ: dict[str, str], *, drop: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The environment a command the agent runs gets: this process's, without any
+    variable that may hold a credential (provider keys first among them), without
+    provider and Threadline settings, without ``drop`` (key variables the user's config
+    names), and with pagers that never wait for a key."""
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name not in drop
+        and not _SECRET_NAME.search(name)
+        and not name.startswith(_PROVIDER_PREFIXES)
+    }
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+    return env

@@ -79,7 +79,7 @@ def _stderr_log(home: Path) -> BinaryIO:
 
 @asynccontextmanager
 async def acp_sidecar(
-    home: Path, client: RecordingClient | None = None
+    home: Path, client: RecordingClient | None = None, **connection: Any
 ) -> AsyncIterator[tuple[Any, RecordingClient]]:
     """Spawn ``threadline serve`` through the SDK and initialize it, as Zed does."""
     recorder = client or RecordingClient()
@@ -91,6 +91,7 @@ async def acp_sidecar(
             *SERVER_COMMAND[1:],
             env=env,
             transport_kwargs={"stderr": err},
+            **connection,
         ) as (conn, _proc):
             yield conn, recorder
 
@@ -193,3 +194,63 @@ async def test_refused_permission_request_through_the_sdk(
         assert failed, "a refused call is reported as failed"
         assert not [u for u in updates if getattr(u, "status", None) == "in_progress"]
         assert client.text(sid) == "Not deployed."
+
+
+ASKING = scripted(
+    [
+        {
+            "tool_call": {
+                "name": "ask_user",
+                "arguments": {"question": "Which colour?", "choices": ["red", "green"]},
+            }
+        }
+    ],
+    [{"text": "Green it is."}],
+)
+
+
+class AnsweringClient(RecordingClient):
+    """An ACP client whose user answers every form elicitation with ``green``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.questions: list[tuple[str, Any]] = []
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.questions.append((message, mode))
+        return schema.AcceptElicitationResponse(action="accept", content={"answer": "green"})
+
+
+@pytest.mark.parametrize("advertised", [True, False])
+async def test_ask_user_through_the_sdk(home: Path, tmp_path: Path, advertised: bool) -> None:
+    """With ``elicitation.form`` advertised, the SDK's ``create_elicitation`` gets the
+    question and its answer reaches the model; without it, the question is the turn's
+    final message and the SDK client is never asked."""
+    client = AnsweringClient()
+    caps = schema.ClientCapabilities()
+    if advertised:
+        form = schema.ElicitationFormCapabilities()
+        caps = schema.ClientCapabilities(elicitation=schema.ElicitationCapabilities(form=form))
+    async with acp_sidecar(home, client, use_unstable_protocol=True) as (conn, _):
+        await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=caps), 30)
+        sid = (await conn.new_session(cwd=str(tmp_path), threadline={"model": ASKING})).session_id
+        result = await asyncio.wait_for(
+            conn.prompt(session_id=sid, prompt=[acp.text_block("Paint it.")]), 30
+        )
+        assert result.stop_reason == "end_turn"
+        if not advertised:
+            assert client.questions == []
+            assert client.text(sid) == "Which colour?\n\n1. red\n2. green"
+            return
+        [(message, mode)] = client.questions
+        assert message == "Which colour?"
+        assert mode.session_id == sid and mode.tool_call_id.startswith("call_")
+        assert mode.requested_schema.required == ["answer"]
+        assert client.text(sid) == "Green it is."
+        finished = [
+            u
+            for s, u in client.updates
+            if isinstance(u, schema.ToolCallProgress) and u.status == "completed"
+        ]
+        assert [u.tool_call_id for u in finished] == [mode.tool_call_id]
+        assert finished[0].raw_output == {"action": "accept", "content": {"answer": "green"}}

@@ -610,3 +610,54 @@ def test_typing_while_a_turn_runs_queues_the_line_and_a_gt_line_steers(
     assert users == ["one", "steer me", "two"]
     turns = [m["turnId"] for m in history(home, sid) if m["role"] == "user"]
     assert turns[0] == turns[1] != turns[2], "the steer joined the first turn"
+
+
+PAINT = scripted(
+    [
+        {
+            "tool_call": {
+                "name": "ask_user",
+                "arguments": {
+                    "question": "Which paint?",
+                    "fields": [
+                        {"name": "colour", "choices": ["red", "green"]},
+                        {"name": "coats", "type": "integer", "description": "how many coats"},
+                    ],
+                },
+            }
+        }
+    ],
+    [{"text": "Painted."}],
+)
+
+
+@pytest.mark.parametrize("declined", [False, True])
+def test_the_models_question_is_answered_at_the_prompt(
+    terminals: list[Terminal], home: Path, tmp_path: Path, declined: bool
+) -> None:
+    """The chat advertises form elicitation: ``ask_user`` asks field by field (a menu
+    for choices, a number asked again until it is one); an empty line declines."""
+    term = open_chat(terminals, home, tmp_path, "--model", PAINT)
+    sid = first_prompt(term, "paint the door")
+    term.expect(r"\? Which paint\?")
+    term.expect(r"\[1\] red +\[2\] green")
+    term.expect("colour, choose 1-2:")
+    if declined:
+        term.line("")
+    else:
+        term.line("2")
+        term.expect("how many coats")
+        term.expect(r"coats \(integer\):")
+        term.line("two")
+        term.expect(r"coats \(integer\):")
+        term.line("2")
+    term.expect("Painted.")
+    term.expect("↳ end_turn")
+    leave(term)
+    [result] = [b for m in history(home, sid) for b in m["content"] if b["type"] == "tool_result"]
+    expected = (
+        "The user declined to answer."
+        if declined
+        else "The user answered:\n- colour: green\n- coats: 2"
+    )
+    assert result["content"][0]["text"] == expected

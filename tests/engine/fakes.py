@@ -27,6 +27,7 @@ from threadline.providers.base import ChatMessage, ChatRequest, Provider, ToolCa
 from threadline.providers.scripted import ScriptedProvider
 from threadline.rpc.projection import Projection
 from threadline.tools.base import Tool, ToolContext, ToolKind, ToolOutcome
+from threadline.tools.modes import Decision
 from threadline.tools.registry import ToolRegistry
 
 
@@ -135,12 +136,18 @@ class FakeHost:
     def announce(self, event: Event) -> None:
         self.events.append(event)
 
-    def tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(self.id, call_id, "/nowhere", (), NoClient())
+    def tool_context(self, call_id: str, *, confined: bool = False) -> ToolContext:
+        return ToolContext(self.id, call_id, "/nowhere", (), NoClient(), confined=confined)
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
+    async def authorize(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> Decision:
+        if not tool.needs_permission:
+            return Decision("run")
         self.asked.append((tool.name, call.id))
-        return self.allow
+        if self.allow:
+            return Decision("run")
+        return Decision("refuse", "The user refused permission for this tool call.")
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         self.titled.append(prompt)

@@ -32,3 +32,32 @@ RESULT: dict[str, Any] = {
     "rawOutput": {"source": "disk", "totalLines": 1},
 }
 SUMMARY = summary_block("Goal: explain main.py.", CMP)
+
+DIFF: dict[str, Any] = {
+    "type": "diff",
+    "path": "/home/ada/project/main.py",
+    "oldText": "print('hi')\n",
+    "newText": "print('hello')\n",
+}
+EDIT = call_block(
+    CALL,
+    "edit_file",
+    {"path": "main.py", "edits": [{"oldText": "'hi'", "newText": "'hello'"}]},
+    title="Edit main.py",
+    kind="edit",
+    locations=[{"path": "/home/ada/project/main.py"}],
+    content=[DIFF],
+)
+EDITED: dict[str, Any] = {
+    "type": "tool_result",
+    "toolUseId": CALL,
+    "toolName": "edit_file",
+    "content": [{"type": "text", "text": "Edited main.py (-1 +1 lines)"}],
+    "isError": False,
+    "status": "completed",
+    "display": [DIFF],
+}
+PLAN_ENTRIES: list[dict[str, Any]] = [
+    {"content": "Read main.py", "priority": "high", "status": "completed"},
+    {"content": "Explain what it does", "priority": "medium", "status": "pending"},
+]

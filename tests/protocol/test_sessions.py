@@ -35,7 +35,8 @@ async def test_initialize_advertises_acp_and_threadline(sidecar: SidecarClient) 
     tl = caps["_meta"]["threadline"]
     assert tl["interrupt"] is True and tl["history"] is True
     assert tl["models"][0]["modelId"] == "local:smollm2-135m"
-    assert result["serverInfo"]["name"] == "threadline"
+    assert result["agentInfo"]["name"] == "threadline"
+    assert "serverInfo" not in result, "ACP's schema does not define it"
 
 
 async def test_prompt_streams_chunks_whose_text_is_the_history_text(sidecar: SidecarClient) -> None:
@@ -156,17 +157,19 @@ async def test_list_load_resume_close_delete(sidecar: SidecarClient) -> None:
     assert [s["sessionId"] for s in only_a] == [sid]
 
     before = len(sidecar.updates)
-    assert (
-        await sidecar.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
-        == {}
-    )
+    loaded = await sidecar.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
+    assert set(loaded) == {"modes", "configOptions"}  # the session's mode and options
+    assert loaded["modes"]["currentModeId"] == "code"
+    assert [o["id"] for o in loaded["configOptions"]] == ["model", "mode"]
     replay = [u["update"] for u in sidecar.updates[before:] if u["sessionId"] == sid]
     kinds = [u["sessionUpdate"] for u in replay]
     assert kinds[:2] == ["user_message_chunk", "agent_message_chunk"]
     assert replay[0]["content"]["text"] == "Hello there"
     assert replay[1]["content"]["text"] == "Hello, world!"
 
-    assert await sidecar.call("session/resume", {"sessionId": sid, "cwd": "/tmp"}) == {}
+    resumed = await sidecar.call("session/resume", {"sessionId": sid, "cwd": "/tmp"})
+    assert [o["id"] for o in resumed["configOptions"]] == ["model", "mode"]  # as ACP 1.21
+    assert resumed == loaded
     assert await sidecar.call("session/close", {"sessionId": sid}) == {}
     # closed is unloaded, not gone: it reloads on use
     assert len((await sidecar.call("session/history", {"sessionId": sid}))["messages"]) == 2

@@ -29,7 +29,7 @@ import anyio
 import pytest
 
 from tests.providers.helpers import collect, errors, text_of
-from tests.support import sidecar_env, start_sidecar
+from tests.support import sidecar_env, start_sidecar, stop_process
 from threadline.providers.base import (
     ChatMessage,
     ChatRequest,
@@ -117,12 +117,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.25)
         yield base_url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
 
 

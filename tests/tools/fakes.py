@@ -3,25 +3,35 @@
 :class:`FakeEditor` implements the engine's ``ClientLink`` protocol the way an ACP
 editor answers: ``fs/read_text_file`` serves open (unsaved) buffers before the disk
 and honours ``line``/``limit``, ``fs/write_text_file`` writes the disk, and
-``session/request_permission`` answers with a chosen option. It records every
-request so tests can check what reached the client, and what did not.
+``session/request_permission`` answers with a chosen option, and ``terminal/*``
+(with ``terminal=True``) runs real child processes the way an editor's terminal does.
+It records every request so tests can check what reached the client, and what did not.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel
 
+from tests.support import stop_process
 from threadline.engine.events import Event
 from threadline.rpc.projection import Projection
 from threadline.tools.base import ToolContext
 from threadline_protocol import methods as pm
+from threadline_protocol import work as pw
 
 ECHO_SERVER = str(Path(__file__).with_name("mcp_echo_server.py"))
 
@@ -36,12 +46,42 @@ def echo_server_entry(name: str = "echo", **env: str) -> dict[str, Any]:
     }
 
 
+def remote_entry(url: str, transport: str, name: str = "web", **headers: str) -> dict[str, Any]:
+    """An ACP ``mcpServers`` ``http`` or ``sse`` entry."""
+    pairs = [{"name": k, "value": v} for k, v in headers.items()]
+    return {"type": transport, "name": name, "url": url, "headers": pairs}
+
+
+@contextmanager
+def remote_echo_server(transport: str, folder: Path, require: str | None = None) -> Iterator[str]:
+    """The test MCP server over streamable HTTP (``http``) or SSE (``sse``) on a free
+    loopback port, as a process of its own; yields its endpoint URL and stops it."""
+    port_file = folder / f"mcp-{transport}-{time.monotonic_ns()}.port"
+    command = [sys.executable, ECHO_SERVER, "--transport", transport, "--port-file", str(port_file)]
+    if require:
+        command += ["--require", require]
+    with open(folder / f"mcp-{transport}.log", "a") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not port_file.exists():
+            assert proc.poll() is None, f"the {transport} MCP server exited ({proc.returncode})"
+            assert time.monotonic() < deadline, f"the {transport} MCP server did not start"
+            time.sleep(0.05)
+        path = "/sse" if transport == "sse" else "/mcp"
+        yield f"http://127.0.0.1:{port_file.read_text()}{path}"
+    finally:
+        stop_process(proc)
+
+
 class FakeEditor:
-    def __init__(self, *, read: bool = False, write: bool = False) -> None:
+    def __init__(self, *, read: bool = False, write: bool = False, terminal: bool = False) -> None:
         self.caps: dict[str, Any] = {
             "fs": {"readTextFile": read, "writeTextFile": write},
-            "terminal": False,
+            "terminal": terminal,
         }
+        self.terminals: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        self.released: list[str] = []
         self.buffers: dict[str, str] = {}
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.updates: list[tuple[str, dict[str, Any]]] = []
@@ -82,6 +122,53 @@ class FakeEditor:
     async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
         return pm.ToolCallCallResult.model_validate(await self.request("tool/call", params))
 
+    async def create_terminal(self, params: pw.CreateTerminalParams) -> pw.CreateTerminalResult:
+        return pw.CreateTerminalResult.model_validate(await self.request("terminal/create", params))
+
+    async def terminal_output(self, params: pw.TerminalRef) -> pw.TerminalOutputResult:
+        return pw.TerminalOutputResult.model_validate(await self.request("terminal/output", params))
+
+    async def wait_for_terminal_exit(self, params: pw.TerminalRef) -> pw.WaitForExitResult:
+        self.requests.append(("terminal/wait_for_exit", params.wire()))
+        process, _ = self.terminals[params.terminal_id]
+        code = await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        return pw.WaitForExitResult(**_exit(code))
+
+    async def kill_terminal(self, params: pw.TerminalRef) -> None:
+        await self.request("terminal/kill", params)
+
+    async def release_terminal(self, params: pw.TerminalRef) -> None:
+        await self.request("terminal/release", params)
+
+    def _terminal(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """An editor's terminal: a real process group, its output in a file."""
+        if method == "terminal/create":
+            with tempfile.NamedTemporaryFile(prefix="term-", delete=False) as log:
+                process = subprocess.Popen(
+                    [params["command"], *params.get("args", [])],
+                    cwd=params.get("cwd"),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            tid = f"term_{len(self.terminals) + 1}"
+            self.terminals[tid] = (process, log.name)
+            return {"terminalId": tid}
+        tid = params["terminalId"]
+        process, log_name = self.terminals[tid]
+        if method == "terminal/output":
+            code = process.poll()
+            status = None if code is None else _exit(code)
+            return {"output": Path(log_name).read_text(), "truncated": False, "exitStatus": status}
+        if process.poll() is None:  # kill, and release of a running command
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if method == "terminal/release":
+            self.released.append(tid)
+            os.unlink(log_name)
+        return {}
+
     async def request(self, method: str, model: BaseModel) -> Any:
         """Record the request as the wire has it, and answer as an editor does."""
         params = model.model_dump(by_alias=True, exclude_unset=True)
@@ -92,6 +179,8 @@ class FakeEditor:
             return self._write(params)
         if method == "session/request_permission":
             return {"outcome": {"outcome": "selected", "optionId": self.permission}}
+        if method.startswith("terminal/"):
+            return self._terminal(method, params)
         raise RuntimeError(f"method not found: {method}")
 
     def _write(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +208,16 @@ class FakeEditor:
         return {"content": "".join(lines[start:end])}
 
 
-def make_ctx(cwd: Path, link: Any, roots: tuple[str, ...] = ()) -> ToolContext:
-    return ToolContext("sess_test", "call_test", str(cwd), roots, link)
+def _exit(code: int) -> dict[str, Any]:
+    if code < 0:
+        return {"exitCode": None, "signal": signal.Signals(-code).name}
+    return {"exitCode": code, "signal": None}
+
+
+def make_ctx(
+    cwd: Path, link: Any, roots: tuple[str, ...] = (), progress: Any = None
+) -> ToolContext:
+    return ToolContext("sess_test", "call_test", str(cwd), roots, link, progress)
 
 
 def build_workspace(tmp: Path) -> tuple[Path, Path]:

@@ -7,6 +7,7 @@ a start timeout and a cancelled start must all leave nothing running.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -15,9 +16,16 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.tools.fakes import FakeEditor, echo_server_entry, make_ctx
+from tests.tools.fakes import (
+    FakeEditor,
+    echo_server_entry,
+    make_ctx,
+    remote_echo_server,
+    remote_entry,
+)
 from threadline.tools.base import ToolOutcome
-from threadline.tools.mcp import McpConnections, McpServerSpec, tool_name
+from threadline.tools.mcp import McpConnections, tool_name
+from threadline.tools.mcp_config import McpRemoteSpec, McpServerSpec, parse_server
 from threadline_protocol import methods as pm
 
 pytestmark = pytest.mark.timeout(90)
@@ -47,6 +55,12 @@ async def wait_until_gone(pids: set[int], seconds: float = 10.0) -> None:
         await anyio.sleep(0.05)
 
 
+def echo_tools(server: str) -> list[str]:
+    """The session's names of ``mcp_echo_server.py``'s tools, sorted."""
+    tools = ["add", "dotted_name", "echo", "fail", "sleep", "where"]
+    return [f"{server}__{t}" for t in tools]
+
+
 def text_of(outcome: ToolOutcome) -> str:
     return "".join(c.get("text", "") for c in outcome.content)
 
@@ -68,14 +82,7 @@ async def test_echo_server_tools_calls_and_clean_close(tmp_path: Path, errlog: A
     assert len(started) == 1
     assert conns.running == ["echo"] and conns.failures == {}
     by_name = {t.name: t for t in tools}
-    assert sorted(by_name) == [
-        "echo__add",
-        "echo__dotted_name",
-        "echo__echo",
-        "echo__fail",
-        "echo__sleep",
-        "echo__where",
-    ]
+    assert sorted(by_name) == echo_tools("echo")
     echo = by_name["echo__echo"]
     assert (echo.kind, echo.needs_permission, echo.parallelizable) == ("read", False, True)
     add = by_name["echo__add"]
@@ -121,7 +128,7 @@ async def test_hosts_in_a_task_group_and_failed_servers(tmp_path: Path, errlog: 
     servers = [
         echo_server_entry("one"),
         {"name": "missing", "command": str(tmp_path / "no-such-binary"), "args": [], "env": []},
-        {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []},
+        {"type": "ws", "name": "web", "url": "ws://127.0.0.1:9/mcp", "headers": []},
         {"name": "crashes", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"]},
     ]
     async with anyio.create_task_group() as tg:
@@ -131,7 +138,7 @@ async def test_hosts_in_a_task_group_and_failed_servers(tmp_path: Path, errlog: 
         assert conns.running == ["one"]
         assert set(conns.failures) == {"missing", "web", "crashes"}
         assert "no-such-binary" in conns.failures["missing"]
-        assert "not supported" in conns.failures["web"]
+        assert "not supported" in conns.failures["web"]  # ACP has no websocket entries
         ctx = make_ctx(tmp_path, FakeEditor())
         one_echo = next(t for t in tools if t.name == "one__echo")
         assert text_of(await one_echo.run({"text": "tg"}, ctx)) == "tg"
@@ -177,7 +184,7 @@ async def test_a_cancelled_start_leaves_no_server_behind(tmp_path: Path, errlog:
 
 
 def test_server_specs_and_names() -> None:
-    spec = McpServerSpec.parse(
+    spec = parse_server(
         {"name": "fs", "command": "/bin/x", "args": ["-v"], "env": [{"name": "K", "value": "v"}]}
     )
     assert spec == McpServerSpec("fs", "/bin/x", ("-v",), (("K", "v"),))
@@ -188,10 +195,31 @@ def test_server_specs_and_names() -> None:
             "mcpServers": [{"name": "fs", "command": "/bin/x", "args": ["-v"], "env": []}],
         }
     )
-    assert McpServerSpec.parse(params.mcp_servers[0]) == McpServerSpec("fs", "/bin/x", ("-v",))
-    for bad in [{"command": "/bin/x"}, {"name": "n"}, {"name": "n", "command": "x", "args": [1]}]:
+    assert parse_server(params.mcp_servers[0]) == McpServerSpec("fs", "/bin/x", ("-v",))
+    remote = {
+        "type": "sse",
+        "name": "web",
+        "url": "https://example.test/sse",
+        "headers": [{"name": "Authorization", "value": "Bearer t"}, {"value": "no name"}],
+    }
+    clean = {**remote, "headers": remote["headers"][:1]}
+    as_model = pm.NewSessionParams.model_validate({"cwd": "/w", "mcpServers": [clean]})
+    for raw in [remote, as_model.mcp_servers[0]]:
+        assert parse_server(raw) == McpRemoteSpec(
+            "web", "https://example.test/sse", "sse", (("Authorization", "Bearer t"),)
+        )
+    http = parse_server({"type": "http", "name": "h", "url": "http://127.0.0.1:1/mcp"})
+    assert http == McpRemoteSpec("h", "http://127.0.0.1:1/mcp", "http")
+    for bad in [
+        {"command": "/bin/x"},
+        {"name": "n"},
+        {"name": "n", "command": "x", "args": [1]},
+        {"type": "http", "name": "n"},
+        {"type": "sse", "name": "n", "url": "file:///etc/passwd"},
+        {"type": "ws", "name": "n", "url": "ws://h"},
+    ]:
         with pytest.raises(ValueError):
-            McpServerSpec.parse(bad)
+            parse_server(bad)
     assert tool_name("my server", "do.it", set()) == "my_server__do_it"
     assert tool_name("a", "b", {"a__b"}) == "a__b_2"
     assert tool_name("a", "b", {"a__b", "a__b_2"}) == "a__b_3"
@@ -230,3 +258,57 @@ async def test_concurrent_starts_spawn_once_and_close_during_start(
 
 async def start_quietly(conns: McpConnections) -> None:
     assert await conns.start([echo_server_entry()]) == []
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_remote_server_tools_calls_headers_and_failures(
+    transport: str, tmp_path: Path, errlog: Any
+) -> None:
+    """A real SDK server over streamable HTTP or SSE on loopback: the entry's headers
+    reach it (it answers 401 without them), its tools are listed and called, and the
+    servers that cannot be reached are reported without stopping the others."""
+    token = "Bearer s3cret"
+    with remote_echo_server(transport, tmp_path, require=f"Authorization={token}") as url:
+        conns = McpConnections(cwd=str(tmp_path), errlog=errlog, start_timeout=30)
+        down = url.replace(url.split("/")[2], f"127.0.0.1:{closed_port()}")
+        tools = await conns.start(
+            [
+                remote_entry(url, transport, "web", Authorization=token),
+                remote_entry(url, transport, "nokey"),
+                remote_entry(down, transport, "down", Authorization=token),
+                {"type": transport, "name": "nourl", "headers": []},
+            ]
+        )
+        assert conns.running == ["web"]
+        assert set(conns.failures) == {"nokey", "down", "nourl"}
+        assert "401" in conns.failures["nokey"], conns.failures
+        assert "http(s) url" in conns.failures["nourl"]
+        by_name = {t.name: t for t in tools}
+        assert sorted(by_name) == echo_tools("web")
+        assert (by_name["web__echo"].kind, by_name["web__add"].needs_permission) == (
+            "read",
+            True,
+        )
+        ctx = make_ctx(tmp_path, FakeEditor())
+        echo = by_name["web__echo"]
+        assert (await echo.run({"text": "over the wire"}, ctx)).content == [
+            {"type": "text", "text": "over the wire"}
+        ]
+        assert text_of(await by_name["web__add"].run({"a": 2, "b": 40}, ctx)) == "42"
+        failed = await by_name["web__fail"].run({"reason": "disk on fire"}, ctx)
+        assert failed.is_error and "disk on fire" in text_of(failed)
+        with anyio.move_on_after(0.5):
+            await by_name["web__sleep"].run({"seconds": 30}, ctx)
+        assert text_of(await echo.run({"text": "still here"}, ctx)) == "still here"
+        with anyio.fail_after(15):
+            await conns.aclose()
+        after = await echo.run({"text": "x"}, ctx)
+        assert after.is_error and text_of(after) == "MCP server 'web' is not running"
+        assert conns.running == [] and conns.tools() == []

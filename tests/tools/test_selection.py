@@ -79,6 +79,12 @@ def test_a_plain_question_is_offered_no_tools(question: str) -> None:
         ("Read the file README.md.", "read_file"),
         ("Search the workspace for TODO.", "search_text"),
         ("Remember that I use tabs.", "remember"),
+        ("Run the tests.", "run_command"),
+        ("run the tests", "run_command"),
+        ("Run git status.", "run_command"),
+        ("Replace foo with bar in file src/a.py.", "edit_file"),
+        ("Change foo to bar in main.py.", "edit_file"),
+        ("Make a plan with the steps for this task.", "update_plan"),
     ],
 )
 def test_the_matching_tool_is_offered_first(prompt: str, best: str) -> None:
@@ -135,7 +141,7 @@ async def test_find_tools_finds_what_was_left_out() -> None:
 
 
 async def test_a_turn_says_what_each_model_call_was_offered(sidecar: SidecarClient) -> None:
-    """A scripted (large) model with 35 tools: the first call is offered the weather
+    """A scripted (large) model with 43 tools: the first call is offered the weather
     tool and find_tools; find_tools finds the diagnostics tool; the next call is
     offered it too, and the model's call to it runs."""
     many = [tool(f"service_{i}", f"Manage cloud resource number {i}.") for i in range(32)]
@@ -156,6 +162,6 @@ async def test_a_turn_says_what_each_model_call_was_offered(sidecar: SidecarClie
     assert result["stopReason"] == "end_turn"
     offers = result["_meta"]["threadline"]["toolOffers"]
     assert offers[0]["offered"] == ["get_weather", FIND_TOOLS]
-    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 5 - 1  # + 5 built-in
+    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 8 - 1  # + 8 built-in
     assert "editor_diagnostics" in offers[1]["offered"]
     assert ran == ["editor_diagnostics"]

@@ -21,7 +21,8 @@ DONE = {"name": "done", "description": "Signal the end", "inputSchema": {"type":
 
 def test_registry_orders_sources_and_respects_capabilities() -> None:
     reg = build_registry(tools=[WEATHER], exit_tools=[DONE], client_capabilities={})
-    assert reg.names() == ["read_file", "list_directory", "search_text", "get_weather"]
+    builtin = ["read_file", "list_directory", "search_text", "edit_file", "run_command"]
+    assert reg.names() == [*builtin, "update_plan", "get_weather"]
     assert [s.name for s in reg.specs()][-1] == "done"
     assert isinstance(reg.get("get_weather"), ClientTool)
     writer = build_registry(client_capabilities={"fs": {"writeTextFile": True}})
@@ -74,13 +75,13 @@ async def test_session_tools_with_mcp_then_close(tmp_path: Path) -> None:
         cwd=str(tmp_path),
     )
     added = await st.add_mcp_servers(
-        [echo_server_entry(), {"type": "http", "name": "web", "url": "http://x"}]
+        [echo_server_entry(), {"type": "ws", "name": "web", "url": "ws://x"}]
     )
     assert "echo__add" in added
     names = st.registry.names()
     assert isinstance(st.registry.get("echo__echo"), ClientTool)  # the client's name wins
     assert "echo__echo_2" in names and "echo__add" in names
-    assert st.failures == {"web": "http MCP servers are not supported; use stdio"}
+    assert st.failures == {"web": "ws MCP servers are not supported; use stdio, http or sse"}
     # session/load or resume with the same servers: nothing restarts, nothing is added.
     assert await st.add_mcp_servers([echo_server_entry()]) == []
     assert await st.add_mcp_servers([]) == []

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from tests.support import SidecarClient, scripted
-from tests.tools.fakes import echo_server_entry
+from tests.support import SidecarClient, scripted, start_sidecar
+from tests.tools.fakes import echo_server_entry, remote_echo_server, remote_entry
 
 WEATHER = {
     "name": "get_weather",
@@ -297,6 +297,57 @@ async def test_mcp_tool_through_the_sidecar(sidecar: SidecarClient) -> None:
     [res] = blocks(await history(sidecar, sid), "tool_result")
     assert "hi there" in json.dumps(res["content"])
     assert await sidecar.call("session/close", {"sessionId": sid}) == {}
+
+
+async def test_remote_mcp_servers_through_the_sidecar(home: Path, tmp_path: Path) -> None:
+    """``http`` and ``sse`` entries of ``mcpServers`` (real SDK servers on loopback),
+    advertised at ``initialize``: their tools run in a turn; one that cannot be
+    reached is reported in ``_meta`` and the session works without it."""
+    sidecar = await start_sidecar(home, initialize=False)
+    try:
+        answer = await sidecar.initialize()
+        caps = answer["agentCapabilities"]["mcpCapabilities"]
+        assert caps == {"http": True, "sse": True}
+        await remote_servers_in_a_turn(sidecar, tmp_path)
+    finally:
+        await sidecar.stop()
+
+
+async def remote_servers_in_a_turn(sidecar: SidecarClient, tmp_path: Path) -> None:
+    with (
+        remote_echo_server("http", tmp_path) as http_url,
+        remote_echo_server("sse", tmp_path) as sse_url,
+    ):
+        model = scripted(
+            [call("streamed__echo", text="via http"), call("events__add", a=1, b=2)],
+            [{"text": "done"}],
+        )
+        result = await sidecar.call(
+            "session/new",
+            {
+                "cwd": str(tmp_path),
+                "mcpServers": [
+                    remote_entry(http_url, "http", "streamed"),
+                    remote_entry(sse_url, "sse", "events"),
+                    remote_entry(http_url.replace("/mcp", "/nothing"), "http", "lost"),
+                ],
+                "_meta": {"threadline": {"model": model, "builtinTools": False}},
+            },
+            timeout=60,
+        )
+        assert set(result["_meta"]["threadline"]["mcpFailures"]) == {"lost"}
+        sid = result["sessionId"]
+        sidecar.on_request("session/request_permission", allow_once)
+        assert (await sidecar.prompt(sid, "use both"))["stopReason"] == "end_turn"
+        texts = [
+            r["content"][0]["text"] for r in blocks(await history(sidecar, sid), "tool_result")
+        ]
+        assert texts == ["via http", "3"]
+        assert await sidecar.call("session/close", {"sessionId": sid}) == {}
+
+
+async def allow_once(params: dict[str, Any]) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
 
 async def test_remember_survives_compaction(sidecar: SidecarClient) -> None:

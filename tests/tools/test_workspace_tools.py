@@ -17,7 +17,9 @@ import pytest
 
 from tests.tools.fakes import FakeEditor, build_workspace, escape_corpus, make_ctx
 from threadline.tools.base import ToolOutcome
+from threadline.tools.factory import builtin_tools
 from threadline.tools.workspace import (
+    EditFile,
     ListDirectory,
     ReadFile,
     SearchText,
@@ -55,6 +57,8 @@ def _calls(path: object) -> list[tuple[Any, dict[str, Any]]]:
         (ListDirectory(), {"path": path}),
         (SearchText(), {"pattern": "SECRET|root", "path": path}),
         (WriteFile(), {"path": path, "content": "pwned\n"}),
+        (EditFile(), {"path": path, "edits": [{"oldText": "", "newText": "pwned\n"}]}),
+        (EditFile(), {"path": path, "edits": [{"oldText": "TOP", "newText": "pwned"}]}),
     ]
 
 
@@ -356,15 +360,19 @@ async def test_search_argument_errors(
 
 
 def test_write_file_exists_only_when_the_editor_writes() -> None:
-    names = [t.name for t in workspace_tools({"fs": {"readTextFile": True}})]
-    assert names == ["read_file", "list_directory", "search_text"]
-    assert [t.name for t in workspace_tools({})] == names
-    tools = {t.name: t for t in workspace_tools({"fs": {"writeTextFile": True}})}
-    write = tools["write_file"]
-    assert write.needs_permission is True
-    assert write.parallelizable is False
-    assert write.kind == "edit"
-    for name in names:
+    names = [t.name for t in builtin_tools({"fs": {"readTextFile": True}})]
+    changers = ["edit_file", "run_command", "update_plan"]
+    assert names == ["read_file", "list_directory", "search_text", *changers]
+    assert [t.name for t in builtin_tools({})] == names
+    assert [t.name for t in workspace_tools({})] == names[:4]
+    tools = {t.name: t for t in builtin_tools({"fs": {"writeTextFile": True}})}
+    assert list(tools) == [*names[:3], "write_file", *changers]
+    for name in ("write_file", "edit_file", "run_command"):
+        assert tools[name].needs_permission is True
+        assert tools[name].parallelizable is False
+    assert tools["write_file"].kind == tools["edit_file"].kind == "edit"
+    assert tools["run_command"].kind == "execute"
+    for name in names[:3]:
         assert tools[name].needs_permission is False
         assert tools[name].parallelizable is True
         assert tools[name].kind in ("read", "search")

@@ -18,7 +18,17 @@ from typing import Any, get_args
 import pytest
 
 from tests.conformance import check_acp, check_threadline
-from tests.golden.samples import CALL, MID, READ, RESULT, SID, SUMMARY
+from tests.golden.samples import (
+    CALL,
+    EDIT,
+    EDITED,
+    MID,
+    PLAN_ENTRIES,
+    READ,
+    RESULT,
+    SID,
+    SUMMARY,
+)
 from threadline.engine import events
 from threadline.rpc import projection as updates
 from threadline.rpc.server import wire
@@ -43,6 +53,18 @@ BUILT: dict[str, dict[str, Any]] = {
     ),
     "tool_call_update": updates.tool_result(RESULT),
     "tool_call_update.in_progress": updates.tool_progress(CALL, "in_progress"),
+    "tool_call.diff": updates.tool_call(EDIT, "a1"),
+    "tool_call_update.diff": updates.tool_result(EDITED),
+    "tool_call_update.output": updates.tool_progress(
+        CALL,
+        "in_progress",
+        [{"type": "content", "content": {"type": "text", "text": "collected 3 items\n"}}],
+    ),
+    "tool_call_update.terminal": updates.tool_progress(
+        CALL, "in_progress", [{"type": "terminal", "terminalId": "term_1"}]
+    ),
+    "plan": updates.plan(PLAN_ENTRIES),
+    "current_mode_update": updates.current_mode("plan"),
     "tool_call_update.cancelled": updates.tool_result(
         {
             **RESULT,

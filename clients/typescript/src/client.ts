@@ -431,6 +431,29 @@ export class ThreadlineClient implements Disposable {
     return this.setConfigOption({ sessionId, configId: "model", value: model }, token);
   }
 
+  /** Switch a session's mode (`ask`, `plan`, `code`, `auto`); its clients get `current_mode_update`. */
+  setMode(
+    sessionId: string,
+    modeId: string,
+    token?: CancellationToken,
+  ): Promise<ResultOf<"session/set_mode">> {
+    return this.request("session/set_mode", { sessionId, modeId }, token);
+  }
+
+  /** The session's kept "always allow" / "always reject" answers. */
+  approvals(sessionId: string, token?: CancellationToken): Promise<ResultOf<"session/approvals">> {
+    return this.request("session/approvals", { sessionId }, token);
+  }
+
+  /** Forget one kept answer; resolves with the rules left. */
+  removeApproval(
+    sessionId: string,
+    ruleId: string,
+    token?: CancellationToken,
+  ): Promise<ResultOf<"session/remove_approval">> {
+    return this.request("session/remove_approval", { sessionId, ruleId }, token);
+  }
+
   // -- teardown --------------------------------------------------------------------------
 
   /**

@@ -125,7 +125,9 @@ test("the official ACP SDK: prompt, cancel withdraws the permission request, loa
     cwd: CWD,
     mcpServers: [],
   });
-  assert.deepEqual(loaded, {});
+  // ACP 1.21: load answers the session's config options (model and mode select).
+  assert.deepEqual(Object.keys(loaded).sort(), ["configOptions", "modes"]);
+  assert.equal(loaded.modes?.currentModeId, "code");
   const replayed = second.updates.filter((n) => n.sessionId === sessionId).map((n) => n.update);
   const kinds = replayed.map((u) => u.sessionUpdate);
   assert.deepEqual(kinds.slice(0, 4), [

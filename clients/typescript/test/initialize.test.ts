@@ -66,6 +66,9 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/queue/update": "editQueued",
     "session/queue/remove": "removeQueued",
     "session/queue/resume": "resumeQueue",
+    "session/set_mode": "setMode",
+    "session/approvals": "approvals",
+    "session/remove_approval": "removeApproval",
   };
   const fromSchema = Object.entries(METHODS)
     .filter(([, m]) => m.direction === "client_to_server")

@@ -106,7 +106,7 @@ export async function record(): Promise<Recording> {
     await chat.handle({ type: "interrupt" });
     await turn2;
     await chat.handle({ type: "listSessions" });
-    const version = String((client.serverInfo?.serverInfo as { version?: string } | undefined)?.version ?? "?");
+    const version = String((client.serverInfo?.agentInfo as { version?: string } | undefined)?.version ?? "?");
     return { recordedWith: `threadline ${version}`, marks: { interruptAt }, messages };
   } finally {
     await client?.stop(5000);

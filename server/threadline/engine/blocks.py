@@ -62,9 +62,11 @@ def call_block(
     title: str,
     kind: str,
     locations: list[dict[str, Any]],
+    content: list[dict[str, Any]] | None = None,
 ) -> Block:
-    """A ``tool_use`` block with what the client is shown of it."""
-    return {
+    """A ``tool_use`` block with what the client is shown of it; ``content``: what the
+    call would do (an edit's diff), shown from its first ``tool_call`` on."""
+    block: Block = {
         "type": "tool_use",
         "id": call_id,
         "name": name,
@@ -73,6 +75,9 @@ def call_block(
         "kind": kind,
         "locations": locations,
     }
+    if content:
+        block["content"] = content
+    return block
 
 
 def bare_call_block(call_id: str, name: str, arguments: dict[str, Any]) -> Block:
@@ -94,8 +99,12 @@ def result_block(
     status: ToolStatus,
     compact_summary: str | None = None,
     raw_output: Any = None,
+    display: list[dict[str, Any]] | None = None,
+    plan: list[dict[str, Any]] | None = None,
 ) -> Block:
-    """A call's ``tool_result``: what the tool gave (or why it never ran)."""
+    """A call's ``tool_result``: what the tool gave (or why it never ran); ``display``:
+    what clients are shown before it (its diff, its terminal), ``plan``: the plan an
+    ``update_plan`` call set (shown as ACP's ``plan`` update, live and on replay)."""
     block: Block = {
         "type": "tool_result",
         "toolUseId": call_id,
@@ -108,6 +117,10 @@ def result_block(
         block["compactSummary"] = compact_summary
     if raw_output is not None:
         block["rawOutput"] = raw_output
+    if display:
+        block["display"] = display
+    if plan is not None:
+        block["plan"] = plan
     return block
 
 

@@ -22,7 +22,7 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {
                 "list": {},
                 "resume": {},
@@ -45,5 +45,4 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
         },
         "authMethods": [],
         "agentInfo": info,
-        "serverInfo": {"name": "threadline", "version": server_version},
     }

@@ -19,6 +19,11 @@ class SessionConfig:
     max_tokens: int | None = None
     temperature: float | None = None
     roots: list[str] = field(default_factory=list)
+    mode: str = "code"
+    """``ask``, ``plan``, ``code`` or ``auto`` (``tools/modes.py``)."""
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    """Kept "always" answers (``tools/approvals.py``): stored with the session, so they
+    survive restarts and a fork inherits them."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -27,6 +27,7 @@ from threadline_protocol.meta import (
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import PendingPrompt, SessionStore
 from . import capabilities, events
+from . import modes as session_modes
 from .catalog import Catalog
 from .commands import SLASH_COMMANDS
 from .compactor import Compaction
@@ -125,6 +126,7 @@ class Engine:
             builtin_tools=opts.builtin_tools,
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
+            mode=opts.mode,
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
@@ -136,8 +138,9 @@ class Engine:
         models = self._models(config.model)
         result = pm.NewSessionResult(
             session_id=row.id,
+            modes=session_modes.mode_state(config.mode),
             models=pm.SessionModelState(current_model_id=config.model, available_models=models),
-            config_options=self._model_config_option(config.model, models),
+            config_options=self._config_options(session),
         )
         if not params.mcp_servers:
             return result
@@ -354,6 +357,9 @@ class Engine:
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
         session = self.live.open(params.session_id)
+        if params.config_id == "mode":
+            session_modes.change_mode(session, params.value)
+            return pm.SetConfigOptionResult(config_options=self._config_options(session))
         if params.config_id == "builtinTools":
             if not isinstance(params.value, bool):
                 raise InvalidParams("builtinTools must be true or false", {"value": params.value})
@@ -400,7 +406,8 @@ class Engine:
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
         current = session.config.model
-        return self._model_config_option(current, self._models(current))
+        options = self._model_config_option(current, self._models(current))
+        return [*options, session_modes.mode_option(session.config.mode)]
 
     def _validated_model(self, model: str | None) -> str:
         """A model that cannot answer for want of a key is refused when it is chosen
@@ -416,8 +423,12 @@ class Engine:
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        """``{}`` at once, or once the MCP servers asked for have started."""
-        result = pm.LoadSessionResult()
+        """The session's mode and options at once, or once the MCP servers asked for
+        have started."""
+        result = pm.LoadSessionResult(
+            modes=session_modes.mode_state(session.config.mode),
+            config_options=self._config_options(session),
+        )
         return self._with_mcp(session, servers, result) if servers else result
 
     async def _with_mcp(

@@ -38,9 +38,11 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolProgress:
-    """A call started running: live only, not history."""
+    """A call started running, or shows its content so far (a command's output, the
+    terminal it runs in): live only, not history."""
 
     tool_call_id: str
+    content: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,13 @@ class AvailableCommands:
 
 
 @dataclass(frozen=True, slots=True)
+class ModeChanged:
+    """The session's mode changed (``session/set_mode`` or its config option)."""
+
+    mode_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Replayed:
     """A committed message shown as ``session/load`` shows it (the messages of a turn
     another process runs, as they land)."""
@@ -143,6 +152,7 @@ Event = (
     | CompactionProgress
     | Compacted
     | AvailableCommands
+    | ModeChanged
     | Replayed
 )
 

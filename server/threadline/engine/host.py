@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal
 from ..tools.base import Tool, ToolContext
+from ..tools.modes import Decision
 from ..tools.registry import ToolRegistry
 from .config import SessionConfig
 from .events import Event
@@ -93,12 +94,16 @@ class TurnHost(CompactionHost, Protocol):
     @property
     def tools(self) -> ToolRegistry: ...
 
-    def tool_context(self, call_id: str) -> ToolContext:
-        """What a tool run (or its ``locations``) is given for one call."""
+    def tool_context(self, call_id: str, *, confined: bool = False) -> ToolContext:
+        """What a tool run (or its ``locations``) is given for one call; ``confined``:
+        it runs in the sandbox."""
         ...
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
-        """Whether the user allows this call (remembered "always" answers included)."""
+    async def authorize(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> Decision:
+        """Whether this call may run: the session's mode, its kept approvals, and the
+        user when those leave it open (``run``, ``confined`` or ``refuse``)."""
         ...
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:

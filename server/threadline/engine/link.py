@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from threadline_protocol import methods as pm
+from threadline_protocol import work as pw
 from threadline_protocol.rpc_error import RpcError
 
 from .events import Event, ReplayProjection
@@ -55,6 +56,33 @@ class ClientLink(Protocol):
 
     async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
         """``tool/call``: run a client-defined tool."""
+        ...
+
+    async def create_elicitation(
+        self, params: pm.CreateElicitationParams
+    ) -> pm.CreateElicitationResult:
+        """``elicitation/create``: put a structured question to the user (only to a
+        client that advertised ``elicitation.form``); waits as long as the user takes."""
+        ...
+
+    async def create_terminal(self, params: pw.CreateTerminalParams) -> pw.CreateTerminalResult:
+        """``terminal/create``: run a command in the client's terminal."""
+        ...
+
+    async def terminal_output(self, params: pw.TerminalRef) -> pw.TerminalOutputResult:
+        """``terminal/output``: its output so far (and exit status once exited)."""
+        ...
+
+    async def wait_for_terminal_exit(self, params: pw.TerminalRef) -> pw.WaitForExitResult:
+        """``terminal/wait_for_exit``."""
+        ...
+
+    async def kill_terminal(self, params: pw.TerminalRef) -> None:
+        """``terminal/kill``: stop the command; the terminal stays until released."""
+        ...
+
+    async def release_terminal(self, params: pw.TerminalRef) -> None:
+        """``terminal/release``."""
         ...
 
     def client_capabilities(self) -> dict[str, Any]: ...

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..checkpoints import CheckpointError
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
+from ..tools import modes
+from ..tools.approvals import Approvals
 from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
@@ -138,7 +140,9 @@ class Session:
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
-        self.permissions = PermissionBroker()
+        self.permissions = PermissionBroker(
+            Approvals(lambda: self.config.approvals, self.save_config)
+        )
         self.journal = StoreJournal(store, self.id)
         from ..tools.factory import SessionTools  # deferred: not needed for initialize
         from ..tools.selection import ToolSelector
@@ -164,6 +168,7 @@ class Session:
         return isinstance(tool, McpTool)
 
     def _registry(self) -> ToolRegistry:
+        from ..tools.ask import ASK_USER, AskUser
         from ..tools.factory import build_registry
         from ..tools.memory import ForgetTool, RememberTool
         from .memory import SessionMemory
@@ -172,18 +177,26 @@ class Session:
         names = None if isinstance(builtin, bool) else set(builtin)
         enabled = builtin is True or bool(names)
         facts = SessionMemory(self.commit, lambda: self.transcript.experiences)
-        memory: list[Tool] = []
+        server_side: list[Tool] = []
         if enabled and (names is None or "remember" in names):
-            memory.append(RememberTool(facts))
+            server_side.append(RememberTool(facts))
         if enabled and (names is None or "forget" in names):
-            memory.append(ForgetTool(facts))
-        return build_registry(
+            server_side.append(ForgetTool(facts))
+        if enabled and (names is None or ASK_USER in names):
+            server_side.append(AskUser())
+        registry = build_registry(
             tools=self.config.tools,
             exit_tools=self.config.exit_tools,
             client_capabilities=self.link.client_capabilities(),
             builtin=builtin,
-            extra_tools=memory,
+            extra_tools=server_side,
         )
+        registry.visible = lambda tool: modes.offers(self.config.mode, tool)
+        return registry
+
+    def save_config(self) -> None:
+        """Store the session's options (its mode, kept approvals…) with its row."""
+        self.store.update_session(self.id, config=self.config.to_json(), now=now_iso())
 
     # -- state ------------------------------------------------------------------------
 
@@ -253,17 +266,45 @@ class Session:
 
     # -- tools ----------------------------------------------------------------------------
 
-    def tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(self.id, call_id, self.cwd, tuple(self.config.roots), self.link)
+    def tool_context(self, call_id: str, *, confined: bool = False) -> ToolContext:
+        def progress(content: list[dict[str, Any]]) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content)))
 
-    async def ask_permission(self, tool: Tool, call: ToolCallFinal) -> bool:
-        self.awaiting += 1
+        return ToolContext(
+            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress, confined
+        )
+
+    async def authorize(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
+    ) -> modes.Decision:
+        """Whether a call may run, as the session's mode and kept approvals say, asking
+        the user when they leave it open: ``run``, ``confined`` or ``refuse``."""
+        from ..tools.commands import confine
+
+        decision = modes.decide(
+            self.config.mode,
+            tool,
+            call.arguments,
+            self.permissions.approvals,
+            sandbox=tool.name == "run_command" and confine.available(),
+        )
+        if decision.action != "ask":
+            return decision
+        ctx = self.tool_context(call.id)
+        self.awaiting += 1  # every window shows the session as requires_action
         self.changed(self)
         try:
-            return await self.permissions.ask(tool, call, self.tool_context(call.id))
+            allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
         finally:
             self.awaiting -= 1
             self.changed(self)
+        if allowed:
+            return modes.Decision("run")
+        return modes.Decision(
+            "refuse",
+            "The user refused permission for this tool call. Do not retry it; "
+            "continue without it or ask the user.",
+        )
 
     # -- prompts sent while it works ----------------------------------------------------
 
@@ -336,9 +377,12 @@ class Session:
         if not tools_off:
             limits = self.providers.tool_limits(self.config.model)
             offered = self.offers.offer(to_chat_messages(working), limits).specs
+        system_prompt = self.config.system_prompt
+        if self.config.mode == "plan":
+            system_prompt = "\n\n".join(filter(None, [system_prompt, modes.PLAN_PROMPT]))
         return compile_request(
             ephemeral=ephemeral,
-            system_prompt=self.config.system_prompt,
+            system_prompt=system_prompt,
             experiences=self.transcript.experiences,
             working=working,
             context_window=context_window,

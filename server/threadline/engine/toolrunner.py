@@ -4,25 +4,31 @@ The turn hands the runner an answer's calls; the runner answers every one of the
 with exactly one stored result, whatever happens: an unknown tool, a repeated or
 invalid call, a spent budget, a refusal, a timeout, a failure. Calls that may run
 together run in one batch; a call that may not is a barrier. Whether a call may run
-at all is asked of one `CallPolicy` (today: the user's permission when the tool needs
-it); a mode that allows fewer tools, or asks differently, is another policy.
+at all is asked of one `CallPolicy`: the session's (`HostPolicy`: its mode, its kept
+approvals, then the user, `tools/modes.py`), or a test's.
+
+Before an answer is stored, the runner works out what each call would do (an edit's
+diff, `preview`): the call's ``tool_use`` block keeps it, so its first ``tool_call``,
+its permission request and every replay show it.
 
 What the runner keeps across the rounds of a turn: the tool budget, the calls it has
-seen (a model that repeats one gets no tools on its next round) and what the model
-is to be told once on its next request (`notes`).
+seen (a model that repeats one gets no tools on its next round), what the model
+is to be told once on its next request (`notes`), and the turn's final message once a
+call ended the turn with one (`final`: ``ask_user`` to a client that cannot ask).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 import anyio
 
 from ..providers.base import ChatMessage, ToolCallFinal
-from ..tools.base import Tool, ToolOutcome, mutates
+from ..tools.base import Tool, ToolOutcome, mutates, preview_of
+from ..tools.modes import Decision
 from ..tools.schema import argument_problem
 from . import blocks, events
 from .blocks import Block, ToolStatus
@@ -41,21 +47,39 @@ REFUSED = (
 class CallPolicy(Protocol):
     """Whether a call may run: the one place a permission or mode check goes."""
 
-    async def refusal(self, tool: Tool, call: ToolCallFinal) -> str | None:
-        """None to run the call; else what the model is told instead of its result."""
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
+        """``run``, ``confined`` (in the sandbox) or ``refuse`` (``reason`` is what
+        the model is told instead of a result). ``shown``: what the call would do."""
         ...
 
 
+class HostPolicy:
+    """The session decides: its mode, its kept approvals, and the user when those
+    leave the call open (``TurnHost.authorize``)."""
+
+    def __init__(self, host: TurnHost) -> None:
+        self._host = host
+
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
+        return await self._host.authorize(tool, call, shown)
+
+
 class AskWhenNeeded:
-    """A tool that needs permission runs only when the user allows the call."""
+    """A tool that needs permission runs only when ``ask`` allows the call."""
 
     def __init__(self, ask: Callable[[Tool, ToolCallFinal], Awaitable[bool]]) -> None:
         self._ask = ask
 
-    async def refusal(self, tool: Tool, call: ToolCallFinal) -> str | None:
+    async def decide(
+        self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]]
+    ) -> Decision:
         if tool.needs_permission and not await self._ask(tool, call):
-            return REFUSED
-        return None
+            return Decision("refuse", REFUSED)
+        return Decision("run")
 
 
 class ToolRunner:
@@ -78,7 +102,12 @@ class ToolRunner:
         self.notes: list[ChatMessage] = []
         """What the model is told once, on its next request only (the history never
         has it; clients see the refused call's failed result instead)."""
+        self.final: str | None = None
+        """The message a call ended the turn with (``ToolOutcome.final_message``): the
+        calls after it are not run, and the turn stores it as its last answer."""
         self._seen: set[str] = set()
+        self.previews: dict[str, list[dict[str, Any]]] = {}
+        """What each call of the latest answer would do (an edit's diff), by call id."""
         self._checkpointed = False
         """The workspace was checkpointed before this turn's first change."""
 
@@ -88,6 +117,16 @@ class ToolRunner:
 
     def _say_once(self, text: str) -> None:
         self.notes.append(ChatMessage("user", text, ephemeral=True))
+
+    async def preview(self, calls: Sequence[ToolCallFinal]) -> None:
+        """Work out what each call would do before its answer is stored."""
+        self.previews = {}
+        for call in calls:
+            tool = self.host.tools.get(call.name)
+            if tool is not None:
+                shown = await preview_of(tool, call.arguments, self.host.tool_context(call.id))
+                if shown:
+                    self.previews[call.id] = shown
 
     def describe(self, call: ToolCallFinal) -> Block:
         """The call's ``tool_use`` block, with the title, kind and locations its tool
@@ -106,7 +145,13 @@ class ToolRunner:
         except Exception:
             title = call.name
         return blocks.call_block(
-            call.id, call.name, call.arguments, title=title, kind=tool.kind, locations=locations
+            call.id,
+            call.name,
+            call.arguments,
+            title=title,
+            kind=tool.kind,
+            locations=locations,
+            content=self.previews.get(call.id),
         )
 
     async def run(
@@ -148,6 +193,8 @@ class ToolRunner:
             self._answer(
                 call, "not run: the tool budget is exhausted", is_error=True, status="cancelled"
             )
+        if self.final is not None:
+            return "end_turn"
         if skipped or (self.budget <= 0 and not self.tools_off and fresh):
             return "max_turn_requests"
         return None
@@ -194,6 +241,8 @@ class ToolRunner:
             status=status,
             compact_summary=outcome.compact_summary,
             raw_output=outcome.raw_output,
+            display=outcome.display,
+            plan=outcome.plan,
         )
         self.host.commit((ToolResult(blocks.tool_message(self.turn_id, block)),))
         self.host.announce(events.ToolFinished(block))
@@ -222,6 +271,10 @@ class ToolRunner:
         """A batch that may change files is checkpointed around (`TurnHost.checkpoint`):
         before the turn's first such batch, and after each, even one interrupted."""
         if not batch:
+            return
+        if self.final is not None:  # a call before these ended the turn
+            for call in batch:
+                self._answer(call, "not run: the turn ended with a question", status="cancelled")
             return
         tools = [self.host.tools.get(c.name) for c in batch]
         if not any(t is not None and mutates(t) for t in tools):
@@ -253,6 +306,8 @@ class ToolRunner:
         for call in batch:
             outcome, status = outcomes[call.id]
             self._record(call, outcome, status)
+            if outcome.final_message is not None and self.final is None:
+                self.final = outcome.final_message
             if outcome.is_error and status == "failed":
                 failures.append(f"{call.name}: {_first_text(outcome)}")
         if failures and self.host.config.strict_tools:
@@ -265,13 +320,14 @@ class ToolRunner:
         host = self.host
         tool = host.tools.get(call.name)
         assert tool is not None
-        refused = await self.policy.refusal(tool, call)
-        if refused is not None:
-            return ToolOutcome.text(refused, is_error=True), "failed"
+        decision = await self.policy.decide(tool, call, self.previews.get(call.id, []))
+        if decision.action == "refuse":
+            return ToolOutcome.text(decision.reason, is_error=True), "failed"
+        ctx = host.tool_context(call.id, confined=decision.action == "confined")
         host.announce(events.ToolProgress(call.id))
         try:
             with anyio.fail_after(tool.timeout):
-                outcome = await tool.run(call.arguments, host.tool_context(call.id))
+                outcome = await tool.run(call.arguments, ctx)
         except TimeoutError:
             return (
                 ToolOutcome.text(f"{call.name} timed out after {tool.timeout:g} s", is_error=True),

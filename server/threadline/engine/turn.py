@@ -34,7 +34,7 @@ from .mutations import (
 from .outcomes import TurnOutcome
 from .stream import Answer, read_bursts, stop_reason
 from .tasks import Work
-from .toolrunner import AskWhenNeeded, CallPolicy, ToolRunner
+from .toolrunner import CallPolicy, HostPolicy, ToolRunner
 from .unfinished import FORKED, PartialAnswer, Why, stopped, unfinished
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class Turn:
         """The id the prompt is stored under (a queued prompt keeps the one it waited under)."""
         self.joined: list[str] = []
         """Steering prompts that joined this turn (their requests answer with its end)."""
-        self.policy = policy or AskWhenNeeded(host.ask_permission)
+        self.policy = policy or HostPolicy(host)
         self.lease_turn_id: str | None = f"a{host.transcript.turn_number + 1}"
         self.answer: Answer | None = None
         """The answer streaming now (none between model calls)."""
@@ -107,6 +107,8 @@ class Turn:
                 provider = await self.host.provider()
                 request = await self._compile(provider)
                 answer = await self._stream(provider, request)
+                if not answer.stopped:
+                    await self.tools.preview(answer.calls)
                 self._commit(answer)
                 if not answer.calls:
                     if answer.finish != "stop" or not self._between_calls():
@@ -118,6 +120,8 @@ class Turn:
                     offered=self._offered_tools,
                     answered=stop_reason(answer.finish),
                 )
+                if self.tools.final is not None:
+                    self._say(self.tools.final)
                 if stop is not None:
                     return self._outcome(stop)
         except anyio.get_cancelled_exc_class():
@@ -306,6 +310,21 @@ class Turn:
             "the model repeated the same line over and over; generation stopped",
             {"reason": "repeated_line_loop", "partialText": self.partial_text()},
         )
+
+    def _say(self, text: str) -> None:
+        """Store and show the final message a call ended the turn with (not the
+        model's words: no model call, no usage); the user answers it with their next
+        prompt, which the model then reads after it."""
+        msg = blocks.message(
+            "assistant",
+            self.turn_id,
+            [{"type": "text", "text": text}],
+            model=self.config.model,
+            stop_reason="end_turn",
+        )
+        self.host.commit((AssistantMessage(msg),))
+        self.host.announce(events.MessageChunk(msg["messageId"], self.turn_id, text))
+        self.last_message_id = msg["messageId"]
 
     def _store(self, answer: Answer, *, truncated: bool) -> None:
         content = answer.content(

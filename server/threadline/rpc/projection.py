@@ -86,13 +86,20 @@ def tool_call(block: Block, turn_id: str) -> Update:
         "status": status,
         "rawInput": raw_input,
         "locations": block.get("locations") or [],
+        **({"content": block["content"]} if block.get("content") else {}),
         "_meta": {"threadline": meta},
     }
 
 
-def tool_progress(tool_call_id: str, status: str) -> Update:
-    """A transitional status (``in_progress``): live only, not history."""
-    return {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
+def tool_progress(
+    tool_call_id: str, status: str, content: Sequence[dict[str, Any]] | None = None
+) -> Update:
+    """A transitional status (``in_progress``), or the content a running call shows so
+    far (a command's output, its terminal): live only, not history."""
+    u: Update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
+    if content is not None:
+        u["content"] = list(content)
+    return u
 
 
 def tool_result(block: Block) -> Update:
@@ -104,13 +111,30 @@ def tool_result(block: Block) -> Update:
         "sessionUpdate": "tool_call_update",
         "toolCallId": block["toolUseId"],
         "status": "completed" if status == "completed" else "failed",
-        "content": [{"type": "content", "content": c} for c in block.get("content", [])],
+        "content": [
+            *block.get("display", []),
+            *({"type": "content", "content": c} for c in block.get("content", [])),
+        ],
     }
     if block.get("rawOutput") is not None:
         u["rawOutput"] = block["rawOutput"]
     if status == "cancelled":
         u["_meta"] = {"threadline": {"cancelled": True}}
     return u
+
+
+def plan(entries: Sequence[dict[str, Any]]) -> Update:
+    """ACP's ``plan``: the whole list, replacing what the client showed before."""
+    return {"sessionUpdate": "plan", "entries": list(entries)}
+
+
+def tool_finished(block: Block) -> list[Update]:
+    """A stored ``tool_result``: the call's final update, then the plan it set (an
+    ``update_plan`` call), live and on replay alike."""
+    out = [tool_result(block)]
+    if block.get("plan") is not None:
+        out.append(plan(block["plan"]))
+    return out
 
 
 def compaction(
@@ -196,6 +220,11 @@ def available_commands(commands: Sequence[tuple[str, str, str | None]]) -> Updat
     }
 
 
+def current_mode(mode_id: str) -> Update:
+    """ACP's ``current_mode_update``."""
+    return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
+
+
 def replay(message: Msg, *, compaction: bool) -> list[Update]:
     """One stored message as the updates a live client was shown for it;
     ``compaction``: the client shows ``compaction_update``. Text chunks also carry
@@ -207,7 +236,7 @@ def replay(message: Msg, *, compaction: bool) -> list[Update]:
     for block in message["content"]:
         t = block.get("type")
         if t == "tool_result":
-            out.append(tool_result(block))
+            out.extend(tool_finished(block))
         elif role == "user":
             out.append(marked(content_chunk("user_message_chunk", mid, turn, block), marks))
         elif t == "text":
@@ -255,10 +284,10 @@ class Projection:
                 return [message_chunk(kind, message_id, turn_id, text)]
             case events.ToolCallStarted(block, turn_id):
                 return [tool_call(block, turn_id)]
-            case events.ToolProgress(tool_call_id):
-                return [tool_progress(tool_call_id, "in_progress")]
+            case events.ToolProgress(tool_call_id, content):
+                return [tool_progress(tool_call_id, "in_progress", content)]
             case events.ToolFinished(block):
-                return [tool_result(block)]
+                return tool_finished(block)
             case events.Usage(used, size):
                 return [usage_update(used, size)]
             case events.SessionInfo():
@@ -271,5 +300,7 @@ class Projection:
                 return [compacted(message_id, turn_id, block, shown=self.shows_compaction)]
             case events.AvailableCommands(commands):
                 return [available_commands(commands)]
+            case events.ModeChanged(mode_id):
+                return [current_mode(mode_id)]
             case events.Replayed(message):
                 return self.replay(message)

@@ -24,6 +24,7 @@ from threadline_protocol import methods as pm
 from threadline_protocol.methods import METHODS, MethodSpec
 
 from .. import __version__
+from ..engine import modes as session_modes
 from ..engine.engine import Engine
 
 R = TypeVar("R")
@@ -105,6 +106,9 @@ CALLS: dict[str, Call] = {
     "session/close": by_id(Engine.close),
     "session/delete": by_id(Engine.delete),
     "session/set_config_option": Engine.set_config_option,
+    "session/set_mode": session_modes.set_mode,
+    "session/approvals": session_modes.approvals,
+    "session/remove_approval": session_modes.remove_approval,
     "session/fork": Engine.fork,
     "session/compact": Engine.compact,
     "session/queue/list": by_id(Engine.queue_list),

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Literal
 from pydantic import BaseModel, ValidationError
 
 from threadline_protocol import methods as pm
+from threadline_protocol import work as pw
 from threadline_protocol.base import Prewritten
 from threadline_protocol.errors import ErrorCode
 from threadline_protocol.methods import ClientCapabilities
@@ -122,6 +123,30 @@ class ThreadlineServer:
 
     async def call_tool(self, params: pm.ToolCallCall) -> pm.ToolCallCallResult:
         return pm.ToolCallCallResult.model_validate(await self._request("tool/call", params))
+
+    async def create_elicitation(
+        self, params: pm.CreateElicitationParams
+    ) -> pm.CreateElicitationResult:
+        answer = await self._request("elicitation/create", params)
+        return pm.CreateElicitationResult.model_validate(answer)
+
+    async def create_terminal(self, params: pw.CreateTerminalParams) -> pw.CreateTerminalResult:
+        answer = await self._request("terminal/create", params)
+        return pw.CreateTerminalResult.model_validate(answer)
+
+    async def terminal_output(self, params: pw.TerminalRef) -> pw.TerminalOutputResult:
+        answer = await self._request("terminal/output", params)
+        return pw.TerminalOutputResult.model_validate(answer)
+
+    async def wait_for_terminal_exit(self, params: pw.TerminalRef) -> pw.WaitForExitResult:
+        answer = await self._request("terminal/wait_for_exit", params)
+        return pw.WaitForExitResult.model_validate(answer or {})
+
+    async def kill_terminal(self, params: pw.TerminalRef) -> None:
+        await self._request("terminal/kill", params)
+
+    async def release_terminal(self, params: pw.TerminalRef) -> None:
+        await self._request("terminal/release", params)
 
     async def _request(self, method: str, params: BaseModel) -> Any:
         """Send a request to the client and wait for its answer's ``result``; a request

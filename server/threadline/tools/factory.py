@@ -28,11 +28,19 @@ from anyio.abc import TaskGroup
 
 from .base import Tool
 from .client import ClientTool
+from .commands.run_command import RunCommand
 from .mcp import McpConnections
+from .plan import UpdatePlan
 from .registry import ToolRegistry
 from .workspace import workspace_tools
 
 log = logging.getLogger(__name__)
+
+
+def builtin_tools(client_capabilities: dict[str, Any] | None) -> list[Tool]:
+    """Every built-in tool a client gets: the workspace's file tools, ``run_command``
+    (in the client's terminal when it has one, else in the sidecar) and ``update_plan``."""
+    return [*workspace_tools(client_capabilities), RunCommand(), UpdatePlan()]
 
 
 def build_registry(
@@ -56,9 +64,7 @@ def build_registry(
     chosen: list[Tool] = []
     if builtin:
         keep = None if builtin is True else set(builtin)
-        chosen += [
-            t for t in workspace_tools(client_capabilities) if keep is None or t.name in keep
-        ]
+        chosen += [t for t in builtin_tools(client_capabilities) if keep is None or t.name in keep]
     chosen += extra_tools
     for tool in [t for t in chosen if t.name in reserved]:
         log.info("server tool %s is shadowed by a client-declared tool", tool.name)

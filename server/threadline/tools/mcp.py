@@ -1,9 +1,12 @@
 """Tools of MCP servers (the ``mcpServers`` of ``session/new``), through the ``mcp`` SDK.
 
-Each stdio server is started once per session and stopped when the session closes.
-Its tools join the session's registry as ``<server>__<tool>`` so names from different
-servers (and the built-in and client tools) never collide, and results come back as
-ACP content blocks, which are MCP's own.
+Each server is connected once per session and disconnected when the session closes:
+a stdio server is a process started in the session's folder, an ``http`` or ``sse``
+one a URL reached with the SDK's streamable HTTP or SSE client, with the entry's
+headers on every request (``mcp_config.py`` reads the entries). Its tools join the
+session's registry as ``<server>__<tool>`` so names from different servers (and the
+built-in and client tools) never collide, and results come back as ACP content
+blocks, which are MCP's own.
 
 Lifecycle design. The SDK's ``Client`` is an async context manager whose inside
 (``stdio_client``'s task group, the session's dispatcher) uses anyio cancel scopes,
@@ -18,7 +21,8 @@ long-lived anyio task group when the owner has one, otherwise as plain asyncio t
 (the sidecar runs on asyncio). Either way the host, not its caller, does the cleanup,
 so a cancelled ``start`` or ``aclose`` never leaves a half-exited scope or a live
 server process: the SDK's stdio shutdown (close stdin, wait, terminate the process
-group) is shielded and bounded.
+group) is shielded and bounded, and a remote server's HTTP session is ended (the
+streamable HTTP client's DELETE) before its HTTP client closes.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -39,8 +44,10 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .base import ToolContext, ToolKind, ToolOutcome
+from .mcp_config import McpConfigError, McpRemoteSpec, ServerSpec, parse_server
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp import Client
     from mcp.types import CallToolResult
     from mcp.types import Tool as RemoteTool
@@ -54,50 +61,15 @@ STOP_TIMEOUT = 10.0
 """Seconds ``aclose`` waits for hosts; the SDK's own shutdown is bounded below that."""
 
 CALL_TIMEOUT = 120.0
+HTTP_TIMEOUT = 30.0
+"""Seconds an HTTP request to a remote server gets to connect and send."""
+HTTP_READ_TIMEOUT = 300.0
+"""Seconds a remote server's event stream may stay silent (SSE servers ping meanwhile)."""
 NAME_MAX = 64
 """Model APIs accept tool names of at most 64 characters from ``[A-Za-z0-9_-]``."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _CONTENT_TYPES = {"text", "image", "audio", "resource_link", "resource"}
-
-
-class McpConfigError(ValueError):
-    """An ``mcpServers`` entry that cannot be started."""
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerSpec:
-    """A stdio server entry of ACP ``mcpServers``."""
-
-    name: str
-    command: str
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def parse(cls, raw: Any) -> McpServerSpec:
-        if hasattr(raw, "model_dump"):  # a protocol model
-            raw = raw.model_dump(by_alias=True, exclude_none=True)
-        if not isinstance(raw, dict):
-            raise McpConfigError("an mcpServers entry must be an object")
-        name = raw.get("name")
-        if not isinstance(name, str) or not name:
-            raise McpConfigError("an mcpServers entry needs a name")
-        kind = raw.get("type", "stdio")
-        if kind != "stdio":
-            raise McpConfigError(f"{kind} MCP servers are not supported; use stdio")
-        command = raw.get("command")
-        if not isinstance(command, str) or not command:
-            raise McpConfigError(f"MCP server {name!r} needs a command")
-        args = raw.get("args") or []
-        env = raw.get("env") or []
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise McpConfigError(f"MCP server {name!r}: args must be strings")
-        pairs: list[tuple[str, str]] = []
-        for item in env if isinstance(env, list) else []:
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                pairs.append((item["name"], str(item.get("value", ""))))
-        return cls(name, command, tuple(args), tuple(pairs))
 
 
 def tool_name(server: str, tool: str, taken: set[str]) -> str:
@@ -177,7 +149,7 @@ class McpTool:
 class _ServerHost:
     """The task that owns one server connection from start to stop (see module doc)."""
 
-    spec: McpServerSpec
+    spec: ServerSpec
     cwd: str | None
     errlog: TextIO
     client: Client | None = None
@@ -188,30 +160,27 @@ class _ServerHost:
     closed: anyio.Event = field(default_factory=anyio.Event)
     stop: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    refused: str | None = None
+    """The last HTTP error status a remote server answered (the SDK's error for it
+    says only "Server returned an error response"; a 401 is worth naming)."""
 
     async def run(self) -> None:
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp import Client
         from mcp.types import Implementation
 
         began = anyio.current_time()
-        params = StdioServerParameters(
-            command=self.spec.command,
-            args=list(self.spec.args),
-            env=dict(self.spec.env),
-            cwd=self.cwd,
-        )
         info = Implementation(name="threadline", version=_version())
         try:
             with self.scope:
-                async with Client(stdio_client(params, errlog=self.errlog), client_info=info) as c:
+                async with Client(self._transport(), client_info=info) as c:
                     self.remote_tools = await _list_tools(c)
                     self.client = c
                     self.started_in = anyio.current_time() - began
                     self.ready.set()
                     await self.stop.wait()
         except Exception as exc:  # spawn failure, handshake error, crash (groups too)
-            self.error = self.error or _describe(exc)
+            refused = f" ({self.refused})" if self.refused else ""
+            self.error = self.error or _describe(exc) + refused
             log.warning("MCP server %r stopped with an error: %s", self.spec.name, self.error)
         finally:
             self.client = None
@@ -222,6 +191,51 @@ class _ServerHost:
 
     def request_stop(self) -> None:
         self.stop.set()
+
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
+        """The SDK transport the entry names: a process, streamable HTTP or SSE."""
+        spec = self.spec
+        if isinstance(spec, McpRemoteSpec):
+            if spec.transport == "sse":
+                from mcp.client.sse import sse_client
+
+                return sse_client(
+                    spec.url,
+                    headers=spec.header_map(),
+                    timeout=HTTP_TIMEOUT,
+                    sse_read_timeout=HTTP_READ_TIMEOUT,
+                )
+            return _streamable_http(spec, self._note_response)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=self.cwd
+        )
+        return stdio_client(params, errlog=self.errlog)
+
+    async def _note_response(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.refused = f"HTTP {response.status_code} from {response.request.url}"
+
+
+@asynccontextmanager
+async def _streamable_http(
+    spec: McpRemoteSpec, on_response: Callable[[httpx2.Response], Awaitable[None]]
+) -> AsyncGenerator[Any]:
+    """The SDK's streamable HTTP transport over an HTTP client that carries the
+    entry's headers (the SDK takes headers only through a client it is given, and
+    leaves that client's lifetime to its owner: here, this context)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(HTTP_TIMEOUT, read=HTTP_READ_TIMEOUT)
+    hooks = {"response": [on_response]}
+    async with (
+        httpx2.AsyncClient(headers=spec.header_map(), timeout=timeout, event_hooks=hooks) as http,
+        streamable_http_client(spec.url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 async def _list_tools(client: Client) -> list[RemoteTool]:
@@ -252,11 +266,14 @@ def _version() -> str:
         return "0"
 
 
-async def _import_sdk() -> None:
-    """Import the SDK on a worker thread: it takes seconds on a busy machine, and an
-    import on the event loop would stall every other session's stream meanwhile."""
-    if "mcp.client.stdio" not in sys.modules:
-        await anyio.to_thread.run_sync(importlib.import_module, "mcp.client.stdio")
+async def _import_sdk(specs: Iterable[ServerSpec]) -> None:
+    """Import the SDK's transports on a worker thread: it takes seconds on a busy
+    machine, and an import on the event loop would stall every other session's stream
+    meanwhile."""
+    wanted = {"mcp.client.stdio"}  # the SDK's Client imports it, and streamable HTTP
+    wanted |= {"mcp.client.sse" for s in specs if isinstance(s, McpRemoteSpec)}
+    for module in sorted(wanted - set(sys.modules)):
+        await anyio.to_thread.run_sync(importlib.import_module, module)
 
 
 def _usable_stderr() -> TextIO | None:
@@ -315,10 +332,10 @@ class McpConnections:
         """Start every server not already running (by name), concurrently; return the
         tools that became available. A server that fails is logged and recorded in
         :attr:`failures`; the others still start."""
-        specs: list[McpServerSpec] = []
+        specs: list[ServerSpec] = []
         for raw in servers:
             try:
-                spec = McpServerSpec.parse(raw)
+                spec = parse_server(raw)
             except McpConfigError as exc:
                 name = raw.get("name") if isinstance(raw, dict) else None
                 self.failures[str(name or "?")] = str(exc)
@@ -334,7 +351,7 @@ class McpConnections:
             self._hosts[host.spec.name] = host
             self.failures.pop(host.spec.name, None)
         try:
-            await _import_sdk()
+            await _import_sdk(specs)
             for host in hosts:
                 self._spawn(host)
             async with anyio.create_task_group() as tg:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,9 @@ class ToolRegistry:
         self._hidden: dict[str, Tool] = {}
         self.always_offer: frozenset[str] = frozenset(always_offer)
         """Tools offered on every model call, whatever the request (``alwaysOffer``)."""
+        self.visible: Callable[[Tool], bool] = lambda _tool: True
+        """Which tools ``specs()`` lists: the session's mode hides what it forbids (a
+        call to a hidden tool is still a known tool, refused when it is decided)."""
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
@@ -66,7 +69,11 @@ class ToolRegistry:
 
     def specs(self) -> list[ToolSpec]:
         """Normal tools first, then exit tools: the model may call either."""
-        out = [ToolSpec(t.name, t.description, t.parameters) for t in self._tools.values()]
+        out = [
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self._tools.values()
+            if self.visible(t)
+        ]
         out += [
             ToolSpec(
                 d["name"], d.get("description", ""), d.get("inputSchema") or {"type": "object"}

@@ -261,10 +261,7 @@ class Sandbox:
         """Open an accepted path with no window between check and use: from the real
         root that holds it, following no symlink (its ``real`` has none). Raises
         :class:`PathRefused` if a link appeared since the check, ``OSError`` else."""
-        roots = [r for r in self.real_roots if _is_within(resolved.real, r)]
-        if not roots:
-            raise PathRefused(f"refused: {resolved.shown!r} is outside the workspace")
-        root = max(roots, key=len)
+        root = self.real_root_of(resolved)
         try:
             return open_beneath(root, os.path.relpath(resolved.real, root), flags)
         except OSError as exc:
@@ -274,6 +271,13 @@ class Sandbox:
                     "symlink appeared on the way); such links are not followed"
                 ) from None
             raise
+
+    def real_root_of(self, resolved: Resolved) -> str:
+        """The innermost real root that holds an accepted path."""
+        roots = [r for r in self.real_roots if _is_within(resolved.real, r)]
+        if not roots:
+            raise PathRefused(f"refused: {resolved.shown!r} is outside the workspace")
+        return max(roots, key=len)
 
     def as_written(self, path: str) -> str:
         """Spell a path given through a resolved root the way the workspace names it

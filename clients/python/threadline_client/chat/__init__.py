@@ -93,6 +93,7 @@ async def chat(
     )
     client.on_update(session.on_update)
     client.on_request("session/request_permission", session.on_permission)
+    client.on_request("elicitation/create", session.on_question)
     client.on_request("tool/call", session.on_tool_call)
     client.on_request("fs/read_text_file", session.on_read_file)
     client.on_request("fs/write_text_file", session.on_write_file)

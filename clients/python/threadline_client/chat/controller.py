@@ -15,6 +15,7 @@ from rich.text import Text
 from ..ask import INTERRUPTED
 from ..client import RpcError, ThreadlineClient
 from .input import SIGINT, LineInput, Sigint
+from .questions import answer_form
 from .rendering import TurnView, block_text, short
 from .tools import ChatTool
 
@@ -258,12 +259,25 @@ class Chat:
         self.console.print(Text("↳ the other window's turn ended", style="dim"))
 
     async def on_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._asking(self._ask_permission, params)
+
+    async def on_question(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``elicitation/create`` (the model's ``ask_user``): answered at the prompt."""
+        return await self._asking(lambda p: answer_form(self.ask, self.console, p), params)
+
+    async def _asking(
+        self,
+        answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        """One question to the user at a time, with the live answer paused and the
+        typed keys shown meanwhile."""
         async with self._ask_lock:
             if self.view is not None:
                 self.view.pause()
             self.lines.echo(True)
             try:
-                return await self._ask_permission(params)
+                return await answer(params)
             finally:
                 if self.turn is not None and not self.turn.done():
                     self.lines.echo(False)
@@ -313,7 +327,9 @@ class Chat:
     # -- sessions ----------------------------------------------------------------------
 
     async def open(self, session_id: str | None, model: str | None) -> None:
-        init = await self.client.initialize(fs={"readTextFile": True, "writeTextFile": True})
+        init = await self.client.initialize(
+            fs={"readTextFile": True, "writeTextFile": True}, elicitation={"form": {}}
+        )
         meta = ((init.get("agentCapabilities") or {}).get("_meta") or {}).get("threadline") or {}
         self.models = _offered(meta.get("models"))
         self.default_model = str(meta.get("defaultModel") or "")

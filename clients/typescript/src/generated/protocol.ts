@@ -71,6 +71,30 @@ export interface Annotations {
   [key: string]: unknown;
 }
 
+/**
+ * An "always" answer kept with the session. ``scope``: ``workspace`` (the tool's
+ * calls on paths inside the session's roots) or ``prefix`` (a ``run_command`` whose
+ * command starts with ``prefix``, word for word); ``tool`` for every call of the tool
+ * (tools other than these two).
+ */
+export interface ApprovalRule {
+  allow: boolean;
+  createdAt: string;
+  id: string;
+  prefix?: string | null;
+  scope: "workspace" | "prefix" | "tool";
+  tool: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ``session/approvals`` and ``session/remove_approval``: the rules now kept. */
+export interface ApprovalsResult {
+  rules: ApprovalRule[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface ArchiveParams {
   /** @default true */
   archived?: boolean;
@@ -126,6 +150,7 @@ export interface ChunkMeta {
 
 export interface ClientCapabilities {
   _meta?: { [key: string]: unknown } | null;
+  elicitation?: ElicitationCapabilities | null;
   fs?: FileSystemCapability;
   session?: ClientSessionCapabilities | null;
   /** @default false */
@@ -227,6 +252,67 @@ export interface ContextResult {
   [key: string]: unknown;
 }
 
+/** ACP's ``Cost``: what the session's model calls cost so far. */
+export interface Cost {
+  amount: number;
+  currency: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``elicitation/create`` (stable since schema 1.21) in form mode, scoped to a
+ * session and the tool call that asks: a structured question for the user. Sent
+ * only to clients that advertised ``clientCapabilities.elicitation.form``.
+ */
+export interface CreateElicitationParams {
+  message: string;
+  mode: "form";
+  requestedSchema: ElicitationSchema;
+  sessionId: string;
+  toolCallId?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``CreateElicitationResponse``: ``accept`` (with the form's ``content``),
+ * ``decline`` (the user said no) or ``cancel`` (dismissed without choosing).
+ */
+export interface CreateElicitationResult {
+  action: "accept" | "decline" | "cancel";
+  content?: {
+    [key: string]: boolean | number | string | string[];
+  } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``terminal/create``: run ``command`` with ``args`` in the client's terminal. */
+export interface CreateTerminalParams {
+  args?: string[];
+  command: string;
+  cwd?: string | null;
+  outputByteLimit?: number | null;
+  sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface CreateTerminalResult {
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``current_mode_update``: the session's mode changed (from any client). */
+export interface CurrentModeUpdate {
+  currentModeId: string;
+  sessionUpdate: "current_mode_update";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 /**
  * ``session/diff``: from just before ``fromMessageId`` (default: the last prompt)
  * to just after ``toMessageId`` (default: now).
@@ -247,11 +333,43 @@ export interface DiffResult {
   [key: string]: unknown;
 }
 
+/**
+ * ACP ``diff`` content: a file's whole text before and after (``oldText`` absent
+ * for a new file). Shown from the call's first ``tool_call``, in its permission
+ * request and in its result, live and on replay.
+ */
 export interface DiffToolCallContent {
   newText: string;
   oldText?: string | null;
   path: string;
   type: "diff";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``elicitation``: a mode is supported only when its key is present and not
+ * null (``{}`` advertises no mode).
+ */
+export interface ElicitationCapabilities {
+  form?: { [key: string]: unknown } | null;
+  url?: { [key: string]: unknown } | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``ElicitationSchema``: a flat object of primitive (or enum) properties.
+ * Each property is one of ACP's property schemas (``string``, ``number``,
+ * ``integer``, ``boolean``, ``array`` of enum strings), kept as written.
+ */
+export interface ElicitationSchema {
+  properties?: {
+    [key: string]: { [key: string]: unknown };
+  };
+  required?: string[] | null;
+  title?: string | null;
+  type: "object";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -418,7 +536,6 @@ export interface InitializeResult {
   authMethods?: { [key: string]: unknown }[];
   /** @default 1 */
   protocolVersion?: number;
-  serverInfo: Implementation;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -457,9 +574,14 @@ export interface LoadSessionParams {
   sessionId: string;
 }
 
-/** ``session/load`` and ``session/resume``: ``{}``, with MCP failures if any. */
+/**
+ * ``session/load`` and ``session/resume``: the session's mode and options, with
+ * MCP failures if any.
+ */
 export interface LoadSessionResult {
   _meta?: McpMeta | null;
+  configOptions?: SessionConfigOption[] | null;
+  modes?: SessionModeState | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -547,6 +669,7 @@ export interface NewSessionResult {
   _meta?: McpMeta | null;
   configOptions?: SessionConfigOption[] | null;
   models?: SessionModelState | null;
+  modes?: SessionModeState | null;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
@@ -583,6 +706,7 @@ export interface PermissionSelected {
 
 /** ACP ``ToolCallUpdate`` as it appears in a permission request. */
 export interface PermissionToolCall {
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: string | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -600,6 +724,7 @@ export interface Plan {
   [key: string]: unknown;
 }
 
+/** One entry of ACP's ``plan`` update (the whole list is sent each time). */
 export interface PlanEntry {
   content: string;
   /** @default "medium" */
@@ -727,6 +852,13 @@ export interface ReadTextFileResult {
   content: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+export interface RemoveApprovalParams {
+  /** Constraints: minLength 1. */
+  ruleId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
 }
 
 export interface RequestPermissionParams {
@@ -886,6 +1018,22 @@ export interface SessionInfoUpdateMeta {
   [key: string]: unknown;
 }
 
+export interface SessionMode {
+  description?: string | null;
+  id: string;
+  name: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``modes`` in session results: the mode the session is in and the choices. */
+export interface SessionModeState {
+  availableModes: SessionMode[];
+  currentModeId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
 export interface SessionModelState {
   availableModels: ModelInfo[];
   currentModelId: string;
@@ -896,7 +1044,7 @@ export interface SessionModelState {
 /** Params of the ``session/update`` notification. */
 export interface SessionNotification {
   sessionId: string;
-  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate;
+  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -918,6 +1066,20 @@ export interface SetConfigOptionParams {
 export interface SetConfigOptionResult {
   _meta?: McpMeta | null;
   configOptions: SessionConfigOption[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/** ACP ``session/set_mode``. */
+export interface SetModeParams {
+  /** Constraints: minLength 1. */
+  modeId: string;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface SetModeResult {
+  _meta?: { [key: string]: unknown } | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -947,6 +1109,43 @@ export interface SummaryBlock {
   compactionId?: string | null;
   text: string;
   type: "summary";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalExitStatus {
+  exitCode?: number | null;
+  signal?: string | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface TerminalOutputResult {
+  exitStatus?: TerminalExitStatus | null;
+  output: string;
+  truncated: boolean;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * Params of ``terminal/output``, ``terminal/wait_for_exit``, ``terminal/kill`` and
+ * ``terminal/release``.
+ */
+export interface TerminalRef {
+  sessionId: string;
+  terminalId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP ``terminal`` content: the client shows the terminal ``terminal/create``
+ * made, live, for as long as it keeps it.
+ */
+export interface TerminalToolCallContent {
+  terminalId: string;
+  type: "terminal";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1001,6 +1200,8 @@ export interface ThreadlineSessionOptions {
   builtinTools?: boolean | string[];
   exitTools?: ToolDefinition[];
   maxTokens?: number | null;
+  /** @default "code" */
+  mode?: "ask" | "plan" | "code" | "auto";
   model?: string | null;
   /** @default false */
   strictTools?: boolean;
@@ -1052,7 +1253,7 @@ export interface ToolCallMeta {
 
 export interface ToolCallProgress {
   _meta?: ToolCallUpdateMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[] | null;
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[] | null;
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other" | null;
   locations?: ToolCallLocation[] | null;
   rawInput?: unknown;
@@ -1067,7 +1268,7 @@ export interface ToolCallProgress {
 
 export interface ToolCallStart {
   _meta?: ToolCallMeta | null;
-  content?: (ContentToolCallContent | DiffToolCallContent)[];
+  content?: (ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent)[];
   /** @default "other" */
   kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
   locations?: ToolCallLocation[];
@@ -1135,8 +1336,10 @@ export interface ToolOffer {
 export interface ToolResultBlock {
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   /** @default false */
   isError?: boolean;
+  plan?: PlanEntry[] | null;
   rawOutput?: unknown;
   /** @default "completed" */
   status?: "completed" | "failed" | "cancelled";
@@ -1148,9 +1351,11 @@ export interface ToolResultBlock {
 
 /**
  * A tool call, with what clients were shown of it when it was made (``title``,
- * ``kind``, ``locations``), so ``session/load`` replays exactly that.
+ * ``kind``, ``locations``, and ``content``: the diff it would make), so
+ * ``session/load`` replays exactly that.
  */
 export interface ToolUseBlock {
+  content?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
   id: string;
   input: { [key: string]: unknown };
   kind?: string | null;
@@ -1205,9 +1410,13 @@ export interface Usage {
   [key: string]: unknown;
 }
 
-/** Context-window use after a model call: ``used`` of ``size`` tokens. */
+/**
+ * Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
+ * 1.21) the cost, when the provider prices its calls (none does yet).
+ */
 export interface UsageUpdate {
   _meta?: { [key: string]: unknown } | null;
+  cost?: Cost | null;
   sessionUpdate: "usage_update";
   size: number;
   used: number;
@@ -1220,6 +1429,13 @@ export interface UserMessageChunk {
   content: TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
   messageId?: string | null;
   sessionUpdate: "user_message_chunk";
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface WaitForExitResult {
+  exitCode?: number | null;
+  signal?: string | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1248,6 +1464,13 @@ export interface ProtocolMethods {
     params: CancelRequestParams;
     result: unknown;
   };
+  /** Ask the user a structured question (the ask_user tool). */
+  "elicitation/create": {
+    direction: "server_to_client";
+    kind: "request";
+    params: CreateElicitationParams;
+    result: CreateElicitationResult;
+  };
   /** End the process. */
   "exit": {
     direction: "client_to_server";
@@ -1275,6 +1498,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: InitializeParams;
     result: InitializeResult;
+  };
+  /** The session's kept "always" answers. */
+  "session/approvals": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: ApprovalsResult;
   };
   /** Archive (or, archived: false, unarchive) a session. */
   "session/archive": {
@@ -1416,6 +1646,13 @@ export interface ProtocolMethods {
     params: QueueUpdateParams;
     result: QueueUpdateResult;
   };
+  /** Forget one kept "always" answer. */
+  "session/remove_approval": {
+    direction: "client_to_server";
+    kind: "request";
+    params: RemoveApprovalParams;
+    result: ApprovalsResult;
+  };
   /** Ask the user before a tool runs. */
   "session/request_permission": {
     direction: "server_to_client";
@@ -1450,6 +1687,13 @@ export interface ProtocolMethods {
     kind: "request";
     params: SetConfigOptionParams;
     result: SetConfigOptionResult;
+  };
+  /** Switch the session's mode (ask, plan, code, auto). */
+  "session/set_mode": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SetModeParams;
+    result: SetModeResult;
   };
   /** Replace a session's tags. */
   "session/set_tags": {
@@ -1486,6 +1730,41 @@ export interface ProtocolMethods {
     params: unknown;
     result: unknown;
   };
+  /** Run a command in the client's terminal (clients that advertised terminal). */
+  "terminal/create": {
+    direction: "server_to_client";
+    kind: "request";
+    params: CreateTerminalParams;
+    result: CreateTerminalResult;
+  };
+  /** Kill a client terminal's command; the terminal stays until released. */
+  "terminal/kill": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** A client terminal's output so far, and its exit status once it exited. */
+  "terminal/output": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: TerminalOutputResult;
+  };
+  /** Free a client terminal (killing its command if it still runs). */
+  "terminal/release": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: EmptyResult;
+  };
+  /** Wait until a client terminal's command exits. */
+  "terminal/wait_for_exit": {
+    direction: "server_to_client";
+    kind: "request";
+    params: TerminalRef;
+    result: WaitForExitResult;
+  };
   /** Run a client-defined tool. */
   "tool/call": {
     direction: "server_to_client";
@@ -1499,10 +1778,12 @@ export interface ProtocolMethods {
 export const METHODS = {
   "$/cancelRequest": { direction: "server_to_client", kind: "notification" },
   "$/cancel_request": { direction: "server_to_client", kind: "notification" },
+  "elicitation/create": { direction: "server_to_client", kind: "request" },
   "exit": { direction: "client_to_server", kind: "notification" },
   "fs/read_text_file": { direction: "server_to_client", kind: "request" },
   "fs/write_text_file": { direction: "server_to_client", kind: "request" },
   "initialize": { direction: "client_to_server", kind: "request" },
+  "session/approvals": { direction: "client_to_server", kind: "request" },
   "session/archive": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
@@ -1523,16 +1804,23 @@ export const METHODS = {
   "session/queue/remove": { direction: "client_to_server", kind: "request" },
   "session/queue/resume": { direction: "client_to_server", kind: "request" },
   "session/queue/update": { direction: "client_to_server", kind: "request" },
+  "session/remove_approval": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },
   "session/rewind": { direction: "client_to_server", kind: "request" },
   "session/search": { direction: "client_to_server", kind: "request" },
   "session/set_config_option": { direction: "client_to_server", kind: "request" },
+  "session/set_mode": { direction: "client_to_server", kind: "request" },
   "session/set_tags": { direction: "client_to_server", kind: "request" },
   "session/set_title": { direction: "client_to_server", kind: "request" },
   "session/unrewind": { direction: "client_to_server", kind: "request" },
   "session/update": { direction: "server_to_client", kind: "notification" },
   "shutdown": { direction: "client_to_server", kind: "request" },
+  "terminal/create": { direction: "server_to_client", kind: "request" },
+  "terminal/kill": { direction: "server_to_client", kind: "request" },
+  "terminal/output": { direction: "server_to_client", kind: "request" },
+  "terminal/release": { direction: "server_to_client", kind: "request" },
+  "terminal/wait_for_exit": { direction: "server_to_client", kind: "request" },
   "tool/call": { direction: "server_to_client", kind: "request" },
 } as const;
 export type MethodName = keyof ProtocolMethods;

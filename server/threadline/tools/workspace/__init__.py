@@ -1,4 +1,4 @@
-"""Built-in workspace tools: read, list and search files, and write through the editor.
+"""Built-in workspace tools: read, list and search files, edit and write them.
 
 Every path goes through :class:`~threadline.tools.sandbox.Sandbox` first, so a tool only
 ever touches files inside the session's ``cwd`` and extra roots; a refusal is an error
@@ -13,18 +13,28 @@ from typing import Any
 
 from ..base import Tool
 from .common import offers_fs
+from .edit_file import EditFile
 from .list_directory import ListDirectory
 from .read_file import ReadFile
 from .search_text import SearchText
 from .write_file import WriteFile
 
-__all__ = ["ListDirectory", "ReadFile", "SearchText", "WriteFile", "workspace_tools"]
+__all__ = [
+    "EditFile",
+    "ListDirectory",
+    "ReadFile",
+    "SearchText",
+    "WriteFile",
+    "workspace_tools",
+]
 
 
 def workspace_tools(client_capabilities: dict[str, Any] | None) -> list[Tool]:
-    """The built-in tools a client gets: read-only ones always, ``write_file`` only
-    when it advertised ``fs.writeTextFile``."""
+    """The file tools a client gets: the read-only ones, ``write_file`` only when it
+    advertised ``fs.writeTextFile``, and ``edit_file`` (through the editor or to disk).
+    The tools that change something ask first (the session's mode may say otherwise)."""
     tools: list[Tool] = [ReadFile(), ListDirectory(), SearchText()]
     if offers_fs(client_capabilities, "writeTextFile"):
         tools.append(WriteFile())
+    tools.append(EditFile())
     return tools

@@ -3,6 +3,8 @@ and the error results a model reads when a call is refused."""
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,7 +13,7 @@ import anyio
 import anyio.to_thread
 
 from ..base import ToolContext, ToolOutcome
-from ..sandbox import PathRefused, Sandbox
+from ..sandbox import PathRefused, Resolved, Sandbox
 
 FILE_PATH_PARAM: dict[str, Any] = {
     "type": "string",
@@ -32,6 +34,40 @@ def folder_location(arguments: dict[str, Any], ctx: ToolContext) -> list[dict[st
 
 class ToolArgError(ValueError):
     """Bad arguments from the model; the message is the error result it reads."""
+
+
+def path_title(verb: str, arguments: dict[str, Any]) -> str:
+    """``Edit src/a.py`` for a call on one file (``Edit file`` without a path)."""
+    path = arguments.get("path")
+    return f"{verb} {path}" if isinstance(path, str) else f"{verb} file"
+
+
+def path_location(arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+    """The one file a call names, as clients are shown it (none when refused)."""
+    try:
+        return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
+    except PathRefused:
+        return []
+
+
+def open_regular(
+    sandbox: Sandbox, resolved: Resolved, *, directory: str = "this is a directory"
+) -> int:
+    """Open a file for reading with no window between check and use, refusing
+    anything but a regular file (opened non-blocking first: a FIFO would block).
+    ``FileNotFoundError`` passes through; ``directory`` is said of a folder."""
+    fd = sandbox.open(resolved, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolArgError(directory)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolArgError("not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def sandbox_of(ctx: ToolContext) -> Sandbox:

@@ -8,7 +8,6 @@ window between check and use, and never holds one huge line in memory whole.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -27,6 +26,7 @@ from .common import (
     int_arg,
     is_binary,
     named,
+    open_regular,
     refusal,
     sandbox_of,
 )
@@ -51,23 +51,10 @@ def _cut_line(line: str, dropped: int = 0) -> str:
 
 
 def _open_regular(sandbox: Sandbox, resolved: Resolved) -> int:
-    """Open a file for reading with no window between check and use, refusing
-    anything but a regular file (opened non-blocking first: a FIFO would block)."""
     try:
-        fd = sandbox.open(resolved, os.O_RDONLY | os.O_NONBLOCK)
+        return open_regular(sandbox, resolved, directory="this is a directory; use list_directory")
     except FileNotFoundError:
         raise ToolArgError("no such file") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolArgError("this is a directory; use list_directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolArgError("not a regular file")
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 @dataclass(slots=True)

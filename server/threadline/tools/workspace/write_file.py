@@ -7,26 +7,28 @@ barrier (never runs beside other calls).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import anyio
 
 from threadline_protocol import methods as pm
 
-from ..base import ToolContext, ToolKind, ToolOutcome
-from ..sandbox import PathRefused
+from ..base import ShownContent, ToolContext, ToolKind, ToolOutcome, diff_content
+from ..sandbox import PathRefused, Resolved
+from . import textfile
 from .common import (
     FILE_PATH_PARAM,
     ToolArgError,
     client_offers,
     human_size,
     named,
+    path_location,
+    path_title,
     refusal,
     sandbox_of,
 )
 
-WRITE_MAX_BYTES = 1 << 20
+WRITE_MAX_BYTES = textfile.FILE_MAX_BYTES
 
 
 class WriteFile:
@@ -54,14 +56,27 @@ class WriteFile:
     timeout = 60.0
 
     def title(self, arguments: dict[str, Any]) -> str:
-        path = arguments.get("path")
-        return f"Write {path}" if isinstance(path, str) else "Write file"
+        return path_title("Write", arguments)
 
     def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        return path_location(arguments, ctx)
+
+    async def _old_text(self, resolved: Resolved, ctx: ToolContext) -> str | None:
+        """The file as it is before the write (None: new, or not text we can show)."""
         try:
-            return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
+            return (await textfile.load(ctx, resolved)).text
+        except (PathRefused, ToolArgError, OSError):
+            return None
+
+    async def preview(self, arguments: dict[str, Any], ctx: ToolContext) -> list[ShownContent]:
+        content = arguments.get("content")
+        try:
+            resolved = sandbox_of(ctx).resolve(arguments.get("path"))
         except PathRefused:
             return []
+        if not isinstance(content, str):
+            return []
+        return [diff_content(resolved.path, await self._old_text(resolved, ctx), content)]
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         if not client_offers(ctx, "writeTextFile"):
@@ -74,13 +89,12 @@ class WriteFile:
             size = len(content.encode("utf-8", "surrogatepass"))
             if size > WRITE_MAX_BYTES:
                 raise ToolArgError(f"content is larger than {human_size(WRITE_MAX_BYTES)}")
-            parts = resolved.path.split(os.sep)
-            if any(p in (".git", ".hg", ".svn") for p in parts):
-                raise ToolArgError("writing inside version-control folders is not allowed")
+            textfile.refuse_vcs(resolved)
             if await anyio.Path(resolved.real).is_dir():
                 raise ToolArgError("this is a directory")
         except (PathRefused, ToolArgError) as exc:
             return refusal(named(exc, arguments.get("path")))
+        old = await self._old_text(resolved, ctx)
         params = {"sessionId": ctx.session_id, "path": resolved.path, "content": content}
         try:
             await ctx.link.write_text_file(pm.WriteTextFileParams.model_validate(params))
@@ -95,4 +109,5 @@ class WriteFile:
         )
         outcome.compact_summary = f"wrote {resolved.shown}"
         outcome.locations = [{"path": resolved.path}]
+        outcome.display = [diff_content(resolved.path, old, content)]
         return outcome
