@@ -102,6 +102,9 @@ class SessionInfoUpdateInfo(ThreadlineBlock):
     """A new fork of this session (made in any window)."""
     deleted: bool | None = None
     """The session was deleted (in any window): later requests answer -32002."""
+    rewound: int | None = None
+    """The session was rewound in another window: the messages it holds now (reload
+    them with ``session/load`` or ``session/history``)."""
 
 
 class ToolOffer(ThreadlineBlock):

@@ -392,7 +392,14 @@ async def test_a_window_that_loaded_an_idle_session_sees_every_later_change(
         assert "running" in info(c, sid, "state")
         titles = [u["update"].get("title") for u in c.updates if "title" in u["update"]]
         assert "red green" in titles, "the title a's first prompt gave"
+        blue = await prompt(a, sid, "blue")
+        await a.call("session/set_title", {"sessionId": sid, "title": "Colours"})
+        await until(lambda: any(u["update"].get("title") == "Colours" for u in c.updates))
+        before = blue["_meta"]["threadline"]["userMessageId"]
+        await a.call("session/rewind", {"sessionId": sid, "beforeMessageId": before})
+        assert await until(lambda: info(c, sid, "rewound")) == [2], "one turn left: 2 messages"
         await prompt(a, sid, "blue")
+        await until(lambda: c.text_of(sid).count("blue") >= 2)
         await a.call("session/compact", {"sessionId": sid, "keepTurns": 1})
         await c.wait_update(
             lambda u: (
@@ -401,8 +408,9 @@ async def test_a_window_that_loaded_an_idle_session_sees_every_later_change(
             )
         )
         fork = await a.call("session/fork", {"sessionId": sid})
-        forks = await until(lambda: info(c, sid, "forked"))
-        assert forks[-1]["sessionId"] == fork["sessionId"]
+        assert await until(
+            lambda: fork["sessionId"] in [f["sessionId"] for f in info(c, sid, "forked")]
+        )
         await a.call(
             "session/set_config_option",
             {"sessionId": sid, "configId": "model", "value": model([{"text": "other"}])},

@@ -99,6 +99,8 @@ class SessionInfo:
     forked: tuple[str, str | None] | None = None
     """``(fork id, forked-at message id)``."""
     deleted: bool = False
+    rewound: int | None = None
+    """The transcript was rewound elsewhere: the messages it holds now."""
     watching: bool | None = None
 
 

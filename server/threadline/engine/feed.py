@@ -217,7 +217,18 @@ class Feed:
             session.announce(events.SessionInfo(now_iso(), watching=True))
         assert seen.row is not None
         if seen.row.last_seq != session.seq:
-            for message in self.live.new_messages(session):
+            transcript = session.transcript
+            before, anchor = len(transcript), transcript.last_message_id
+            messages = self.live.new_messages(session)
+            kept = (
+                transcript.messages[before - 1]["messageId"] if len(transcript) >= before else None
+            )
+            if before and kept != anchor:
+                # Rewound in another window: what this client shows is not a prefix any
+                # more; it is told how many messages are left (and reloads).
+                session.announce(events.SessionInfo(now_iso(), rewound=len(transcript)))
+                messages = []
+            for message in messages:
                 if message["role"] == "user" and message["messageId"] in session.shown.prompts:
                     continue  # a steering prompt, shown when it was sent
                 if turn is not None:

@@ -205,6 +205,8 @@ def session_info(info: events.SessionInfo) -> Update:
         meta["forked"] = {"sessionId": info.forked[0], "forkedAtMessageId": info.forked[1]}
     if info.deleted:
         meta["deleted"] = True
+    if info.rewound is not None:
+        meta["rewound"] = info.rewound
     if meta:
         u["_meta"] = {"threadline": meta}
     return u

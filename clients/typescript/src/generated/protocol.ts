@@ -1007,6 +1007,7 @@ export interface SessionInfoUpdateInfo {
   model?: string | null;
   owner?: OwnerInfo | null;
   queue?: QueuedPrompt[] | null;
+  rewound?: number | null;
   state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | null;
   status?: string | null;
   watching?: boolean | null;
