@@ -141,7 +141,7 @@ async def test_find_tools_finds_what_was_left_out() -> None:
 
 
 async def test_a_turn_says_what_each_model_call_was_offered(sidecar: SidecarClient) -> None:
-    """A scripted (large) model with 43 tools: the first call is offered the weather
+    """A scripted (large) model with 44 tools: the first call is offered the weather
     tool and find_tools; find_tools finds the diagnostics tool; the next call is
     offered it too, and the model's call to it runs."""
     many = [tool(f"service_{i}", f"Manage cloud resource number {i}.") for i in range(32)]
@@ -162,6 +162,6 @@ async def test_a_turn_says_what_each_model_call_was_offered(sidecar: SidecarClie
     assert result["stopReason"] == "end_turn"
     offers = result["_meta"]["threadline"]["toolOffers"]
     assert offers[0]["offered"] == ["get_weather", FIND_TOOLS]
-    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 8 - 1  # + 8 built-in
+    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 9 - 1  # + 9 built-in
     assert "editor_diagnostics" in offers[1]["offered"]
     assert ran == ["editor_diagnostics"]

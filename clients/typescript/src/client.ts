@@ -28,6 +28,10 @@ import {
   type CompactResult,
   type ContentBlock,
   type ContextResult,
+  type ExportParams,
+  type ExportResult,
+  type ImportParams,
+  type ImportResult,
   type ForkParams,
   type ForkResult,
   type HistoryResult,
@@ -43,6 +47,8 @@ import {
   type QueueChangeResult,
   type QueueListResult,
   type QueueUpdateResult,
+  type SearchParams,
+  type SearchResult,
   type ReadTextFileParams,
   type ReadTextFileResult,
   type RequestPermissionParams,
@@ -419,6 +425,52 @@ export class ThreadlineClient implements Disposable {
     await this.request("session/delete", { sessionId }, token);
   }
 
+  /**
+   * `session/list` with Threadline's filters spelled out: `archived: true` lists only
+   * the archived sessions (default: only those not archived), `tag` only those tagged.
+   */
+  listFiltered(
+    params: ListSessionsParams & { archived?: boolean; tag?: string },
+    token?: CancellationToken,
+  ): Promise<ListSessionsResult> {
+    const { archived, tag, _meta, ...rest } = params;
+    const filter: { archived?: boolean; tag?: string } = {};
+    if (archived !== undefined) filter.archived = archived;
+    if (tag !== undefined) filter.tag = tag;
+    const meta = Object.keys(filter).length ? { ...(_meta ?? {}), threadline: filter } : _meta;
+    return this.list(meta ? { ...rest, _meta: meta } : rest, token);
+  }
+
+  /** Rename a session (one line, 1–200 characters); this connection gets a `session_info_update`. */
+  async setTitle(sessionId: string, title: string, token?: CancellationToken): Promise<void> {
+    await this.request("session/set_title", { sessionId, title }, token);
+  }
+
+  /** Archive a session (`archived: false` unarchives); it stays loadable and searchable. */
+  async archive(sessionId: string, archived = true, token?: CancellationToken): Promise<void> {
+    await this.request("session/archive", { sessionId, archived }, token);
+  }
+
+  /** Replace a session's tags (an empty list removes them). */
+  async setTags(sessionId: string, tags: string[], token?: CancellationToken): Promise<void> {
+    await this.request("session/set_tags", { sessionId, tags }, token);
+  }
+
+  /** Full-text search over every session's title and messages, best first, with snippets. */
+  search(params: SearchParams, token?: CancellationToken): Promise<SearchResult> {
+    return this.request("session/search", params, token);
+  }
+
+  /** A session as Markdown (a transcript) or JSONL (its event log, for `importSession`). */
+  exportSession(params: ExportParams, token?: CancellationToken): Promise<ExportResult> {
+    return this.request("session/export", params, token);
+  }
+
+  /** A new session from a JSONL export. */
+  importSession(params: ImportParams, token?: CancellationToken): Promise<ImportResult> {
+    return this.request("session/import", params, token);
+  }
+
   setConfigOption(
     params: SetConfigOptionParams,
     token?: CancellationToken,
@@ -452,6 +504,25 @@ export class ThreadlineClient implements Disposable {
     token?: CancellationToken,
   ): Promise<ResultOf<"session/remove_approval">> {
     return this.request("session/remove_approval", { sessionId, ruleId }, token);
+  }
+
+  /** The files a session changed between two of its messages (default: its last turn). */
+  diff(params: ParamsOf<"session/diff">, token?: CancellationToken): Promise<ResultOf<"session/diff">> {
+    return this.request("session/diff", params, token);
+  }
+
+  /** End the session just before a prompt (files too with `restoreFiles`); the result's
+   * `rewindId` undoes it until the next prompt. */
+  rewind(params: ParamsOf<"session/rewind">, token?: CancellationToken): Promise<ResultOf<"session/rewind">> {
+    return this.request("session/rewind", params, token);
+  }
+
+  /** Bring back what a rewind cut (and its files). */
+  unrewind(
+    params: ParamsOf<"session/unrewind">,
+    token?: CancellationToken,
+  ): Promise<ResultOf<"session/unrewind">> {
+    return this.request("session/unrewind", params, token);
   }
 
   // -- teardown --------------------------------------------------------------------------

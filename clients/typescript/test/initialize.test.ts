@@ -69,6 +69,15 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/set_mode": "setMode",
     "session/approvals": "approvals",
     "session/remove_approval": "removeApproval",
+    "session/set_title": "setTitle",
+    "session/archive": "archive",
+    "session/set_tags": "setTags",
+    "session/search": "search",
+    "session/export": "exportSession",
+    "session/import": "importSession",
+    "session/diff": "diff",
+    "session/rewind": "rewind",
+    "session/unrewind": "unrewind",
   };
   const fromSchema = Object.entries(METHODS)
     .filter(([, m]) => m.direction === "client_to_server")

@@ -5,13 +5,14 @@
  * pane's context. Talks to its own `threadline serve` through `threadline desktop`'s
  * WebSocket bridge.
  */
-import type { Message, SessionInfo } from "@threadline/client";
+import type { Message, SearchHit, SessionInfo } from "@threadline/client";
 import { ChatController } from "../../vscode/src/core/chatController";
 import { mountChat, type MountedChat } from "../../vscode/webview/src/chat";
+import { editInPlace, snippetNodes } from "../../vscode/webview/src/find";
 import type { HostMessage, WebviewMessage } from "../../vscode/webview/src/messages";
-import { describeSessions } from "../../vscode/webview/src/sessions";
+import { describeHit, describeSessions } from "../../vscode/webview/src/sessions";
 import { contextParts, renderPicture, type ContextParts } from "./context";
-import { buildTree, matches, type TreeNode } from "./tree";
+import { buildTree, type TreeNode } from "./tree";
 import { WsClient } from "./wsClient";
 
 const $ = <T extends HTMLElement>(selector: string, root: ParentNode = document) => {
@@ -107,8 +108,10 @@ class Pane {
     renderPicture($(".context-picture .bars", this.root), this.before, this.after);
   }
 
-  open(sessionId: string): Promise<void> {
-    return this.controller.handle({ type: "resume", sessionId });
+  open(sessionId: string, messageId: string | null = null): Promise<void> {
+    return messageId
+      ? this.controller.handle({ type: "open", sessionId, messageId })
+      : this.controller.handle({ type: "resume", sessionId });
   }
 }
 
@@ -116,13 +119,89 @@ class App {
   readonly panes: Pane[] = [];
   private focused: Pane | null = null;
   private sessions: SessionInfo[] = [];
-  private texts = new Map<string, string>();
   private refreshing = false;
   private again = false;
+  /** The tree lists the archived sessions instead of the others. */
+  private archived = false;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Bumped per search, so a slow answer to an older query is dropped. */
+  private searchSeq = 0;
 
   constructor(readonly client: WsClient) {
     $<HTMLButtonElement>("#open-pane").addEventListener("click", () => this.addPane());
-    $<HTMLInputElement>("#search").addEventListener("input", () => void this.renderTree());
+    $<HTMLInputElement>("#search").addEventListener("input", () => {
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => void this.search(), 150);
+    });
+    const toggle = $<HTMLButtonElement>("#show-archived");
+    toggle.addEventListener("click", () => {
+      this.archived = !this.archived;
+      toggle.setAttribute("aria-pressed", String(this.archived));
+      toggle.textContent = this.archived ? "Show active" : "Show archived";
+      this.refreshTree();
+    });
+  }
+
+  /**
+   * `session/search` over every session (archived ones too): the hits, best first, with
+   * their snippets, take the tree's place until the box is cleared.
+   */
+  private async search(): Promise<void> {
+    const query = $<HTMLInputElement>("#search").value.trim();
+    const seq = ++this.searchSeq;
+    const box = $("#hits");
+    if (!query) {
+      box.hidden = true;
+      box.replaceChildren();
+      $("#tree").hidden = false;
+      return;
+    }
+    let hits: SearchHit[] = [];
+    let problem: string | null = null;
+    try {
+      hits = (await this.client.search({ query, limit: 50 })).hits;
+    } catch (err) {
+      problem = err instanceof Error ? err.message : String(err);
+    }
+    if (seq !== this.searchSeq) return;
+    const note = document.createElement("p");
+    note.className = "node-meta";
+    note.textContent = problem ?? (hits.length ? `Found in ${hits.length} place${hits.length === 1 ? "" : "s"}` : "No session matches.");
+    box.replaceChildren(note, ...hits.map((hit) => this.hitButton(hit)));
+    box.hidden = false;
+    $("#tree").hidden = true;
+  }
+
+  private hitButton(hit: SearchHit): HTMLButtonElement {
+    const row = describeHit(hit);
+    const button = document.createElement("button");
+    button.className = "hit";
+    button.dataset.sessionId = hit.sessionId;
+    if (hit.messageId) button.dataset.messageId = hit.messageId;
+    button.title = "Click: open at this message · Shift+click: open beside";
+    const snippet = textSpan("hit-snippet", "");
+    snippet.append(...snippetNodes(hit.snippet));
+    button.append(textSpan("node-title", row.label), textSpan("node-meta", row.detail), snippet);
+    button.addEventListener("click", (e) => void this.open(hit.sessionId, e.shiftKey, hit.messageId));
+    return button;
+  }
+
+  /** Rename in place (Enter keeps the new title, Escape or leaving the field not). */
+  private rename(button: HTMLElement, session: SessionInfo): void {
+    editInPlace(button.parentElement!, button, session.title ?? "", async (title) => {
+      try {
+        await this.client.setTitle(session.sessionId, title);
+      } catch (err) {
+        window.alert(`Not renamed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      this.refreshTree();
+    });
+  }
+
+  /** Archive (or, in the archived list, unarchive) a session; panes showing it keep it. */
+  private async archive(session: SessionInfo): Promise<void> {
+    await this.client.archive(session.sessionId, !this.archived);
+    this.refreshTree();
   }
 
   /** Keep the panes' sessions in the address (`#panes=…`), so a reload reopens them. */
@@ -182,10 +261,10 @@ class App {
     for (const p of this.panes) p.root.classList.toggle("focused", p === pane);
   }
 
-  /** Open a session in the focused pane, or beside it in a new one. */
-  async open(sessionId: string, beside: boolean): Promise<void> {
+  /** Open a session in the focused pane, or beside it in a new one (at a search hit's message). */
+  async open(sessionId: string, beside: boolean, messageId: string | null = null): Promise<void> {
     const pane = beside || !this.focused ? this.addPane() : this.focused;
-    await pane.open(sessionId);
+    await pane.open(sessionId, messageId);
   }
 
   refreshTree(): void {
@@ -198,8 +277,8 @@ class App {
       try {
         do {
           this.again = false;
-          this.sessions = (await this.client.list({})).sessions;
-          this.texts.clear();
+          const filter = this.archived ? { _meta: { threadline: { archived: true } } } : {};
+          this.sessions = (await this.client.list(filter)).sessions;
           await this.renderTree();
         } while (this.again);
       } finally {
@@ -208,24 +287,7 @@ class App {
     })();
   }
 
-  /** The text of a session's messages, for search (fetched once per refresh). */
-  private async text(sessionId: string): Promise<string> {
-    let text = this.texts.get(sessionId);
-    if (text === undefined) {
-      const { messages } = await this.client.history(sessionId);
-      text = messages.map(messageText).join("\n");
-      this.texts.set(sessionId, text);
-    }
-    return text;
-  }
-
   private async renderTree(): Promise<void> {
-    const query = $<HTMLInputElement>("#search").value.trim().toLowerCase();
-    const hits = new Map<string, string | null>();
-    for (const s of this.sessions) {
-      const hit = query ? matches(s.title ?? "", await this.text(s.sessionId), query) : null;
-      if (!query || hit !== undefined) hits.set(s.sessionId, hit ?? null);
-    }
     const rows = describeSessions(this.sessions);
     const open = new Set(this.panes.map((p) => p.sessionId));
     const forkPoints = await this.forkPoints();
@@ -235,6 +297,7 @@ class App {
         const li = document.createElement("li");
         li.setAttribute("role", "treeitem");
         const button = document.createElement("button");
+        button.className = "node";
         button.dataset.sessionId = node.session.sessionId;
         button.classList.toggle("open", open.has(node.session.sessionId));
         button.title = "Click: open here · Shift+click: open beside";
@@ -248,22 +311,24 @@ class App {
         const facts = (rows.get(node.session.sessionId)?.detail ?? "").split(" · ").slice(0, 2).join(" · ");
         meta.textContent = at ? `branches at “${at}” · ${facts}` : facts;
         button.append(title, meta);
-        const hit = hits.get(node.session.sessionId);
-        if (hit) {
-          const h = document.createElement("span");
-          h.className = "hit";
-          h.textContent = hit;
-          button.append(h);
-        }
         button.addEventListener("click", (e) => void this.open(node.session.sessionId, e.shiftKey));
-        li.append(button);
+        const rename = actionButton("rename", "✎", "Rename this session");
+        rename.addEventListener("click", () => this.rename(button, node.session));
+        const archive = this.archived
+          ? actionButton("archive", "↩", "Unarchive: put this session back in the tree")
+          : actionButton("archive", "🗄", "Archive: take this session out of the tree (it stays searchable)");
+        archive.addEventListener("click", () => void this.archive(node.session));
+        const actions = document.createElement("span");
+        actions.className = "node-actions";
+        actions.append(rename, archive);
+        li.append(button, actions);
         if (node.children.length) li.append(list(node.children));
         ul.append(li);
       }
       return ul;
     };
-    const tree = buildTree(this.sessions, (s) => hits.has(s.sessionId));
-    $("#tree").replaceChildren(tree.length ? list(tree) : emptyNote(query));
+    const tree = buildTree(this.sessions);
+    $("#tree").replaceChildren(tree.length ? list(tree) : emptyNote(this.archived));
   }
 
   /** For each fork, a snippet of the parent's message it branches after. */
@@ -294,11 +359,27 @@ class App {
   }
 }
 
-function emptyNote(query: string): HTMLElement {
+function emptyNote(archived: boolean): HTMLElement {
   const p = document.createElement("p");
   p.className = "node-meta";
-  p.textContent = query ? "No session matches." : "No sessions yet: type in a pane to start one.";
+  p.textContent = archived ? "No archived sessions." : "No sessions yet: type in a pane to start one.";
   return p;
+}
+
+function textSpan(className: string, text: string): HTMLSpanElement {
+  const span = document.createElement("span");
+  span.className = className;
+  span.textContent = text;
+  return span;
+}
+
+function actionButton(className: string, icon: string, title: string): HTMLButtonElement {
+  const button = document.createElement("button");
+  button.className = className;
+  button.textContent = icon;
+  button.title = title;
+  button.setAttribute("aria-label", title);
+  return button;
 }
 
 function snippet(text: string, length: number): string {

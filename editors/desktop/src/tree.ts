@@ -1,7 +1,7 @@
 /**
  * The fork tree: sessions nested under the session they were forked from, newest
- * first among siblings. A filter keeps the matching sessions and the ancestors that
- * lead to them, so a hit deep in the tree is still reached from its root.
+ * first among siblings. A filter keeps the sessions it accepts and the ancestors that
+ * lead to them, so a session deep in the tree is still reached from its root.
  */
 import type { SessionInfo } from "@threadline/client";
 
@@ -41,15 +41,3 @@ export function buildTree(sessions: readonly SessionInfo[], keep: (s: SessionInf
   return roots;
 }
 
-/**
- * Whether a session matches `query` (lower case): undefined when not, else a snippet
- * of the matching text ("" when only the title matched).
- */
-export function matches(title: string, text: string, query: string): string | undefined {
-  if (title.toLowerCase().includes(query)) return "";
-  const at = text.toLowerCase().indexOf(query);
-  if (at < 0) return undefined;
-  const start = Math.max(0, at - 20);
-  const flat = text.slice(start, at + query.length + 30).replace(/\s+/g, " ");
-  return `${start > 0 ? "…" : ""}${flat}…`;
-}

@@ -2,7 +2,7 @@
  * The Threadline client for a browser page: JSON-RPC 2.0 over the WebSocket that
  * `threadline desktop` bridges to a `threadline serve` (one message per frame). It
  * offers what the chat controller uses (ChatClient) with the stdio client's
- * semantics, plus `history` for search and `context` for the context picture.
+ * semantics, plus `history` for the fork points and `context` for the context picture.
  */
 import type {
   CompactParams,
@@ -20,6 +20,8 @@ import type {
   NewSessionParams,
   NewSessionResult,
   PromptResult,
+  SearchParams,
+  SearchResult,
   SessionNotification,
   SetConfigOptionResult,
 } from "@threadline/client";
@@ -215,6 +217,20 @@ export class WsClient implements ChatClient {
 
   history(sessionId: string): Promise<HistoryResult> {
     return this.request("session/history", { sessionId });
+  }
+
+  /** Full-text search over every session's title and messages, best first. */
+  search(params: SearchParams): Promise<SearchResult> {
+    return this.request("session/search", params);
+  }
+
+  async setTitle(sessionId: string, title: string): Promise<void> {
+    await this.request("session/set_title", { sessionId, title });
+  }
+
+  /** `archived: false` unarchives. */
+  async archive(sessionId: string, archived = true): Promise<void> {
+    await this.request("session/archive", { sessionId, archived });
   }
 
   /** The next request's size by part, counted by the provider. */

@@ -155,7 +155,7 @@ test("another origin, a wrong token or a wrong Host is refused", async () => {
   await page.close();
 });
 
-test("prompt, stream, interrupt, fork into the tree, compact, side by side, search", async () => {
+test("prompt, stream, interrupt, fork into the tree, compact, side by side, search, rename, archive", async () => {
   const { page, errors } = await openApp();
   const pane = page.locator(".pane").first();
   const status = () => pane.locator("#status").innerText();
@@ -174,7 +174,7 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   const full = await pane.locator(".entry.assistant").last().innerText();
   assert.ok(full.length > early.length, "the answer streamed");
   assert.match(full, /secondary colour/);
-  await until(page, "the session in the tree", async () => (await page.locator("#tree button").count()) === 1);
+  await until(page, "the session in the tree", async () => (await page.locator("#tree button.node").count()) === 1);
 
   // Interrupt.
   await ask("And the secondary ones?");
@@ -189,7 +189,7 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   await page.screenshot({ path: join(outDir, "desktop-chat.png") });
 
   // Compact: the context picture shows before and after.
-  const firstSession = await page.locator("#tree button").first().getAttribute("data-session-id");
+  const firstSession = await page.locator("#tree button.node").first().getAttribute("data-session-id");
   await until(page, "a context picture", async () => (await pane.locator(".context-picture .row").count()) === 1);
   await pane.locator("#compact").click();
   await until(page, "the compaction", async () => (await pane.locator(".notice", { hasText: "Compacted" }).count()) === 1).catch(
@@ -214,10 +214,10 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   const answer = pane.locator(".entry.assistant").first();
   await answer.hover();
   await answer.locator(".fork").click();
-  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button").count()) === 1);
-  const branch = page.locator("#tree li li button");
+  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button.node").count()) === 1);
+  const branch = page.locator("#tree li li button.node");
   assert.match(await branch.innerText(), /branches at “Primary colours are red/);
-  const parentRow = page.locator(`#tree > ul > li > button[data-session-id="${firstSession}"]`);
+  const parentRow = page.locator(`#tree > ul > li > button.node[data-session-id="${firstSession}"]`);
   assert.equal(await parentRow.count(), 1, "the fork hangs under its parent");
   assert.match(await pane.locator("#status").innerText(), /fork of “Name the primary colours\.”/);
 
@@ -232,13 +232,67 @@ test("prompt, stream, interrupt, fork into the tree, compact, side by side, sear
   await until(page, "an answer in the second pane", async () => (await second.locator(".entry.assistant").count()) >= 4, 30_000);
   await page.screenshot({ path: join(outDir, "desktop-side-by-side.png") });
 
-  // Search: titles and text.
+  // Search (the server's, over every message): hits with their snippets replace the tree.
   await page.locator("#search").fill("secondary colour");
-  await until(page, "a text hit", async () => (await page.locator("#tree .hit").count()) > 0);
+  await until(page, "text hits", async () => (await page.locator("#hits .hit").count()) > 0);
+  assert.equal(await page.locator("#tree").isVisible(), false);
+  const hit = page.locator("#hits .hit").first();
+  // The matched words are marked, stemmed as the index stems them (colours, colour).
+  const marked = (await hit.locator("mark").allInnerTexts()).map((t) => t.toLowerCase());
+  assert.ok(marked.includes("secondary") && marked.includes("colour"), `marked: ${marked}`);
+  assert.ok(marked.every((w) => /^(secondary|colours?)$/.test(w)), `marked: ${marked}`);
+  assert.match(await hit.locator(".hit-snippet").innerText(), /gives a secondary colour/);
+  assert.match(await hit.locator(".node-meta").innerText(), /^in an answer · \d{4}-\d\d-\d\d/);
+  await page.screenshot({ path: join(outDir, "desktop-search.png") });
+  // A hit opens in the focused pane, at its message.
+  const hitSession = (await hit.getAttribute("data-session-id"))!;
+  const hitMessage = (await hit.getAttribute("data-message-id"))!;
+  await page.locator(".pane").first().locator("#input").click();
+  await hit.click();
+  const firstPane = page.locator(".pane").first();
+  await until(page, "the hit in view", async () =>
+    (await firstPane.locator(`.search-target[data-message-id="${hitMessage}"]`).count()) === 1,
+  );
+  assert.equal(await page.evaluate(() => (window as unknown as { threadline: { panes: { sessionId: string }[] } }).threadline.panes[0]!.sessionId), hitSession);
   await page.locator("#search").fill("no such words anywhere");
-  await until(page, "no hits", async () => (await page.locator("#tree button").count()) === 0);
+  await until(page, "no hits", async () => (await page.locator("#hits").innerText()).includes("No session matches."));
+  assert.equal(await page.locator("#hits .hit").count(), 0);
   await page.locator("#search").fill("");
-  await until(page, "the whole tree", async () => (await page.locator("#tree button").count()) === 2);
+  await until(page, "the tree instead of hits", async () => !(await page.locator("#hits").isVisible()));
+  assert.equal(await page.locator("#tree button.node:visible").count(), 2);
+
+  // Rename in the tree: the panes showing the session take the new title too.
+  const row = page.locator(`#tree button.node[data-session-id="${firstSession}"]`);
+  await row.hover();
+  await page.locator(`#tree li:has(> button.node[data-session-id="${firstSession}"]) > .node-actions .rename`).click();
+  const titleInput = page.locator("#tree .rename-input");
+  assert.equal(await titleInput.inputValue(), "Name the primary colours.");
+  await titleInput.fill("Colour theory");
+  await titleInput.press("Enter");
+  await until(page, "the new title in the tree", async () => (await row.locator(".node-title").innerText()) === "Colour theory");
+  await until(page, "the new title in the pane", async () =>
+    (await page.locator(".pane").nth(1).locator("#title").innerText()) === "Colour theory",
+  );
+  await page.locator("#search").fill("colour theory");
+  await until(page, "a title hit", async () => (await page.locator('#hits .hit .node-meta', { hasText: "in the title" }).count()) === 1);
+  await page.locator("#search").fill("");
+  await until(page, "the tree back", async () => await page.locator("#tree").isVisible());
+
+  // Archive: the session (and the fork under it) leave the tree; "Show archived" lists it.
+  await row.hover();
+  await page.locator(`#tree li:has(> button.node[data-session-id="${firstSession}"]) > .node-actions .archive`).click();
+  await until(page, "the session archived", async () => (await row.count()) === 0);
+  await page.locator("#show-archived").click();
+  await until(page, "the archived list", async () =>
+    (await page.locator("#tree button.node").count()) === 1 && (await row.count()) === 1,
+  );
+  assert.equal(await page.locator("#show-archived").innerText(), "Show active");
+  await page.screenshot({ path: join(outDir, "desktop-archived.png") });
+  await row.hover();
+  await page.locator(`#tree li:has(> button.node[data-session-id="${firstSession}"]) > .node-actions .archive`).click();
+  await until(page, "no archived sessions", async () => (await page.locator("#tree").innerText()).includes("No archived sessions."));
+  await page.locator("#show-archived").click();
+  await until(page, "the whole tree again", async () => (await page.locator("#tree button.node").count()) === 2);
   await page.screenshot({ path: join(outDir, "desktop-tree.png") });
   assert.deepEqual(errors, []);
   await page.close();
@@ -264,10 +318,10 @@ test("two panes on one session, a summary, figures that agree, a lost sidecar, a
   assert.ok(await generating(first), "still the first turn");
   assert.doesNotMatch(await page.locator("#tree").innerText(), /Untitled session|0 messages/);
   await idle(first);
-  const sid = (await page.locator("#tree button").first().getAttribute("data-session-id"))!;
+  const sid = (await page.locator("#tree button.node").first().getAttribute("data-session-id"))!;
 
   // The same session beside it: the first pane shows each message once.
-  await page.locator(`#tree button[data-session-id="${sid}"]`).click({ modifiers: ["Shift"] });
+  await page.locator(`#tree button.node[data-session-id="${sid}"]`).click({ modifiers: ["Shift"] });
   await until(page, "two panes", async () => (await page.locator(".pane").count()) === 2);
   const second = page.locator(".pane").nth(1);
   await until(page, "the replay", async () => (await second.locator(".entry.assistant").count()) === 1);
@@ -309,7 +363,7 @@ test("two panes on one session, a summary, figures that agree, a lost sidecar, a
   await until(page, "the summary in the second pane", async () => (await second.locator(".entry.summary").count()) === 1);
   await second.locator("#input").click(); // focus the second pane, and reopen the session there
   await second.locator(".entry.user").first().evaluate((e) => e.remove()); // what a reopen redraws
-  await page.locator(`#tree button[data-session-id="${sid}"]`).first().click();
+  await page.locator(`#tree button.node[data-session-id="${sid}"]`).first().click();
   await until(page, "the reopened pane", async () => (await second.locator(".entry.user").count()) === 4);
   await until(page, "the reopened summary", async () => (await second.locator(".entry.summary").count()) === 1);
   assert.equal(await isAnswer(second), false);
@@ -320,7 +374,7 @@ test("two panes on one session, a summary, figures that agree, a lost sidecar, a
   const answer = second.locator(".entry.assistant").first();
   await answer.hover();
   await answer.locator(".fork").click();
-  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button").count()) >= 1);
+  await until(page, "the fork in the tree", async () => (await page.locator("#tree li li button.node").count()) >= 1);
   await until(page, "the fork's figures", async () => /context [\d,]+ \/ 8,192 tokens/.test(await second.locator("#status").innerText()));
   assert.match(await page.locator("#tree li li .node-meta").first().innerText(), /branches at “.*” · \d+ messages? · \d{4}-\d\d-\d\d/);
 

@@ -364,6 +364,73 @@ try {
     await page.keyboard.press("Escape");
   });
 
+  await step("search-in-sessions-panel", async () => {
+    await chat().locator("#sessions").click();
+    const box = chat().locator(".sessions-panel .session-search");
+    await box.waitFor({ state: "visible" });
+    await box.fill("secondary colours");
+    const hits = chat().locator(".sessions-panel .hit[data-message-id]");
+    await until("hits with snippets", async () => (await hits.count()) > 0);
+    const marked = (await hits.first().locator("mark").allInnerTexts()).map((t) => t.toLowerCase());
+    assert.ok(marked.some((w) => w.startsWith("secondary")), `marked: ${marked}`);
+    const messageId = await hits.first().getAttribute("data-message-id");
+    await snap("search-hits");
+    await hits.first().click();
+    await until("the hit in view", async () =>
+      (await chat().locator(`.search-target[data-message-id="${messageId}"]`).count()) === 1,
+    );
+    // The panel closed on the click; reopened, it still holds the search until cleared.
+    assert.equal(await chat().locator(".sessions-panel").isVisible(), false);
+    await chat().locator("#sessions").click();
+    await box.fill("");
+    await until("the list instead of hits", async () => chat().locator(".sessions-panel .session-list").isVisible());
+    await chat().locator("#sessions").click();
+  });
+
+  await step("search-from-palette", async () => {
+    await runCommand("Threadline: Search Sessions");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.waitFor({ state: "visible" });
+    await input.fill("primary colours");
+    await input.press("Enter");
+    const rows = await quickPickRows();
+    await until("hit rows", async () => (await page.locator(".quick-input-widget .quick-input-title").innerText()).includes("for “primary colours”"));
+    assert.ok((await rows.count()) > 0);
+    assert.match(await rows.first().innerText(), /«/);
+    await snap("search-quick-pick");
+    await page.keyboard.press("Enter");
+    await until("a hit outlined", async () => (await chat().locator(".search-target").count()) === 1);
+  });
+
+  await step("rename-session", async () => {
+    await runCommand("Threadline: Rename the Session");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.waitFor({ state: "visible" });
+    assert.notEqual(await input.inputValue(), "", "the current title is filled in");
+    await input.fill("Colour chat");
+    await input.press("Enter");
+    await until("the new title", async () => (await chat().locator("#title").innerText()) === "Colour chat");
+  });
+
+  await step("archive-and-unarchive", async () => {
+    await runCommand("Threadline: Archive the Session");
+    await dismissToasts();
+    const rows = chat().locator(".sessions-panel .session");
+    if (!(await chat().locator(".sessions-panel").isVisible())) await chat().locator("#sessions").click();
+    await chat().locator(".sessions-panel .toggle-archived").click();
+    await until("the archived list", async () =>
+      (await rows.count()) === 1 && (await chat().locator(".sessions-panel .toggle-archived").innerText()) === "Show active",
+    );
+    assert.equal(await rows.first().locator(".session-title").innerText(), "Colour chat");
+    await snap("archived-list");
+    await chat().locator(".sessions-panel .session-row").first().hover();
+    await chat().locator(".sessions-panel .session-row .archive").first().click();
+    await until("no archived sessions", async () => (await chatText(".sessions-panel .panel-heading")).includes("No archived sessions"));
+    await chat().locator(".sessions-panel .toggle-archived").click();
+    await until("all three back", async () => (await rows.count()) === 3);
+    await chat().locator("#sessions").click();
+  });
+
   await step("model-picker", async () => {
     await runCommand("Threadline: Pick Model");
     const rows = await quickPickRows();

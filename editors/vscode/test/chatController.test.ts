@@ -277,3 +277,98 @@ test("a session resumed in a window that never saw it run still shows its contex
   await fresh.chat.handle({ type: "resume", sessionId: sid });
   assert.deepEqual(fresh.sink.of("context"), [{ type: "context", used: 307, size: null }]);
 });
+
+test("search finds a message, opening a hit replays the session and reveals the message (a tool result at its call)", async (t) => {
+  const { client } = await sidecar(t, {
+    toolCall: async () => ({ content: [{ type: "text", text: "the barometer reads 1013 hectopascal" }] }),
+  });
+  const tool: ToolDefinition = { name: "barometer", description: "Air pressure" };
+  const { chat, sink } = controller(client, {
+    tools: [tool],
+    model: scripted({ rounds: [[{ tool_call: { name: "barometer", arguments: {} } }], [{ text: "Pressure is normal." }]] }),
+  });
+  await chat.handle({ type: "prompt", text: "what does the barometer say about the weather" });
+  const withTool = chat.currentSessionId!;
+  await chat.handle({ type: "newSession" });
+  await chat.handle({ type: "setModel", model: "scripted:echo" });
+  await chat.handle({ type: "prompt", text: "a kiwi is a fruit and a bird" });
+  const kiwi = chat.currentSessionId!;
+
+  await chat.handle({ type: "search", query: "kiwi" });
+  const found = sink.of("searchResults").at(-1)!;
+  assert.equal(found.query, "kiwi");
+  assert.ok(found.hits.length >= 1 && found.hits.every((h) => h.sessionId === kiwi));
+  const userHit = found.hits.find((h) => h.role === "user")!;
+  assert.ok(userHit.snippet.some((s) => s.match && /kiwi/i.test(s.text)));
+
+  // Open the other session at its tool result: replayed, then revealed at the tool call.
+  await chat.handle({ type: "search", query: "hectopascal" });
+  const toolHit = sink.of("searchResults").at(-1)!.hits.find((h) => h.role === "tool")!;
+  assert.equal(toolHit.sessionId, withTool);
+  const before = sink.messages.length;
+  await chat.handle({ type: "open", sessionId: toolHit.sessionId, messageId: toolHit.messageId });
+  assert.equal(chat.currentSessionId, withTool);
+  const after = sink.messages.slice(before);
+  assert.equal(after[0]?.type, "reset");
+  const { messages } = await client.history(withTool);
+  const call = messages.flatMap((m) => m.content).find((b) => b.type === "tool_use");
+  assert.ok(call && call.type === "tool_use");
+  assert.deepEqual(after.at(-1), { type: "reveal", messageId: toolHit.messageId, toolCallId: call.id });
+  assert.ok(after.findIndex((m) => m.type === "update") < after.length - 1, "the reveal follows the replay");
+
+  // A user-message hit reveals that message; a search with no words is said, not thrown.
+  await chat.handle({ type: "open", sessionId: kiwi, messageId: userHit.messageId });
+  assert.deepEqual(sink.messages.at(-1), { type: "reveal", messageId: userHit.messageId, toolCallId: null });
+  await chat.handle({ type: "search", query: "(*)" });
+  const refused = sink.of("searchResults").at(-1)!;
+  assert.deepEqual(refused.hits, []);
+  assert.match(refused.error ?? "", /-32602/);
+  assert.equal(sink.of("notice").filter((n) => n.level === "error").length, 0);
+  await chat.handle({ type: "search", query: "  " });
+  assert.deepEqual(sink.of("searchResults").at(-1), { type: "searchResults", query: "", hits: [] });
+});
+
+test("rename and archive from the sessions list; archived sessions are listed on request and still open", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = controller(client, { model: "scripted:echo" });
+  await chat.handle({ type: "prompt", text: "plan the garden beds" });
+  const garden = chat.currentSessionId!;
+  await chat.handle({ type: "newSession" });
+  await chat.handle({ type: "prompt", text: "another thing entirely" });
+  const other = chat.currentSessionId!;
+
+  // Renaming the session on screen: its title changes in the view at once.
+  await chat.handle({ type: "rename", sessionId: other, title: "Other\nthing" });
+  const info = sink
+    .of("update")
+    .map((m) => m.notification.update)
+    .filter((u) => u.sessionUpdate === "session_info_update");
+  assert.equal((info.at(-1) as { title?: string }).title, "Other thing");
+  // From the list: it is drawn again with the new title.
+  await chat.handle({ type: "rename", sessionId: garden, title: "Garden", relist: true });
+  const relisted = sink.of("sessions").at(-1)!;
+  assert.equal(relisted.archived, false);
+  assert.equal(relisted.sessions.find((s) => s.sessionId === garden)?.title, "Garden");
+
+  await chat.handle({ type: "archive", sessionId: garden, archived: true, relist: true });
+  assert.deepEqual(sink.of("sessions").at(-1)!.sessions.map((s) => s.sessionId), [other]);
+  await chat.handle({ type: "listSessions", archived: true });
+  const archived = sink.of("sessions").at(-1)!;
+  assert.equal(archived.archived, true);
+  assert.deepEqual(archived.sessions.map((s) => s.sessionId), [garden]);
+
+  // An archived session opens with its title, and search still finds it.
+  await chat.handle({ type: "search", query: "garden beds" });
+  const hit = sink.of("searchResults").at(-1)!.hits.find((h) => h.sessionId === garden)!;
+  assert.equal(hit.archived, true);
+  await chat.handle({ type: "open", sessionId: garden, messageId: null });
+  assert.equal(sink.of("session").at(-1)?.title, "Garden");
+  assert.equal(sink.messages.at(-1)?.type === "reveal", false, "a title hit needs no reveal");
+
+  // The list remembers it shows the archived ones; unarchiving puts the session back.
+  await chat.handle({ type: "archive", sessionId: garden, archived: false, relist: true });
+  assert.equal(sink.of("sessions").at(-1)!.archived, true);
+  assert.deepEqual(sink.of("sessions").at(-1)!.sessions, []);
+  await chat.handle({ type: "listSessions", archived: false });
+  assert.deepEqual(new Set(sink.of("sessions").at(-1)!.sessions.map((s) => s.sessionId)), new Set([garden, other]));
+});

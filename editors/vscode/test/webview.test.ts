@@ -427,3 +427,122 @@ test("the toolbar in a narrow sidebar: the picker beside the buttons, or on a ro
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("the sessions panel: search with highlighted snippets opens at the hit; rename in place; archive; the archived list", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  await page.setViewportSize({ width: 300, height: 900 });
+  const sid = "sess_one";
+  const session = (id: string, title: string) => ({
+    sessionId: id,
+    cwd: "/w",
+    title,
+    updatedAt: "2025-06-01T10:00:00Z",
+    _meta: { messageCount: 2, parentSessionId: null, forkedAtMessageId: null, model: null, preview: null, archived: false, tags: [] },
+  });
+  await feed(page, [
+    { type: "session", sessionId: sid, models: [], currentModel: null },
+    { type: "sessions", sessions: [session(sid, "Kettle care"), session("sess_two", "Garden")], archived: false },
+  ]);
+  const panel = page.locator("#sessions-panel");
+  assert.equal(await panel.locator(".session-row").count(), 2);
+  assert.equal(await panel.locator(".toggle-archived").innerText(), "Show archived");
+
+  // Typing searches (after a short pause); the hits replace the list.
+  await panel.locator(".session-search").fill("descale kettle");
+  await page.waitForFunction(() =>
+    (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "search"),
+  );
+  assert.deepEqual((await posted(page)).at(-1), { type: "search", query: "descale kettle" });
+  await feed(page, [
+    {
+      type: "searchResults",
+      query: "descale kettle",
+      hits: [
+        {
+          sessionId: "sess_two",
+          messageId: "msg_u7",
+          role: "user",
+          title: "Garden",
+          cwd: "/w",
+          updatedAt: "2025-06-02T09:30:00Z",
+          archived: true,
+          snippet: [
+            { text: "…how to ", match: false },
+            { text: "descale", match: true },
+            { text: " the <b>", match: false },
+            { text: "kettle", match: true },
+            { text: "</b> monthly", match: false },
+          ],
+        },
+      ],
+    },
+  ]);
+  assert.equal(await panel.locator(".session-list").isVisible(), false, "hits replace the list");
+  const hit = panel.locator("button.hit");
+  assert.equal(await hit.count(), 1);
+  assert.equal(await hit.locator(".session-title").innerText(), "Garden");
+  assert.equal(await hit.locator(".session-meta").innerText(), "in your message · 2025-06-02 09:30 · archived");
+  assert.deepEqual(await hit.locator("mark").allInnerTexts(), ["descale", "kettle"]);
+  assert.equal(await hit.locator(".hit-snippet").innerText(), "…how to descale the <b>kettle</b> monthly");
+  assert.equal(await page.locator(".hit-snippet b").count(), 0, "snippets are text, never HTML");
+  await page.screenshot({ path: join(outDir, "chat-search.png") });
+  await hit.click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "open", sessionId: "sess_two", messageId: "msg_u7" });
+  assert.equal(await panel.isVisible(), false);
+
+  // The host replays the session and asks for the hit: it is scrolled to and marked.
+  await feed(page, [
+    { type: "reset" },
+    { type: "session", sessionId: "sess_two", title: "Garden", models: [], currentModel: null },
+    ...Array.from({ length: 12 }, (_, i) =>
+      update("sess_two", {
+        sessionUpdate: i % 2 ? "agent_message_chunk" : "user_message_chunk",
+        messageId: i === 6 ? "msg_u7" : `msg_${i}`,
+        content: { type: "text", text: `message ${i}\n\n${"filler line\n\n".repeat(8)}` },
+      }),
+    ),
+    { type: "reveal", messageId: "msg_u7", toolCallId: null },
+  ]);
+  const target = page.locator('.entry.user[data-message-id="msg_u7"]');
+  assert.match((await target.getAttribute("class")) ?? "", /search-target/);
+  assert.equal(await page.locator(".search-target").count(), 1);
+  assert.ok(await target.evaluate((el) => {
+    const box = el.getBoundingClientRect();
+    const view = el.closest(".transcript")!.getBoundingClientRect();
+    return box.top >= view.top && box.top < view.bottom;
+  }), "the hit is in view");
+
+  // Clearing the box shows the list again; Rename edits the title in place.
+  await feed(page, [{ type: "searchResults", query: "", hits: [] }, { type: "sessions", sessions: [session(sid, "Kettle care")], archived: false }]);
+  assert.equal(await panel.locator(".session-list").isVisible(), true);
+  assert.equal(await panel.locator(".search-results").isVisible(), false);
+  const row = panel.locator(".session-row").first();
+  await row.hover();
+  await row.locator("button.rename").click();
+  const input = row.locator(".rename-input");
+  assert.equal(await input.inputValue(), "Kettle care");
+  await input.fill("Kettle descaling");
+  await input.press("Enter");
+  assert.deepEqual((await posted(page)).at(-1), { type: "rename", sessionId: sid, title: "Kettle descaling", relist: true });
+  assert.equal(await row.locator(".rename-input").count(), 0);
+  await row.locator("button.rename").click();
+  await row.locator(".rename-input").press("Escape");
+  assert.equal((await posted(page)).filter((m) => m.type === "rename").length, 1, "Escape keeps the title");
+
+  // Archive, and the switch to the archived sessions (where the button unarchives).
+  await row.hover();
+  await row.locator("button.archive").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "archive", sessionId: sid, archived: true, relist: true });
+  await panel.locator(".toggle-archived").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "listSessions", archived: true });
+  await feed(page, [{ type: "sessions", sessions: [session(sid, "Kettle care")], archived: true }]);
+  assert.equal(await panel.locator(".panel-heading").last().innerText(), "Archived sessions");
+  assert.equal(await panel.locator(".toggle-archived").innerText(), "Show active");
+  await panel.locator(".session-row").first().hover();
+  assert.equal(await panel.locator("button.archive").innerText(), "Unarchive");
+  await panel.locator("button.archive").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "archive", sessionId: sid, archived: false, relist: true });
+  await page.screenshot({ path: join(outDir, "chat-archived.png") });
+  assert.deepEqual(errors, []);
+  await page.close();
+});

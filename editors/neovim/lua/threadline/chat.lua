@@ -347,6 +347,26 @@ function Chat:message_at(row)
   return found, found ~= nil and found == last
 end
 
+--- The buffer row (0-based) where a message starts, or a tool call's line; nil when
+--- the buffer does not show it.
+---@param message_id? string
+---@param tool_call_id? string
+---@return integer?
+function Chat:row_of(message_id, tool_call_id)
+  local mark
+  if tool_call_id and self.tools[tool_call_id] then
+    mark = self.tools[tool_call_id].mark
+  else
+    for _, e in ipairs(self.order) do
+      if message_id and e.id == message_id then
+        mark = e.mark
+        break
+      end
+    end
+  end
+  return mark and vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})[1] or nil
+end
+
 --- Ids of the messages shown, in buffer order.
 ---@return string[]
 function Chat:message_ids()

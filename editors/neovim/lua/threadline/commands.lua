@@ -461,7 +461,8 @@ end
 
 --- Reattach to a stored session and show its history.
 ---@param session_id string
-function M.resume(session_id)
+---@param after? fun(c: threadline.Chat?) called once the history is shown
+function M.resume(session_id, after)
   if not session_id or session_id == '' then
     notify('resume needs a session id (see :Threadline sessions)', vim.log.levels.WARN)
     return
@@ -469,7 +470,10 @@ function M.resume(session_id)
   -- The history fills the buffer; then `session/load` (which also sets the session
   -- up, as `session/resume` does) streams a turn running in another editor.
   replay_history(session_id, function()
-    M.sync(session_id, true, function()
+    M.sync(session_id, true, function(c)
+      if after then
+        after(c)
+      end
       fire('ThreadlineResumed', { sessionId = session_id })
     end)
   end)
@@ -488,16 +492,19 @@ local function session_label(s)
   )
 end
 
---- Pick a stored session with `vim.ui.select` and resume it.
-function M.sessions()
-  sidecar.request('session/list', vim.empty_dict(), answered('sessions', function(result)
+--- Pick a stored session with `vim.ui.select` and resume it (`archived`: among the
+--- archived sessions, which the list otherwise leaves out).
+---@param archived? boolean
+function M.sessions(archived)
+  local params = archived and { _meta = { threadline = { archived = true } } } or vim.empty_dict()
+  sidecar.request('session/list', params, answered('sessions', function(result)
     local items = result.sessions or {}
     if #items == 0 then
-      notify('no stored sessions')
+      notify(archived and 'no archived sessions' or 'no stored sessions')
       return
     end
     vim.ui.select(items, {
-      prompt = 'Threadline sessions',
+      prompt = archived and 'Threadline archived sessions' or 'Threadline sessions',
       kind = 'threadline.sessions',
       format_item = session_label,
     }, function(choice)
@@ -717,8 +724,8 @@ M.subcommands = {
   compact = function(arg)
     M.compact(arg)
   end,
-  sessions = function()
-    M.sessions()
+  sessions = function(arg)
+    M.sessions(arg == 'archived')
   end,
   resume = function(arg)
     M.resume(arg)
@@ -743,7 +750,8 @@ M.subcommands = {
 }
 
 local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
-  .. 'sessions | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | health'
+  .. 'sessions [archived] | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | '
+  .. 'search {words} | rename {title} | archive [id] | unarchive [id] | health'
 
 ---@param line string
 ---@param range? {first: integer, last: integer}
@@ -784,7 +792,9 @@ function M.complete(lead, line)
     return vim.tbl_filter(function(id)
       return vim.startswith(id, lead)
     end, c and c:message_ids() or {})
-  elseif sub == 'resume' or sub == 'delete' then
+  elseif sub == 'sessions' then
+    return starting({ 'archived' })
+  elseif sub == 'resume' or sub == 'delete' or sub == 'archive' or sub == 'unarchive' then
     return starting(M.session_ids())
   elseif sub == 'new' or sub == 'model' then
     return starting(sidecar.models())

@@ -24,6 +24,7 @@ local M = {}
 ---@field reuse_window boolean new, fork and resume show their buffer in the chat window already open
 ---@field keys {interrupt: string|false, ask: string|false, compose: string|false, details: string|false}
 ---@field timeout integer ms a synchronous helper (`require('threadline').call`) waits
+---@field picker string `:Threadline search`'s picker: 'auto' (Telescope, fzf-lua or vim.ui.select, the first installed), 'telescope', 'fzf-lua', 'select'
 M.defaults = {
   cmd = { 'threadline', 'serve' },
   env = nil,
@@ -38,6 +39,7 @@ M.defaults = {
   reuse_window = true,
   keys = { interrupt = '<C-c>', ask = '<CR>', compose = 'i', details = 'K' },
   timeout = 30000,
+  picker = 'auto',
 }
 
 ---@type threadline.Config

@@ -12,8 +12,9 @@
 --- `state` what is known of it, `updates` the streaming into buffers and a turn's end,
 --- `chat` the buffers, `rpc` the connection, `requests` the sidecar's requests
 --- (permission, tools, files), `editor_tools` the built-in tools, `review` the diff of
---- a proposed edit, `health` `:checkhealth threadline`.
+--- a proposed edit, `find` search, rename and archive, `health` `:checkhealth threadline`.
 local commands = require('threadline.commands')
+local find = require('threadline.find')
 local config = require('threadline.config')
 local chat = require('threadline.chat')
 local editor_tools = require('threadline.editor_tools')
@@ -52,6 +53,13 @@ M.restart = commands.restart
 M.details = commands.details
 M.command = commands.run
 M.complete = commands.complete
+
+-- Finding a session (see `threadline.find`): `:Threadline search|rename|archive|unarchive`.
+find.register(commands.subcommands)
+M.search = find.search
+M.open_hit = find.open
+M.rename = find.rename
+M.archive = find.archive
 
 --- Show in a chat buffer what another editor did to its session since (see
 --- `commands.sync`); only while a sidecar runs, at most once a second.

@@ -42,9 +42,24 @@ interface ThreadlineInfo {
  */
 export type ChatClient = Pick<
   ThreadlineClient,
-  "serverInfo" | "onUpdate" | "newSession" | "prompt" | "interrupt" | "fork" | "compact" | "setModel" | "list" | "load"
+  | "serverInfo"
+  | "onUpdate"
+  | "newSession"
+  | "prompt"
+  | "interrupt"
+  | "fork"
+  | "compact"
+  | "setModel"
+  | "list"
+  | "load"
+  | "search"
+  | "setTitle"
+  | "archive"
 > &
   Partial<Pick<ThreadlineClient, "history">>;
+
+/** -32602: a query `session/search` refuses (blank, no words, too long). */
+const INVALID_PARAMS = -32602;
 
 function errorText(err: unknown): string {
   const rpc = err as { code?: unknown; message?: unknown } | null;
@@ -87,6 +102,8 @@ export class ChatController implements Disposable {
   private model: string | null = null;
   private models: ModelChoice[] = [];
   private running = false;
+  /** The sessions list shows the archived sessions (toggled in the list). */
+  private listArchived = false;
   private readonly subscription: Disposable;
   private readonly contextFigures: Map<string, { used: number; size: number }>;
   private readonly peers: Peers;
@@ -156,9 +173,17 @@ export class ChatController implements Disposable {
         case "setModel":
           return await this.setModel(message.model);
         case "listSessions":
-          return await this.listSessions();
+          return await this.listSessions(message.archived);
         case "resume":
           return await this.resume(message.sessionId);
+        case "search":
+          return await this.search(message.query);
+        case "open":
+          return await this.open(message.sessionId, message.messageId);
+        case "rename":
+          return await this.rename(message.sessionId, message.title, message.relist);
+        case "archive":
+          return await this.archive(message.sessionId, message.archived, message.relist);
         case "newSession":
           return this.newSession();
         case "restartSidecar":
@@ -308,9 +333,64 @@ export class ChatController implements Disposable {
     this.postSession();
   }
 
-  async listSessions(): Promise<void> {
-    const { sessions } = await this.client.list({ cwd: this.options.cwd() });
-    this.sink.post({ type: "sessions", sessions });
+  async listSessions(archived = this.listArchived): Promise<void> {
+    this.listArchived = archived;
+    const params = archived ? { cwd: this.options.cwd(), _meta: { threadline: { archived: true } } } : { cwd: this.options.cwd() };
+    const { sessions } = await this.client.list(params);
+    this.sink.post({ type: "sessions", sessions, archived });
+  }
+
+  /**
+   * `session/search` over the workspace's sessions (archived ones too: their hits say
+   * so). A query the server refuses (no words, too long) is said beside the search box,
+   * not as a notice in the transcript.
+   */
+  async search(query: string): Promise<void> {
+    if (!query.trim()) {
+      this.sink.post({ type: "searchResults", query: "", hits: [] });
+      return;
+    }
+    try {
+      const { hits } = await this.client.search({ query, cwd: this.options.cwd(), limit: 50 });
+      this.sink.post({ type: "searchResults", query, hits });
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== INVALID_PARAMS) throw err;
+      this.sink.post({ type: "searchResults", query, hits: [], error: errorText(err) });
+    }
+  }
+
+  /**
+   * Open a session at a search hit: replay it, then bring the message into view. A hit
+   * in a tool result is shown at its tool call (the transcript shows results there).
+   */
+  async open(sessionId: string, messageId: string | null): Promise<void> {
+    await this.show(sessionId);
+    if (!messageId) return;
+    let toolCallId: string | null = null;
+    if (this.client.history) {
+      const { messages } = await this.client.history(sessionId);
+      const message = messages.find((m) => m.messageId === messageId);
+      if (message?.role === "tool") {
+        const result = message.content.find((b) => b.type === "tool_result");
+        toolCallId = result && result.type === "tool_result" ? result.toolUseId : null;
+      }
+    }
+    this.sink.post({ type: "reveal", messageId, toolCallId });
+  }
+
+  /**
+   * Rename a session. The server tells this connection (`session_info_update`), which
+   * reaches the view when the session is on screen; with `relist` the list is drawn again.
+   */
+  async rename(sessionId: string, title: string, relist = false): Promise<void> {
+    await this.client.setTitle(sessionId, title);
+    if (relist) await this.listSessions();
+  }
+
+  /** Archive or unarchive a session; it stays loadable (and open, if it is on screen). */
+  async archive(sessionId: string, archived: boolean, relist = false): Promise<void> {
+    await this.client.archive(sessionId, archived);
+    if (relist) await this.listSessions();
   }
 
   async resume(sessionId: string): Promise<void> {
@@ -330,7 +410,13 @@ export class ChatController implements Disposable {
    */
   private async show(sessionId: string, parentSessionId: string | null = null): Promise<string> {
     const { sessions } = await this.client.list({});
-    const info = sessions.find((s) => s.sessionId === sessionId);
+    let info = sessions.find((s) => s.sessionId === sessionId);
+    if (!info) {
+      // An archived session (opened from a search hit or the archived list).
+      const archived = await this.client.list({ _meta: { threadline: { archived: true } } });
+      info = archived.sessions.find((s) => s.sessionId === sessionId);
+      if (info) sessions.push(...archived.sessions);
+    }
     const meta = (info?._meta ?? {}) as { model?: string; parentSessionId?: string | null };
     this.sessionId = sessionId;
     this.parentSessionId = parentSessionId ?? meta.parentSessionId ?? null;

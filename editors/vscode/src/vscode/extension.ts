@@ -8,7 +8,7 @@ import { EditorTools } from "../core/editorTools";
 import { ChatViewProvider, VIEW_ID } from "./chatViewProvider";
 import { workspaceCwd } from "./config";
 import { VsCodeEditorHost } from "./editorHost";
-import { describeSessions } from "../../webview/src/sessions";
+import { archiveCurrent, renameCurrent, resumeSession, searchSessions } from "./sessionPicks";
 import { SidecarService, SidecarUnavailable } from "./sidecarService";
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -66,17 +66,10 @@ export function activate(context: vscode.ExtensionContext): void {
       );
       if (picked) await chat.dispatch({ type: "setModel", model: picked.id });
     }),
-    command("threadline.resumeSession", async () => {
-      const client = await sidecar.client();
-      const { sessions } = await client.list({ cwd: workspaceCwd() });
-      const picked = await vscode.window.showQuickPick(
-        [...describeSessions(sessions)].map(([id, row]) => ({ label: row.label, detail: row.detail, id })),
-        { title: "Resume a Threadline session" },
-      );
-      if (!picked) return;
-      await chat.reveal();
-      await chat.dispatch({ type: "resume", sessionId: picked.id });
-    }),
+    command("threadline.resumeSession", () => resumeSession(chat, sidecar)),
+    command("threadline.searchSessions", () => searchSessions(chat, sidecar)),
+    command("threadline.renameSession", () => renameCurrent(chat, sidecar)),
+    command("threadline.archiveSession", () => archiveCurrent(chat)),
     command("threadline.restartServer", () => chat.dispatch({ type: "restartSidecar" })),
     command("threadline.showLog", async () => output.show()),
   );

@@ -4,6 +4,7 @@
  */
 import type {
   CompactResult,
+  SearchHit,
   SessionInfo,
   SessionNotification,
   Usage,
@@ -43,7 +44,12 @@ export type HostMessage =
       /** The stored id of the prompt's user message: "Fork from here" works at once. */
       userMessageId?: string | null;
     }
-  | { type: "sessions"; sessions: SessionInfo[] }
+  /** The sessions list; `archived`: it lists the archived sessions (else the others). */
+  | { type: "sessions"; sessions: SessionInfo[]; archived?: boolean }
+  /** `session/search`'s hits for `query` (an empty query clears the search); `error` when refused. */
+  | { type: "searchResults"; query: string; hits: SearchHit[]; error?: string | null }
+  /** Bring this message (or tool call) of the replayed session into view: a search hit. */
+  | { type: "reveal"; messageId: string | null; toolCallId: string | null }
   | { type: "compacted"; result: CompactResult }
   /** A compaction started (true) or ended either way (false). */
   | { type: "compacting"; active: boolean }
@@ -61,7 +67,16 @@ export type WebviewMessage =
   | { type: "fork"; messageId: string }
   | { type: "compact"; instructions?: string }
   | { type: "setModel"; model: string }
-  | { type: "listSessions" }
+  /** `archived`: list the archived sessions instead of the others. */
+  | { type: "listSessions"; archived?: boolean }
   | { type: "resume"; sessionId: string }
+  /** Full-text search over the sessions (`session/search`). */
+  | { type: "search"; query: string }
+  /** Open a session at a search hit's message (null: a title hit). */
+  | { type: "open"; sessionId: string; messageId: string | null }
+  /** `relist`: the sessions list asked (it is drawn again after). */
+  | { type: "rename"; sessionId: string; title: string; relist?: boolean }
+  /** `archived: false` unarchives. */
+  | { type: "archive"; sessionId: string; archived: boolean; relist?: boolean }
   | { type: "newSession" }
   | { type: "restartSidecar" };

@@ -4,7 +4,7 @@
  * and names its parent, and rows that would still read the same get a number: no two
  * rows of one list look alike.
  */
-import type { SessionInfo } from "@threadline/client";
+import type { SearchHit, SessionInfo, SnippetSpan } from "@threadline/client";
 
 export interface SessionRow {
   label: string;
@@ -48,3 +48,27 @@ export function describeSessions(all: readonly SessionInfo[]): Map<string, Sessi
   }
   return rows;
 }
+
+const ROLE_WORDS: Record<SearchHit["role"], string> = {
+  user: "your message",
+  assistant: "an answer",
+  tool: "a tool result",
+  title: "the title",
+};
+
+/** A search hit's row: the session's title, and where the words were found and when. */
+export function describeHit(hit: SearchHit): SessionRow {
+  const parts = [`in ${ROLE_WORDS[hit.role] ?? hit.role}`, hit.updatedAt.slice(0, 16).replace("T", " ")];
+  if (hit.archived) parts.push("archived");
+  return { label: sessionTitle(hit), detail: parts.join(" · ") };
+}
+
+/** A snippet as plain text, its matched words between the given marks (for a quick pick or a terminal). */
+export function snippetText(spans: readonly SnippetSpan[], open = "", close = open): string {
+  return spans
+    .map((s) => (s.match ? `${open}${s.text}${close}` : s.text))
+    .join("")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+

@@ -2,7 +2,7 @@
  * The chat's state as a pure reducer over host messages, so the rendering stays dumb
  * and the logic can be reasoned about (and tested) without a DOM.
  */
-import type { SessionInfo, SessionUpdate, Usage } from "@threadline/client";
+import type { SearchHit, SessionInfo, SessionUpdate, Usage } from "@threadline/client";
 import type { HostMessage, ModelChoice } from "./messages";
 
 export type ToolStatus = "pending" | "in_progress" | "completed" | "failed";
@@ -40,6 +40,12 @@ export interface ChatState {
   models: ModelChoice[];
   currentModel: string | null;
   sessions: SessionInfo[] | null;
+  /** The list shows the archived sessions. */
+  sessionsArchived: boolean;
+  /** The sessions panel's search: its query and hits (null: no search). */
+  search: { query: string; hits: SearchHit[]; error: string | null } | null;
+  /** A message (or tool call) to bring into view once, numbered so a repeat is seen. */
+  reveal: { messageId: string | null; toolCallId: string | null; seq: number } | null;
   contextUsed: number | null;
   contextSize: number | null;
   lastUsage: Usage | null;
@@ -64,6 +70,9 @@ export function initialState(): ChatState {
     models: [],
     currentModel: null,
     sessions: null,
+    sessionsArchived: false,
+    search: null,
+    reveal: null,
     contextUsed: null,
     contextSize: null,
     lastUsage: null,
@@ -312,6 +321,13 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
     }
     case "sessions":
       state.sessions = message.sessions;
+      state.sessionsArchived = message.archived ?? false;
+      break;
+    case "searchResults":
+      state.search = message.query ? { query: message.query, hits: message.hits, error: message.error ?? null } : null;
+      break;
+    case "reveal":
+      state.reveal = { messageId: message.messageId, toolCallId: message.toolCallId, seq: (state.reveal?.seq ?? 0) + 1 };
       break;
     case "compacted": {
       const r = message.result;

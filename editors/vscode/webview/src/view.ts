@@ -6,7 +6,8 @@
 import type { ChatState, Entry } from "./state";
 import { renderMarkdown } from "./markdown";
 import type { WebviewMessage } from "./messages";
-import { describeSessions } from "./sessions";
+import { editInPlace, snippetNodes } from "./find";
+import { describeHit, describeSessions } from "./sessions";
 
 export interface Elements {
   transcript: HTMLElement;
@@ -78,6 +79,10 @@ export class ChatView {
   private readonly rendered = new Map<string, { node: HTMLElement; version: number }>();
   private lastRevision = -1;
   private sessionsRevision: unknown = undefined;
+  private searchRevision: unknown = undefined;
+  private revealed = 0;
+  private panelParts: { list: HTMLElement; results: HTMLElement; search: HTMLInputElement; toggle: HTMLButtonElement } | null =
+    null;
 
   constructor(
     private readonly els: Elements,
@@ -90,6 +95,25 @@ export class ChatView {
     this.renderEntries(state.entries);
     this.renderToolbar(state);
     this.renderSessions(state);
+    this.renderReveal(state);
+  }
+
+  /** Scroll a search hit's message (or tool call) into view and mark it for a moment. */
+  private renderReveal(state: ChatState): void {
+    const target = state.reveal;
+    if (!target || target.seq === this.revealed) return;
+    const { transcript } = this.els;
+    const node = target.toolCallId
+      ? transcript.querySelector<HTMLElement>(`[data-tool-call-id="${CSS.escape(target.toolCallId)}"]`)
+      : target.messageId
+        ? transcript.querySelector<HTMLElement>(`[data-message-id="${CSS.escape(target.messageId)}"]`)
+        : null;
+    // The replay may still be arriving: try again at the next render.
+    if (!node) return;
+    this.revealed = target.seq;
+    for (const old of transcript.querySelectorAll(".search-target")) old.classList.remove("search-target");
+    node.classList.add("search-target");
+    node.scrollIntoView({ block: "center" });
   }
 
   private renderEntries(entries: Entry[]): void {
@@ -188,6 +212,7 @@ export class ChatView {
         return;
       case "user":
         node.querySelector(".body")!.textContent = entry.text;
+        if (entry.messageId) node.dataset.messageId = entry.messageId;
         this.markCompacted(node, entry.compacted);
         this.forkButton(node, entry.messageId);
         return;
@@ -263,17 +288,55 @@ export class ChatView {
     status.textContent = parts.join(" · ");
   }
 
-  private renderSessions(state: ChatState): void {
-    if (this.sessionsRevision === state.sessions) return;
-    this.sessionsRevision = state.sessions;
+  /**
+   * The sessions panel: a search box over every message (hits with their snippets),
+   * the list with Rename and Archive on each row, and a switch to the archived ones.
+   * The box and the switch are made once, so typing is never interrupted by a redraw.
+   */
+  private panel(): NonNullable<ChatView["panelParts"]> {
+    if (this.panelParts) return this.panelParts;
     const panel = this.els.sessionsPanel;
-    if (!state.sessions) {
+    const search = el("input", "session-search");
+    search.type = "search";
+    search.placeholder = "Search every session…";
+    search.setAttribute("aria-label", "Search sessions");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    search.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.post({ type: "search", query: search.value.trim() }), 150);
+    });
+    const toggle = el("button", "toggle-archived");
+    toggle.addEventListener("click", () =>
+      this.post({ type: "listSessions", archived: toggle.dataset.archived !== "true" }),
+    );
+    const head = el("div", "panel-head");
+    head.append(search, toggle);
+    this.panelParts = { list: el("div", "session-list"), results: el("div", "search-results"), search, toggle };
+    panel.replaceChildren(head, this.panelParts.results, this.panelParts.list);
+    return this.panelParts;
+  }
+
+  private renderSessions(state: ChatState): void {
+    if (this.sessionsRevision === state.sessions && this.searchRevision === state.search) return;
+    this.sessionsRevision = state.sessions;
+    this.searchRevision = state.search;
+    const panel = this.els.sessionsPanel;
+    if (!state.sessions && !state.search) {
       panel.hidden = true;
       return;
     }
-    const rows = describeSessions(state.sessions);
-    const items = state.sessions.map((s) => {
+    const parts = this.panel();
+    parts.toggle.dataset.archived = String(state.sessionsArchived);
+    parts.toggle.textContent = state.sessionsArchived ? "Show active" : "Show archived";
+    parts.toggle.title = state.sessionsArchived ? "List the sessions not archived" : "List the archived sessions";
+    this.renderHits(state, parts.results);
+    parts.list.hidden = state.search !== null;
+    const sessions = state.sessions ?? [];
+    const rows = describeSessions(sessions);
+    const items = sessions.map((s) => {
       const row = rows.get(s.sessionId)!;
+      const line = el("div", "session-row");
+      line.dataset.sessionId = s.sessionId;
       const button = el("button", "session");
       button.dataset.sessionId = s.sessionId;
       button.append(el("span", "session-title", row.label), el("span", "session-meta", row.detail));
@@ -282,10 +345,56 @@ export class ChatView {
         this.post({ type: "resume", sessionId: s.sessionId });
         panel.hidden = true;
       });
+      const rename = el("button", "rename", "Rename");
+      rename.title = "Give this session another title";
+      rename.addEventListener("click", () =>
+        editInPlace(line, button, s.title ?? "", (title) =>
+          this.post({ type: "rename", sessionId: s.sessionId, title, relist: true }),
+        ),
+      );
+      const archived = state.sessionsArchived;
+      const archive = el("button", "archive", archived ? "Unarchive" : "Archive");
+      archive.title = archived
+        ? "Put this session back in the list"
+        : "Take this session out of the list (it stays searchable and can be opened)";
+      archive.addEventListener("click", () => this.post({ type: "archive", sessionId: s.sessionId, archived: !archived, relist: true }));
+      const actions = el("span", "session-actions");
+      actions.append(rename, archive);
+      line.append(button, actions);
+      return line;
+    });
+    const empty = state.sessionsArchived ? "No archived sessions" : "No sessions yet";
+    const heading = el("div", "panel-heading", sessions.length ? (state.sessionsArchived ? "Archived sessions" : "Sessions") : empty);
+    parts.list.replaceChildren(heading, ...items);
+    panel.hidden = false;
+  }
+
+  private renderHits(state: ChatState, results: HTMLElement): void {
+    const search = state.search;
+    results.hidden = search === null;
+    if (!search) {
+      results.replaceChildren();
+      return;
+    }
+    const heading = el(
+      "div",
+      "panel-heading",
+      search.error ?? (search.hits.length ? `Found in ${search.hits.length} place${search.hits.length === 1 ? "" : "s"}` : "Nothing found"),
+    );
+    const hits = search.hits.map((hit) => {
+      const row = describeHit(hit);
+      const button = el("button", "hit");
+      button.dataset.sessionId = hit.sessionId;
+      if (hit.messageId) button.dataset.messageId = hit.messageId;
+      const snippet = el("span", "hit-snippet");
+      snippet.append(...snippetNodes(hit.snippet));
+      button.append(el("span", "session-title", row.label), el("span", "session-meta", row.detail), snippet);
+      button.addEventListener("click", () => {
+        this.post({ type: "open", sessionId: hit.sessionId, messageId: hit.messageId });
+        this.els.sessionsPanel.hidden = true;
+      });
       return button;
     });
-    const heading = el("div", "panel-heading", state.sessions.length ? "Sessions" : "No sessions yet");
-    panel.replaceChildren(heading, ...items);
-    panel.hidden = false;
+    results.replaceChildren(heading, ...hits);
   }
 }
