@@ -90,8 +90,11 @@ class SessionInfoUpdateInfo(ThreadlineBlock):
     watching: bool | None = None
     """``true``: this client now watches a turn that runs in another process (after
     ``session/load``), its updates follow; ``false``: that turn has ended."""
-    state: Literal["idle", "running", "requires_action", "compacting", "repairing"] | None = None
-    """What the session is doing now, in whichever window runs it."""
+    state: (
+        Literal["idle", "running", "requires_action", "compacting", "repairing", "rewinding"] | None
+    ) = None
+    """What the session is doing now, in whichever window runs it (``rewinding``: a
+    rewind, an unrewind or a restore of files)."""
     owner: OwnerInfo | None = None
     """Which editor process runs it (with ``state`` other than ``idle``)."""
     queue: list[QueuedPrompt] | None = None

@@ -156,7 +156,9 @@ def test_permission_prompt_then_tool_call_shown(
     term.line("ship it")
     term.expect(r"⚙ deploy")
     term.expect(r"\? The model wants to run deploy")
-    term.expect(r"\[1\] Allow once +\[2\] Always allow +\[3\] Reject +\[4\] Always reject")
+    term.expect(
+        r"\[1\] Allow once +\[2\] Always allow deploy +\[3\] Reject +\[4\] Always reject deploy"
+    )
     term.expect("choose 1-4:")
     term.line(choice)
     if allowed:

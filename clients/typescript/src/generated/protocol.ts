@@ -1008,7 +1008,7 @@ export interface SessionInfoUpdateInfo {
   owner?: OwnerInfo | null;
   queue?: QueuedPrompt[] | null;
   rewound?: number | null;
-  state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | null;
+  state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | "rewinding" | null;
   status?: string | null;
   watching?: boolean | null;
 }
