@@ -95,6 +95,11 @@ class Chat:
         """The model the next session is created with (at its first prompt)."""
         self.model = ""
         self.models: list[dict[str, Any]] = []
+        self.mode = str(self.session_options.get("mode") or "")
+        """The session's mode (``ask``, ``plan``, ``code``, ``auto``); ``""`` until known."""
+        self.modes: list[dict[str, Any]] = []
+        self.last_rewind = ""
+        """The ``rewindId`` of this session's last ``/rewind`` (``/unrewind`` undoes it)."""
         self.view: TurnView | None = None
         self.turn: asyncio.Task[Any] | None = None
         self.command: asyncio.Task[None] | None = None
@@ -176,7 +181,12 @@ class Chat:
         if self.replaying:
             return
         view = self.view
-        if kind == "usage_update" and view is not None:
+        if kind == "current_mode_update":
+            mode = str(update.get("currentModeId") or "")
+            if mode != self.mode and self.command is None:  # switched in another window
+                self.console.print(Text(f"  mode {mode}", style="dim"), highlight=False)
+            self.mode = mode
+        elif kind == "usage_update" and view is not None:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
         elif kind == "compaction_update":
             status = update.get("status")
@@ -202,6 +212,8 @@ class Chat:
             view.tool_call(update)
         elif kind == "tool_call_update":
             view.tool_update(update)
+        elif kind == "plan":
+            view.plan(update.get("entries"))
 
     def show_summary(self, summary: str) -> None:
         """A compaction's summary, marked as one (live; `resume` marks stored ones)."""
@@ -219,7 +231,7 @@ class Chat:
         if watching:
             self.watched = asyncio.Event()
             if self.view is None:
-                self.view = TurnView(self.console)
+                self.view = TurnView(self.console, self.cwd)
             return
         if self.watched is not None:
             self.watched.set()
@@ -291,6 +303,8 @@ class Chat:
         self.console.print(Text(f"\n  ? The model wants to run {title}", style="bold yellow"))
         if call.get("rawInput"):
             self.console.print(Text(f"    {short(call['rawInput'], 200)}", style="dim"))
+        if self.view is not None:
+            self.view.show_diffs(str(call.get("toolCallId", "")), call.get("content"))
         menu = "  ".join(
             f"[{i}] {o.get('name', o.get('optionId'))}" for i, o in enumerate(options, 1)
         )
@@ -353,6 +367,8 @@ class Chat:
     def start_new(self, model: str | None) -> None:
         """A new session, created (and stored) when the first prompt is sent."""
         self.session_id = ""
+        self.last_rewind = ""
+        self.mode = str(self.session_options.get("mode") or "")
         self.pending_model = model
         self.model = model or self.default_model
         self.console.print(
@@ -377,10 +393,17 @@ class Chat:
         result = await self.client.request("session/new", params)
         self.session_id = str(result["sessionId"])
         self._take_config(result.get("configOptions"))
+        self.take_modes(result.get("modes"))
         self.console.print(
             Text(f"session {self.session_id}", style="dim"),
             highlight=False,
         )
+
+    def take_modes(self, modes: Any) -> None:
+        """ACP's ``modes`` of a session result: the current one and those offered."""
+        if isinstance(modes, dict):
+            self.mode = str(modes.get("currentModeId") or self.mode)
+            self.modes = [m for m in modes.get("availableModes") or [] if isinstance(m, dict)]
 
     def _take_config(self, options: Any) -> None:
         for opt in options or []:
@@ -400,12 +423,16 @@ class Chat:
         history = await self.client.history(session_id)
         self.session_id, self.replaying = session_id, True
         try:
-            await self.client.request("session/load", {"sessionId": session_id, "cwd": self.cwd})
+            loaded = await self.client.request(
+                "session/load", {"sessionId": session_id, "cwd": self.cwd}
+            )
         except BaseException:
             self.session_id = ""
             raise
         finally:
             self.replaying = False
+        self.last_rewind = ""
+        self.take_modes((loaded or {}).get("modes"))
         for s in await self.client.list_sessions():
             if s.get("sessionId") == session_id:
                 self.model = str((s.get("_meta") or {}).get("model") or "")
@@ -462,7 +489,7 @@ class Chat:
         except RpcError as exc:
             self.console.print(Text(f"error: {exc.message}", style="red"))
             return
-        self.view = TurnView(self.console)
+        self.view = TurnView(self.console, self.cwd)
         self.interrupting = False
         self.view.start()
         self.turn = asyncio.get_running_loop().create_task(
@@ -500,7 +527,7 @@ class Chat:
         else:
             self.last_was_sigint = False
         label = ((result.get("_meta") or {}).get("threadline") or {}).get("turnId")
-        self.console.print(view.usage_line(stop, result.get("usage"), label))
+        self.console.print(view.usage_line(stop, result.get("usage"), label, self.mode))
 
     async def run_command(self, work: Awaitable[None]) -> None:
         """A slash command, which Ctrl-C cancels (its request is withdrawn)."""

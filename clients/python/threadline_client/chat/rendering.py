@@ -16,6 +16,8 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
+from .work import diff_items, edit_diff, output_tail, plan_text
+
 
 class _Tail:
     """Render only the last lines that fit the terminal: a live area taller than the
@@ -72,6 +74,9 @@ def short(value: Any, limit: int = 80) -> str:
 class _ToolLine:
     title: str
     status: str = "pending"
+    kind: str = ""
+    output: str = ""
+    """A command's output so far (``run_command`` streams it into the call's updates)."""
 
 
 class TurnView:
@@ -84,8 +89,11 @@ class TurnView:
 
     REFRESH = 1 / 12
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, cwd: str = "") -> None:
         self.console = console
+        self.cwd = cwd
+        self.shown_diffs: set[str] = set()
+        """Calls whose diff is on screen already (the permission question shows it)."""
         self.live: Live | None = None
         self.kind: str | None = None
         self.message_id: str | None = None
@@ -144,6 +152,8 @@ class TurnView:
             parts.append(_Tail(self._piece(), reserve=len(self.tools) + 2))
         for tool in self.tools.values():
             parts.append(Spinner("dots", text=Text(f"{tool.title} ({tool.status})", style="cyan")))
+            if tool.output:
+                parts.append(output_tail(tool.output))
         if self.status and not self.tools:
             parts.append(Spinner("dots", text=Text(self.status, style="dim")))
         return Group(*parts)
@@ -183,10 +193,11 @@ class TurnView:
         if raw:
             title = f"{title} {short(raw, 60)}"
         status = str(update.get("status") or "pending")
+        kind = str(update.get("kind") or "")
         if status in ("completed", "failed"):
-            self._done(title, status, update)
+            self._done(call_id, title, status, update, kind)
             return
-        self.tools[call_id] = _ToolLine(title, status)
+        self.tools[call_id] = _ToolLine(title, status, kind)
         self.console.print(Text(f"  ⚙ {title}", style="cyan"))
         self._dirty = True
 
@@ -196,15 +207,36 @@ class TurnView:
         status = str(update.get("status") or (tool.status if tool else "pending"))
         if status in ("completed", "failed"):
             self.tools.pop(call_id, None)
-            self._done(tool.title if tool else call_id, status, update)
+            title = tool.title if tool else call_id
+            self._done(call_id, title, status, update, tool.kind if tool else "")
             self.status = "thinking…"  # the model reads the result next
         elif tool is not None:
             tool.status = status
+            if tool.kind == "execute" and update.get("content"):
+                tool.output = block_text(update.get("content"))
         self._dirty = True
 
-    def _done(self, title: str, status: str, update: dict[str, Any]) -> None:
+    def show_diffs(self, call_id: str, content: Any) -> None:
+        """Print an edit's diff (once per call)."""
+        items = diff_items(content)
+        if not items or call_id in self.shown_diffs:
+            return
+        self.shown_diffs.add(call_id)
+        for item in items:
+            self.console.print(edit_diff(item, self.cwd), end="", highlight=False)
+
+    def plan(self, entries: Any) -> None:
+        """ACP's ``plan`` update: the whole list, printed as a checklist."""
+        self.flush()
+        self.console.print(plan_text(entries), end="", highlight=False)
+        self._dirty = True
+
+    def _done(
+        self, call_id: str, title: str, status: str, update: dict[str, Any], kind: str
+    ) -> None:
         cancelled = bool(((update.get("_meta") or {}).get("threadline") or {}).get("cancelled"))
-        output = short(block_text(update.get("content")), 100)
+        text = block_text(update.get("content"))
+        output = "" if kind == "execute" else short(text, 100)
         if cancelled:
             line = Text(f"  ✗ {title} (cancelled)", style="yellow")
         elif status == "failed":
@@ -214,12 +246,20 @@ class TurnView:
         if output:
             line.append(f"  {output}", style="dim")
         self.console.print(line)
+        self.show_diffs(call_id, update.get("content"))
+        if kind == "execute" and text:
+            self.console.print(output_tail(text), end="", highlight=False)
 
     def usage_line(
-        self, stop: str, usage: Mapping[str, Any] | None, label: str | None = None
+        self,
+        stop: str,
+        usage: Mapping[str, Any] | None,
+        label: str | None = None,
+        mode: str = "",
     ) -> Text:
-        """``↳ end_turn · tokens … · context … · /fork a2``: ``a2`` is the answer's
-        label, as ``threadline history`` prints it, and the command that branches there."""
+        """``↳ end_turn · tokens … · context … · mode code · /fork a2``: ``a2`` is the
+        answer's label, as ``threadline history`` prints it, and the command that
+        branches there."""
         parts = [stop]
         if usage:
             parts.append(
@@ -229,6 +269,8 @@ class TurnView:
             used, size = self.context
             pct = f" ({100 * used // size}%)" if size else ""
             parts.append(f"context {used}/{size}{pct}")
+        if mode:
+            parts.append(f"mode {mode}")
         if label:
             parts.append(f"/fork {label}")
         return Text("↳ " + " · ".join(parts), style="dim")
