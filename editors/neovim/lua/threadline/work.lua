@@ -84,7 +84,44 @@ function M.show(name, text)
   return win
 end
 
---- A `session/update` about the agent's work; true when it was one.
+--- Commands (`run_command`, kind `execute`) of the turns this Neovim runs: call id →
+--- the buffer showing its output.
+---@type table<string, integer|false>
+M.outputs = {}
+
+--- The window showing command output, reused by every command.
+---@type integer?
+local output_win
+
+--- Show a running command's output as it streams, in a split below (reused).
+---@param id string
+---@param text string
+local function show_output(id, text)
+  local buf = M.outputs[id]
+  if not buf or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    pcall(vim.api.nvim_buf_set_name, buf, 'threadline://output/' .. id)
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'hide'
+    M.outputs[id] = buf
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text:gsub('\n$', ''), '\n', { plain = true }))
+  vim.bo[buf].modifiable = false
+  if not (output_win and vim.api.nvim_win_is_valid(output_win)) then
+    local previous = vim.api.nvim_get_current_win()
+    vim.cmd('botright 10split')
+    output_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_set_current_win(previous)
+  end
+  if vim.api.nvim_win_get_buf(output_win) ~= buf then
+    vim.api.nvim_win_set_buf(output_win, buf)
+  end
+  vim.api.nvim_win_set_cursor(output_win, { vim.api.nvim_buf_line_count(buf), 0 })
+end
+
+--- A `session/update` about the agent's work; true when it was one (a command's
+--- output is shown and the update goes on to the chat buffer too).
 ---@param sid string
 ---@param u table
 ---@param running boolean the turn runs in this Neovim
@@ -101,6 +138,14 @@ function M.update(sid, u, running)
     end
     fire('ThreadlineMode', { sessionId = sid, mode = u.currentModeId })
     return true
+  end
+  if running and u.sessionUpdate == 'tool_call' and u.kind == 'execute' then
+    M.outputs[u.toolCallId] = false
+  elseif running and u.sessionUpdate == 'tool_call_update' and M.outputs[u.toolCallId] ~= nil then
+    local text = util.block_text(u.content)
+    if text ~= '' then
+      show_output(u.toolCallId, text)
+    end
   end
   if u.sessionUpdate == 'plan' then
     local c = chat.all()[sid]

@@ -141,3 +141,57 @@ describe('threadline agent work', function()
     assert.matches('Fixed.', H.text(tl.buffer()), 1, true)
   end)
 end)
+
+describe('threadline command output', function()
+  local tl, ws
+  before_each(function()
+    ws = vim.fn.tempname()
+    vim.fn.mkdir(ws, 'p')
+    tl = H.start({ cwd = ws })
+    H.keep(vim.ui, 'select')
+  end)
+  after_each(function()
+    H.stop()
+  end)
+
+  local function output_windows()
+    local out = {}
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      local buf = vim.api.nvim_win_get_buf(win)
+      if vim.api.nvim_buf_get_name(buf):find('threadline://output/', 1, true) then
+        table.insert(out, H.text(buf))
+      end
+    end
+    return out
+  end
+
+  it('streams into a split while the command runs', function()
+    local command = 'echo started; while [ ! -f go ]; do sleep 0.1; done; echo finished'
+    vim.ui.select = function(items, _, on_choice)
+      vim.schedule(function()
+        on_choice(items[1]) -- allow once
+      end)
+    end
+    H.new_session(tl, H.scripted(
+      { { tool_call = { name = 'run_command', arguments = { command = command } } } },
+      { { text = 'Ran it.' } }
+    ))
+    local done = H.record('ThreadlineTurnDone')
+    vim.cmd('Threadline ask run it')
+    -- The command waits for the file `go`: its first line shows before it ends.
+    H.wait(function()
+      local shown = output_windows()
+      return #shown == 1 and shown[1]:find('started', 1, true) ~= nil
+    end, 'the output so far')
+    assert.is_nil(output_windows()[1]:find('finished', 1, true))
+    assert.equals(0, #done)
+    vim.fn.writefile({}, ws .. '/go')
+    H.wait(function()
+      return #done == 1
+    end, 'the turn')
+    local shown = output_windows()
+    assert.equals(1, #shown)
+    assert.matches('started\nfinished', shown[1], 1, true)
+    assert.matches('[exit code 0]', shown[1], 1, true)
+  end)
+end)
