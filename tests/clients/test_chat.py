@@ -583,6 +583,37 @@ def test_search_command_finds_a_stored_session(
     leave(term)
 
 
+def _slow_echo() -> str:
+    steps: list[dict[str, Any]] = [{"echo": True}]
+    for i in range(25):
+        steps += [{"text": f"w{i} "}, {"sleep": 0.06}]
+    return scripted(steps)
+
+
+def test_typing_while_a_turn_runs_queues_the_line_and_a_gt_line_steers(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", _slow_echo())
+    sid = first_prompt(term, "one")
+    term.expect("w2 ")
+    term.line("> steer me")  # joins the running turn: one more model call answers it
+    term.expect("steering: steer me")
+    term.line("two")  # runs as the next turn
+    term.expect("queued: two")
+    term.expect(r"↳ end_turn")
+    term.expect("❯ two")
+    term.expect(r"two w0 ")
+    term.expect(r"↳ end_turn")
+    term.expect("❯")
+    term.line("/queue")
+    term.expect("the queue is empty")
+    leave(term)
+    users = [text_of(m).strip() for m in history(home, sid) if m["role"] == "user"]
+    assert users == ["one", "steer me", "two"]
+    turns = [m["turnId"] for m in history(home, sid) if m["role"] == "user"]
+    assert turns[0] == turns[1] != turns[2], "the steer joined the first turn"
+
+
 PAINT = scripted(
     [
         {

@@ -42,6 +42,9 @@ HELP = """\
                          the last one), its files too with --files; the cut turns are
                          kept as a session of their own
 /unrewind                undo the last /rewind (files too) until the next prompt
+/queue [rm N|clear|run]  the prompts waiting in this session's queue; remove one, all,
+                         or let held ones run (while a turn runs, Enter queues a line
+                         and a line that starts with > steers the turn)
 /quit                    leave (also Ctrl-D)
 Ctrl-C interrupts a running turn; Ctrl-C again at the prompt exits."""
 
@@ -71,6 +74,7 @@ class Commands:
             "diff": self.cmd_diff,
             "rewind": self.cmd_rewind,
             "unrewind": self.cmd_unrewind,
+            "queue": self.cmd_queue,
             "help": self.cmd_help,
         }
         if name in ("quit", "exit", "q"):
@@ -84,6 +88,24 @@ class Commands:
             await handler(arg)
         except RpcError as exc:
             self.chat.console.print(Text(f"/{name}: {exc.message}", style="red"))
+
+    async def cmd_queue(self, arg: str) -> None:
+        if self._no_session_yet("queue"):
+            return
+        client, sid, say = self.chat.client, self.chat.session_id, self.chat.console.print
+        verb, _, which = arg.partition(" ")
+        queued = await client.queue(sid)
+        if verb == "rm" and which.strip().isdigit() and 0 < int(which) <= len(queued):
+            await client.remove_queued(sid, queued[int(which) - 1]["id"])
+        elif verb == "clear":
+            await client.remove_queued(sid)
+        elif verb == "run":
+            await client.resume_queue(sid)
+        for n, q in enumerate(await client.queue(sid) if verb else queued, 1):
+            text = short(block_text(q["prompt"]), 70)
+            say(Text(f"  {n}. [{q['state']}] {'> ' if q['mode'] == 'steer' else ''}{text}"))
+        if not queued and not verb:
+            say(Text("  the queue is empty", style="dim"))
 
     async def cmd_help(self, arg: str) -> None:
         self.chat.console.print(Text(HELP), highlight=False)

@@ -12,11 +12,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..ask import INTERRUPTED
 from ..client import RpcError, ThreadlineClient
 from .input import SIGINT, LineInput, Sigint
 from .questions import answer_form
-from .rendering import TurnView, block_text, short
+from .rendering import TurnView, block_text, recap, short
 from .tools import ChatTool
 
 PERMISSION_CHOICES: list[tuple[str, str]] = [
@@ -42,23 +41,6 @@ def _write_text(path: str, content: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(content)
-
-
-def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(label, who, text) of a stored message for the resume recap; the label is the
-    one ``threadline history`` prints and ``/fork`` takes."""
-    blocks = message.get("content") or []
-    summary = "".join(b.get("text", "") for b in blocks if b.get("type") == "summary")
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    label = str(message.get("turnId") or message.get("messageId"))
-    if summary:
-        return label, "summary of the earlier conversation", summary
-    if not text:
-        return None
-    who = "you" if message.get("role") == "user" else str(message.get("role", ""))
-    if message.get("truncated"):
-        who += " (interrupted)" if message.get("error") == INTERRUPTED else " (cut off)"
-    return label, who, text
 
 
 def _offered(models: Any) -> list[dict[str, Any]]:
@@ -113,7 +95,9 @@ class Chat:
         self.quit = asyncio.Event()
         self._read: asyncio.Future[str | Sigint | None] | None = None
         self._ask_lock = asyncio.Lock()
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self.waiting: list[tuple[str, asyncio.Task[dict[str, Any]]]] = []
+        """Lines typed while a turn ran, queued in the session: each runs as a turn next."""
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -489,13 +473,41 @@ class Chat:
         except RpcError as exc:
             self.console.print(Text(f"error: {exc.message}", style="red"))
             return
+        loop = asyncio.get_running_loop()
+        await self._turn(loop.create_task(self.client.prompt(self.session_id, text)))
+        while self.waiting and not self.quit.is_set():
+            text, queued = self.waiting.pop(0)
+            self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)
+            await self._turn(queued)
+
+    async def _type_ahead(self) -> None:
+        """Lines typed while a turn runs: Enter queues the line in the session (it runs
+        as the next turn); a line that starts with ``>`` steers the running turn."""
+        while (line := await self.lines.readline()) is not None:
+            line = line.strip()
+            if not line:
+                continue
+            mode = "steer" if line.startswith(">") else "queue"
+            text = line[1:].strip() if mode == "steer" else line
+            task = asyncio.get_running_loop().create_task(
+                self.client.prompt(self.session_id, text, while_running=mode)
+            )
+            if mode == "queue":
+                self.waiting.append((text, task))
+                self.console.print(Text(f"  ⧗ queued: {text}", style="cyan"), highlight=False)
+                continue
+            self._background.add(task)
+            task.add_done_callback(lambda t: self._background.discard(t) or t.exception())
+            self.console.print(Text(f"  ↪ steering: {text}", style="cyan"), highlight=False)
+
+    async def _turn(self, request: asyncio.Task[dict[str, Any]]) -> None:
+        """Show one turn (this chat's prompt, or one it queued) until it ends."""
         self.view = TurnView(self.console, self.cwd)
         self.interrupting = False
         self.view.start()
-        self.turn = asyncio.get_running_loop().create_task(
-            self.client.prompt(self.session_id, text)
-        )
+        self.turn = request
         self.lines.echo(False)
+        typing = asyncio.get_running_loop().create_task(self._type_ahead())
         try:
             result = await self.turn
         except asyncio.CancelledError:
@@ -516,8 +528,16 @@ class Chat:
                 self.console.print(Text(f"error: {exc}", style="red"))
             return
         finally:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await typing
             self.turn = None
             self.lines.echo(True, discard_typeahead=True)
+        if ((result.get("_meta") or {}).get("threadline") or {}).get("queue"):
+            self.view.stop()
+            self.view = None
+            self.console.print(Text("  ⧗ held in the queue (/queue run)", style="yellow"))
+            return
         view = self.view
         view.stop()
         self.view = None

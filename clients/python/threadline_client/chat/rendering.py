@@ -16,6 +16,7 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
+from ..ask import INTERRUPTED
 from .work import diff_items, edit_diff, output_tail, plan_text
 
 
@@ -68,6 +69,23 @@ def short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(label, who, text) of a stored message for the resume recap; the label is the
+    one ``threadline history`` prints and ``/fork`` takes."""
+    blocks = message.get("content") or []
+    summary = "".join(b.get("text", "") for b in blocks if b.get("type") == "summary")
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    label = str(message.get("turnId") or message.get("messageId"))
+    if summary:
+        return label, "summary of the earlier conversation", summary
+    if not text:
+        return None
+    who = "you" if message.get("role") == "user" else str(message.get("role", ""))
+    if message.get("truncated"):
+        who += " (interrupted)" if message.get("error") == INTERRUPTED else " (cut off)"
+    return label, who, text
 
 
 @dataclass
