@@ -157,13 +157,23 @@ function M.update(sid, u, running)
   return false
 end
 
+--- The session a command acts on (see `commands.target`), or nil after saying so.
+---@param sid? string
+---@return string?
+local function session(sid)
+  sid = require('threadline.commands').target(sid)
+  if not sid then
+    notify('no session', vim.log.levels.WARN)
+  end
+  return sid
+end
+
 --- Switch a session's mode, or pick one.
 ---@param mode? string
 ---@param sid? string
 function M.set_mode(mode, sid)
-  sid = sid or require('threadline.commands').target()
+  sid = session(sid)
   if not sid then
-    notify('no session', vim.log.levels.WARN)
     return
   end
   local function apply(choice)
@@ -194,9 +204,8 @@ end
 ---@param from? string a message id
 ---@param sid? string
 function M.diff(from, sid)
-  sid = sid or require('threadline.commands').target()
+  sid = session(sid)
   if not sid then
-    notify('no session', vim.log.levels.WARN)
     return
   end
   local params = { sessionId = sid }
@@ -252,7 +261,7 @@ end
 ---@param files boolean
 ---@param sid? string
 function M.rewind(files, sid)
-  sid = sid or require('threadline.commands').target()
+  sid = require('threadline.commands').target(sid)
   local before = sid and prompt_at_cursor(sid)
   if not sid or not before then
     notify('rewind: no prompt to go back before', vim.log.levels.WARN)
@@ -285,7 +294,7 @@ end
 --- Undo the session's last rewind (files too).
 ---@param sid? string
 function M.unrewind(sid)
-  sid = sid or require('threadline.commands').target()
+  sid = require('threadline.commands').target(sid)
   local rewind = sid and M.rewinds[sid]
   if not rewind then
     notify('nothing to unrewind', vim.log.levels.WARN)

@@ -13,16 +13,28 @@ local function read(path)
   return data
 end
 
---- The text of every visible `diff` buffer.
-local function diff_windows()
+--- The text of every visible buffer that `keep(buf)` picks.
+local function windows(keep)
   local out = {}
   for _, win in ipairs(vim.api.nvim_list_wins()) do
     local buf = vim.api.nvim_win_get_buf(win)
-    if vim.bo[buf].filetype == 'diff' then
+    if keep(buf) then
       table.insert(out, H.text(buf))
     end
   end
   return out
+end
+
+local function diff_windows()
+  return windows(function(buf)
+    return vim.bo[buf].filetype == 'diff'
+  end)
+end
+
+local function output_windows()
+  return windows(function(buf)
+    return vim.api.nvim_buf_get_name(buf):find('threadline://output/', 1, true) ~= nil
+  end)
 end
 
 describe('threadline agent work', function()
@@ -140,30 +152,6 @@ describe('threadline agent work', function()
     assert.equals(FIXED, read(path))
     assert.matches('Fixed.', H.text(tl.buffer()), 1, true)
   end)
-end)
-
-describe('threadline command output', function()
-  local tl, ws
-  before_each(function()
-    ws = vim.fn.tempname()
-    vim.fn.mkdir(ws, 'p')
-    tl = H.start({ cwd = ws })
-    H.keep(vim.ui, 'select')
-  end)
-  after_each(function()
-    H.stop()
-  end)
-
-  local function output_windows()
-    local out = {}
-    for _, win in ipairs(vim.api.nvim_list_wins()) do
-      local buf = vim.api.nvim_win_get_buf(win)
-      if vim.api.nvim_buf_get_name(buf):find('threadline://output/', 1, true) then
-        table.insert(out, H.text(buf))
-      end
-    end
-    return out
-  end
 
   it('streams into a split while the command runs', function()
     local command = 'echo started; while [ ! -f go ]; do sleep 0.1; done; echo finished'
