@@ -736,6 +736,7 @@ def test_a_command_streams_its_output_the_plan_and_the_mode(
     term.expect(r"│ finished")
     term.expect("Ran it.")
     term.expect(r"↳ end_turn · .*mode code")
+    assert '{"command"' not in term.text  # the title quotes the command already
     term.line("/mode plan")
     term.expect(r"mode plan")
     term.line("/mode")

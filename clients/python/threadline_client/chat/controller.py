@@ -15,7 +15,7 @@ from rich.text import Text
 from ..client import RpcError, ThreadlineClient
 from .input import SIGINT, LineInput, Sigint
 from .questions import answer_form
-from .rendering import TurnView, block_text, recap, short
+from .rendering import TurnView, block_text, recap, says, short
 from .tools import ChatTool
 
 PERMISSION_CHOICES: list[tuple[str, str]] = [
@@ -285,7 +285,7 @@ class Chat:
         ]
         title = call.get("title") or call.get("toolCallId") or "a tool"
         self.console.print(Text(f"\n  ? The model wants to run {title}", style="bold yellow"))
-        if call.get("rawInput"):
+        if call.get("rawInput") and not says(str(title), call["rawInput"]):
             self.console.print(Text(f"    {short(call['rawInput'], 200)}", style="dim"))
         if self.view is not None:
             self.view.show_diffs(str(call.get("toolCallId", "")), call.get("content"))

@@ -88,6 +88,14 @@ def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
     return label, who, text
 
 
+def says(title: str, raw: Any) -> bool:
+    """The title quotes the call's arguments already (``Run `make test```)."""
+    if not isinstance(raw, dict):
+        return False
+    values = [v for v in raw.values() if isinstance(v, str)]
+    return bool(values) and all(" ".join(v.split()) in " ".join(title.split()) for v in values)
+
+
 @dataclass
 class _ToolLine:
     title: str
@@ -208,7 +216,7 @@ class TurnView:
         call_id = str(update.get("toolCallId", ""))
         title = str(update.get("title") or "tool")
         raw = update.get("rawInput")
-        if raw:
+        if raw and not says(title, raw):
             title = f"{title} {short(raw, 60)}"
         status = str(update.get("status") or "pending")
         kind = str(update.get("kind") or "")
