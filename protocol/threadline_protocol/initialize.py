@@ -23,6 +23,11 @@ class ThreadlineClientCapabilities(StrictWireModel):
     """How the server withdraws its requests to this client. Unset: by the framing
     (newline-delimited → ACP's ``$/cancel_request``, ``Content-Length`` → LSP's
     ``$/cancelRequest``)."""
+    while_running: Literal["steer", "queue", "refuse"] | None = None
+    """What a ``session/prompt`` that names no ``whileRunning`` does while the session
+    works: ``queue`` (run it next), ``steer`` (join the running turn) or ``refuse``
+    (-32010, ACP v1's rule). Unset: ``refuse``, since an ACP client that has not said it
+    shows a queue would otherwise have prompts run that it never shows as waiting."""
 
 
 class ClientSessionCapabilities(WireModel):
@@ -107,6 +112,9 @@ class ThreadlineCapabilities(ThreadlineBlock):
     """The models ``session/new`` accepts (``_meta.threadline.model``)."""
     default_model: str
     """The model a session gets when it names none."""
+    prompt_queueing: bool
+    """A prompt sent while the session works may steer the running turn or wait in the
+    session's queue (``_meta.threadline.whileRunning``; ``session/queue/*``)."""
 
 
 class AgentCapabilitiesMeta(WireModel):

@@ -9,10 +9,13 @@ conformance checks instead of drifting silently.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from .base import WireModel
+from .content import ContentBlock
 
 
 class ThreadlineBlock(BaseModel):
@@ -51,12 +54,60 @@ class ToolCallUpdateInfo(ThreadlineBlock):
     """ACP has no ``cancelled`` status: the call is ``failed`` and this is set."""
 
 
+class OwnerInfo(ThreadlineBlock):
+    """The editor process (sidecar) that runs a session's work."""
+
+    pid: int
+    host: str
+    since: str
+    here: bool
+    """The process this client talks to."""
+
+
+class QueuedPrompt(ThreadlineBlock):
+    """A prompt sent while the session worked, not yet part of the transcript (or
+    joining the running turn)."""
+
+    id: str
+    """The message id it is stored under once it runs."""
+    mode: Literal["steer", "queue"]
+    state: Literal["queued", "held", "taken"]
+    """``queued``: runs when its turn comes (a steer: at the running turn's next model
+    call); ``held``: kept, runs only on ``session/queue/resume`` (after a crash, an
+    interrupt or a failure); ``taken``: joined or started the running turn."""
+    prompt: list[ContentBlock]
+    created_at: str
+
+
+class ForkInfo(ThreadlineBlock):
+    session_id: str
+    forked_at_message_id: str | None
+
+
 class SessionInfoUpdateInfo(ThreadlineBlock):
     status: str | None = None
     """A provider's passing status (retrying, loading the model…)."""
     watching: bool | None = None
     """``true``: this client now watches a turn that runs in another process (after
     ``session/load``), its updates follow; ``false``: that turn has ended."""
+    state: (
+        Literal["idle", "running", "requires_action", "compacting", "repairing", "rewinding"] | None
+    ) = None
+    """What the session is doing now, in whichever window runs it (``rewinding``: a
+    rewind, an unrewind or a restore of files)."""
+    owner: OwnerInfo | None = None
+    """Which editor process runs it (with ``state`` other than ``idle``)."""
+    queue: list[QueuedPrompt] | None = None
+    """The prompts waiting (the whole list, in order), when it changed."""
+    model: str | None = None
+    """The session's model, when another window changed it."""
+    forked: ForkInfo | None = None
+    """A new fork of this session (made in any window)."""
+    deleted: bool | None = None
+    """The session was deleted (in any window): later requests answer -32002."""
+    rewound: int | None = None
+    """The session was rewound in another window: the messages it holds now (reload
+    them with ``session/load`` or ``session/history``)."""
 
 
 class ToolOffer(ThreadlineBlock):
@@ -75,6 +126,9 @@ class PromptResultInfo(ThreadlineBlock):
     """One entry per model call, in order: why a tool was (not) called."""
     command: str | None = None
     """Set when the prompt was a slash command (``compact``, ``fork``)."""
+    queue: Literal["removed", "held"] | None = None
+    """A queued or steering prompt that did not run: removed from the queue, or held
+    (kept, runs on ``session/queue/resume``); ``stopReason`` is ``cancelled``."""
 
 
 class CompactResultInfo(ThreadlineBlock):

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 _CANCEL_METHODS = ("$/cancel_request", "$/cancelRequest")
+_WHILE_RUNNING = ("steer", "queue", "refuse")
 _SNAKE = (
     "protocol_version",
     "client_capabilities",
@@ -53,10 +54,15 @@ def _capabilities(caps: Any) -> bool:
     threadline = meta.get("threadline")
     if threadline is None:
         return True
-    if not isinstance(threadline, dict) or "cancel_method" in threadline:
+    if not isinstance(threadline, dict) or any(
+        k in threadline for k in ("cancel_method", "while_running")
+    ):
         return False
     method = threadline.get("cancelMethod")
-    return method is None or (isinstance(method, str) and method in _CANCEL_METHODS)
+    if not (method is None or (isinstance(method, str) and method in _CANCEL_METHODS)):
+        return False
+    mode = threadline.get("whileRunning")
+    return mode is None or (isinstance(mode, str) and mode in _WHILE_RUNNING)
 
 
 def certainly_valid_initialize(params: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from .checkpoints import RestoredFiles
 from .content import ContentBlock
 from .initialize import ModelInfo
 from .messages import Message, StopReason, Usage
-from .meta import CompactResultMeta, McpMeta, PromptResultMeta, ThreadlineBlock
+from .meta import CompactResultMeta, McpMeta, PromptResultMeta, QueuedPrompt, ThreadlineBlock
 from .work import SessionModeState
 
 
@@ -144,10 +144,72 @@ class SessionRef(StrictWireModel):
     session_id: str = Field(min_length=1)
 
 
+WhileRunning = Literal["steer", "queue", "refuse"]
+
+
+class ThreadlinePromptOptions(StrictWireModel):
+    """``_meta.threadline`` of ``session/prompt``."""
+
+    while_running: WhileRunning | None = None
+    """What the prompt does if the session is working (here or in another window):
+    ``steer`` joins the running turn at its next model call, ``queue`` runs it as the
+    next turn, ``refuse`` answers -32010. Unset: the client's
+    ``clientCapabilities._meta.threadline.whileRunning``, else ``refuse``."""
+
+
 class PromptParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     prompt: list[ContentBlock] = Field(min_length=1)
     meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ThreadlinePromptOptions:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlinePromptOptions.model_validate(raw)
+
+
+class ThreadlineInterruptOptions(StrictWireModel):
+    clear_queue: bool = False
+    """Also remove every prompt waiting in the session's queue."""
+
+
+class InterruptParams(StrictWireModel):
+    """``session/interrupt`` and ``session/cancel``."""
+
+    session_id: str = Field(min_length=1)
+    meta: dict[str, Any] | None = meta_field()
+
+    def threadline(self) -> ThreadlineInterruptOptions:
+        raw = (self.meta or {}).get("threadline") or {}
+        return ThreadlineInterruptOptions.model_validate(raw)
+
+
+class QueueListResult(WireModel):
+    """``session/queue/list``: the prompts sent while the session worked that have not
+    finished, in the order they run."""
+
+    prompts: list[QueuedPrompt]
+
+
+class QueueUpdateParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    prompt: list[ContentBlock] = Field(min_length=1)
+
+
+class QueueUpdateResult(WireModel):
+    prompt: QueuedPrompt
+
+
+class QueueRemoveParams(StrictWireModel):
+    session_id: str = Field(min_length=1)
+    id: str | None = None
+    """One prompt; unset: every prompt that has not run."""
+
+
+class QueueChangeResult(WireModel):
+    """The prompts a ``session/queue/remove`` or ``…/resume`` changed."""
+
+    ids: list[str]
 
 
 class PromptResult(WireModel):

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import realparts
-from tests.clients.stored import history, stored_sessions, text_of
+from tests.clients.stored import history, stored_sessions, text_of, with_sidecar
 from tests.clients.terminal import Terminal
 from tests.support import scripted
 
@@ -156,7 +156,9 @@ def test_permission_prompt_then_tool_call_shown(
     term.line("ship it")
     term.expect(r"⚙ deploy")
     term.expect(r"\? The model wants to run deploy")
-    term.expect(r"\[1\] Allow once +\[2\] Always allow +\[3\] Reject +\[4\] Always reject")
+    term.expect(
+        r"\[1\] Allow once +\[2\] Always allow deploy +\[3\] Reject +\[4\] Always reject deploy"
+    )
     term.expect("choose 1-4:")
     term.line(choice)
     if allowed:
@@ -581,6 +583,37 @@ def test_search_command_finds_a_stored_session(
     leave(term)
 
 
+def _slow_echo() -> str:
+    steps: list[dict[str, Any]] = [{"echo": True}]
+    for i in range(25):
+        steps += [{"text": f"w{i} "}, {"sleep": 0.06}]
+    return scripted(steps)
+
+
+def test_typing_while_a_turn_runs_queues_the_line_and_a_gt_line_steers(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    term = open_chat(terminals, home, tmp_path, "--model", _slow_echo())
+    sid = first_prompt(term, "one")
+    term.expect("w2 ")
+    term.line("> steer me")  # joins the running turn: one more model call answers it
+    term.expect("steering: steer me")
+    term.line("two")  # runs as the next turn
+    term.expect("queued: two")
+    term.expect(r"↳ end_turn")
+    term.expect("❯ two")
+    term.expect(r"two w0 ")
+    term.expect(r"↳ end_turn")
+    term.expect("❯")
+    term.line("/queue")
+    term.expect("the queue is empty")
+    leave(term)
+    users = [text_of(m).strip() for m in history(home, sid) if m["role"] == "user"]
+    assert users == ["one", "steer me", "two"]
+    turns = [m["turnId"] for m in history(home, sid) if m["role"] == "user"]
+    assert turns[0] == turns[1] != turns[2], "the steer joined the first turn"
+
+
 PAINT = scripted(
     [
         {
@@ -630,3 +663,88 @@ def test_the_models_question_is_answered_at_the_prompt(
         else "The user answered:\n- colour: green\n- coats: 2"
     )
     assert result["content"][0]["text"] == expected
+
+
+SOURCE = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+
+
+def test_an_edit_is_shown_as_a_diff_then_diff_rewind_unrewind_and_approvals(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "calc.py").write_text(SOURCE)
+    edit = {"oldText": "a - b", "newText": "a + b"}
+    model = scripted(
+        [{"tool_call": {"name": "edit_file", "arguments": {"path": "calc.py", "edits": [edit]}}}],
+        [{"text": "Fixed."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    first_prompt(term, "fix add")
+    # The permission question shows the edit as a unified diff before the choices.
+    term.expect(r"\? The model wants to run")
+    term.expect(r"--- a/calc\.py\s*\n\s*\+\+\+ b/calc\.py\s*\n\s*@@ -1,2 \+1,2 @@")
+    term.expect(r"-    return a - b\s*\n\s*\+    return a \+ b")
+    term.expect(r"\[2\] Always allow edits in this workspace")
+    term.line("2")
+    term.expect("Fixed.")
+    term.expect(r"↳ end_turn · .*mode code")
+    assert (tmp_path / "calc.py").read_text() == FIXED
+    term.line("/approvals")
+    term.expect(r"\[1\] allow edits in this workspace")
+    term.line("/diff")
+    term.expect(r"modified +calc\.py +\+1 -1")
+    term.expect(r"\+    return a \+ b")
+    term.line("/rewind --files")
+    term.expect(r"rewound before the last prompt: 0 messages left; the cut turns are session")
+    term.expect(r"restored calc\.py")
+    assert (tmp_path / "calc.py").read_text() == SOURCE
+    term.line("/unrewind")
+    term.expect(r"unrewound: \d+ messages")
+    assert (tmp_path / "calc.py").read_text() == FIXED
+    term.line("/approvals remove 1")
+    term.expect(r"removed: allow edits in this workspace")
+    term.expect("no kept answers")
+    term.expect("❯")
+    leave(term)
+
+
+def test_a_command_streams_its_output_the_plan_and_the_mode(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    plan = [
+        {"content": "Look around", "status": "in_progress"},
+        {"content": "Write the code", "priority": "high"},
+    ]
+    command = "echo started; while [ ! -f go ]; do sleep 0.1; done; echo finished"
+    model = scripted(
+        [{"tool_call": {"name": "update_plan", "arguments": {"entries": plan}}}],
+        [{"tool_call": {"name": "run_command", "arguments": {"command": command}}}],
+        [{"text": "Ran it."}],
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    term.expect("❯")
+    term.line("/mode")
+    term.expect(r"ask\s+plan\s+\* code\s+auto")
+    sid = first_prompt(term, "run it")
+    term.expect(r"plan\s*\n\s*▸ Look around\s*\n\s*○ Write the code")
+    term.expect("choose 1-4:")
+    term.line("1")
+    # The command's output shows while it runs: it waits for the file `go`.
+    term.expect(r"│ started")
+    assert "│ finished" not in term.text
+    (tmp_path / "go").write_text("")
+    term.expect(r"│ finished")
+    term.expect("Ran it.")
+    term.expect(r"↳ end_turn · .*mode code")
+    assert '{"command"' not in term.text  # the title quotes the command already
+    term.line("/mode plan")
+    term.expect(r"mode plan")
+    term.line("/mode")
+    term.expect(r"\* plan")
+    term.expect("❯")
+    leave(term)
+    # The mode was switched in the session, not only on the screen.
+    loaded = with_sidecar(
+        home, lambda c: c.request("session/load", {"sessionId": sid, "cwd": str(tmp_path)})
+    )
+    assert loaded["modes"]["currentModeId"] == "plan"

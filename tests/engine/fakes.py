@@ -80,6 +80,11 @@ class FakeHost:
         self.projection = Projection(shows_compaction=True)
         self.asked: list[tuple[str, str]] = []
         self.titled: list[list[dict[str, Any]]] = []
+        self.steering: list[tuple[str, list[dict[str, Any]]]] = []
+        """Prompts sent to steer the turn, taken at its next look (`take_steering`)."""
+        self.looks = 0
+        """How many times the turn looked for steering input."""
+        self.shown_prompts: list[dict[str, Any]] = []
         self.checkpoints: list[str] = []
         """The moments the turn checkpointed the workspace at, in order."""
 
@@ -147,6 +152,14 @@ class FakeHost:
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         self.titled.append(prompt)
 
+    def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        self.looks += 1
+        taken, self.steering = self.steering, []
+        return taken
+
+    def show_prompt(self, message: dict[str, Any]) -> None:
+        self.shown_prompts.append(message)
+
     async def checkpoint(self, moment: str) -> None:
         self.checkpoints.append(moment)
 
@@ -181,9 +194,11 @@ class EchoTool:
 
 
 def scripted(
-    *rounds: list[dict[str, Any]], summary: list[dict[str, Any]] | None = None
+    *rounds: list[dict[str, Any]],
+    summary: list[dict[str, Any]] | None = None,
+    steered: bool = False,
 ) -> ScriptedProvider:
-    script: dict[str, Any] = {"rounds": list(rounds)}
+    script: dict[str, Any] = {"rounds": list(rounds), "steered": steered}
     if summary is not None:
         script["summary"] = summary
     return ScriptedProvider(json.dumps(script))

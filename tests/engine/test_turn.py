@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.engine.fakes import EchoTool, FakeHost, scripted, started, text_prompt, turn, when
@@ -111,6 +113,63 @@ async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None
     ]
     # No permission was needed, none asked.
     assert host.asked == []
+
+
+async def test_steering_joins_after_the_tool_batch_and_before_the_next_model_call() -> None:
+    class SteerWhileRunning(EchoTool):
+        """Sends a steering prompt while it runs, as a second window would."""
+
+        async def run(self, arguments: dict[str, Any], ctx: Any) -> Any:
+            host.steering.append(("msg_steer", text_prompt("Say pong instead.")))
+            return await super().run(arguments, ctx)
+
+    provider = scripted(
+        [{"tool_call": {"name": "echo", "arguments": {"text": "ping"}}}],
+        [{"text": "pong"}],
+        steered=True,
+    )
+    host = FakeHost(provider, tools=[SteerWhileRunning()])
+    task = turn(host, "echo ping")
+    result = await task.run()
+
+    assert result.stop_reason == "end_turn"
+    assert host.kinds() == [
+        "user_message",
+        "assistant_message",
+        "tool_result",
+        "user_message",
+        "assistant_message",
+    ]
+    steer = host.committed[3].message
+    assert steer["messageId"] == "msg_steer" and steer["turnId"] == "u1"
+    assert "pong" not in str(host.committed[2].message), "never inside the tool result"
+    assert task.joined == ["msg_steer"]
+    assert host.shown_prompts == [steer]
+    assert host.committed[-1].message["content"] == [{"type": "text", "text": "pong"}]
+
+
+async def test_steering_that_comes_as_the_answer_ends_gets_one_more_model_call() -> None:
+    class LateSteer(FakeHost):
+        """The steering prompt arrives while the first answer streams."""
+
+        def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+            self.looks += 1
+            return [("msg_late", text_prompt("and then?"))] if self.looks == 2 else []
+
+    provider = scripted([{"echo": True}])
+    host = LateSteer(provider)
+    task = turn(host, "first")
+    result = await task.run()
+    assert result.stop_reason == "end_turn"
+    assert host.kinds() == [
+        "user_message",
+        "assistant_message",
+        "user_message",
+        "assistant_message",
+    ]
+    assert task.joined == ["msg_late"]
+    assert provider.calls == 2
+    assert host.committed[-1].message["content"] == [{"type": "text", "text": "and then? "}]
 
 
 async def test_an_interrupt_mid_stream_keeps_the_partial_answer_and_answers_cancelled() -> None:

@@ -205,9 +205,14 @@ async def test_reachable(isolated_config: Path, fault: FaultServer) -> None:
 
 def test_a_missing_api_key_is_known_when_the_model_is_chosen() -> None:
     config = parse(
-        {"providers": {"local": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}}}, {}
+        {
+            "providers": {"local": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+            "models": {"smol": {"gguf": "/models/smol.gguf"}},
+        },
+        {},
     )
     registry = ProviderRegistry(config=config)
+    assert registry.key_problem("smol") is None  # a GGUF on the shared model server
     assert registry.key_problem("openai:gpt-4o-mini") == (
         "no API key for openai:gpt-4o-mini: set $OPENAI_API_KEY"
     )

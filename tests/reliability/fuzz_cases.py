@@ -152,6 +152,26 @@ def templates() -> dict[str, dict[str, Any]]:
         },
         "session/fork": {"sessionId": live_or_missing},
         "session/compact": {"sessionId": live_or_missing, "keepTurns": 2},
+        "session/diff": {"sessionId": live_or_missing},
+        "session/rewind": {"sessionId": MISSING, "beforeMessageId": "msg_0"},
+        "session/unrewind": {"sessionId": MISSING, "rewindId": "sess_0"},
+        "session/queue/list": {"sessionId": live_or_missing},
+        "session/queue/update": {
+            "sessionId": MISSING,
+            "id": "msg_0",
+            "prompt": [{"type": "text", "text": "fuzz"}],
+        },
+        "session/queue/remove": {"sessionId": MISSING},
+        "session/queue/resume": {"sessionId": MISSING},
+        "session/set_mode": {"sessionId": MISSING, "modeId": "ask"},
+        "session/approvals": {"sessionId": live_or_missing},
+        "session/remove_approval": {"sessionId": MISSING, "ruleId": "rule_0"},
+        "session/set_title": {"sessionId": MISSING, "title": "fuzz"},
+        "session/archive": {"sessionId": MISSING},
+        "session/set_tags": {"sessionId": MISSING, "tags": ["fuzz"]},
+        "session/search": {"query": "fuzz", "limit": 5},
+        "session/export": {"sessionId": live_or_missing},
+        "session/import": {"content": "not an export"},
     }
 
 
@@ -165,6 +185,10 @@ SAFE_FOR_LIVE = frozenset(
         "session/resume",
         "session/fork",
         "session/compact",
+        "session/diff",
+        "session/queue/list",
+        "session/approvals",
+        "session/export",
     }
 )
 """Methods that may target the live session; close, delete and set_config_option only

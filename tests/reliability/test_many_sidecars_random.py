@@ -2,7 +2,9 @@
 loads, history, interrupts, kills), with the store's invariants checked after every
 step: nothing committed or shown is lost, every ``tool_use`` has exactly one result,
 message ids are unique, each process's history is a prefix of the store's, and no
-request answers -32603."""
+request answers -32603. Prompts sent while a session works (steer, queue, from any of
+the three) are stored once at most, every one whose request says it ran is in the
+history, and queued prompts from one window run in the order they were sent."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import random
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,8 @@ class Fleet:
         self.tasks: list[asyncio.Task[Any]] = []
         self.unexpected: list[str] = []
         self.steps: dict[str, int] = {}
+        self.sent: list[Sent] = []
+        """Prompts sent to steer or queue, with how their request answered."""
         self.replays: list[tuple[SidecarClient, str, int, int]] = []
         """Updates a ``session/load`` replayed (stored text, sent again): not live."""
 
@@ -95,6 +100,10 @@ class Fleet:
                 "interrupt",
                 "cancel",
                 "kill",
+                "steer",
+                "queue",
+                "queue",
+                "resume",
             ]
         )
         self.steps[op] = self.steps.get(op, 0) + 1
@@ -123,6 +132,12 @@ class Fleet:
                 client.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
             )
             self.replays.append((client, sid, start, len(client.updates)))
+        elif op in ("steer", "queue"):
+            sent = Sent(f"{op}-{len(self.sent)}", op, sid, id(client))
+            self.sent.append(sent)
+            self.tasks.append(asyncio.create_task(self.send(client, sent)))
+        elif op == "resume":
+            await self.guarded(client.call("session/queue/resume", {"sessionId": sid}))
         elif op == "history":
             await self.guarded(client.call("session/history", {"sessionId": sid}))
         elif op == "interrupt":
@@ -137,6 +152,17 @@ class Fleet:
             self.retired.append(client)
             await self.start(i)
 
+    async def send(self, client: SidecarClient, sent: Sent) -> None:
+        params = {
+            "sessionId": sent.sid,
+            "prompt": [{"type": "text", "text": sent.text}],
+            "_meta": {"threadline": {"whileRunning": sent.mode}},
+        }
+        answer = await self.guarded(client.call("session/prompt", params, 90))
+        if answer is not None:
+            meta = (answer.get("_meta") or {}).get("threadline") or {}
+            sent.ran = "queue" not in meta
+
     async def check(self) -> None:
         """Each live process's history of a session is a prefix of the store's."""
         sid = self.rng.choice(self.sessions) if self.sessions else None
@@ -150,6 +176,46 @@ class Fleet:
         ids = [m["messageId"] for m in seen["messages"]]
         assert len(ids) == len(set(ids)), "message ids unique"
         assert ids == [m["messageId"] for m in stored][: len(ids)], "history is the store's"
+
+
+@dataclass
+class Sent:
+    text: str
+    mode: str
+    sid: str
+    window: int
+    ran: bool = False
+    """Its request answered with the turn it was part of (not removed, held or lost)."""
+
+
+def check_sent(home: Path, sent: list[Sent], deleted: set[str]) -> None:
+    """Nothing sent while a session worked is lost or run twice, and a window's queued
+    prompts run in the order it sent them."""
+    users: dict[str, list[str]] = {}
+    for sid in {s.sid for s in sent}:
+        msgs = store_history(home, sid)
+        users[sid] = (
+            []
+            if msgs is None
+            else [
+                "".join(b.get("text", "") for b in m["content"] if b["type"] == "text")
+                for m in msgs
+                if m["role"] == "user"
+            ]
+        )
+    for s in sent:
+        if s.sid in deleted or store_history(home, s.sid) is None:
+            continue
+        count = users[s.sid].count(s.text)
+        assert count <= 1, f"{s.text} ran {count} times"
+        assert count == 1 or not s.ran, f"{s.text} answered as run but is not stored"
+    for sid, texts in users.items():
+        for window in {s.window for s in sent}:
+            mine = [
+                s.text for s in sent if s.sid == sid and s.window == window and s.mode == "queue"
+            ]
+            stored = [t for t in texts if t in mine]
+            assert stored == [t for t in mine if t in stored], f"queue order in {sid}: {stored}"
 
 
 def store_history(home: Path, sid: str) -> list[dict[str, Any]] | None:
@@ -244,6 +310,7 @@ async def test_three_sidecars_at_random_lose_nothing(
             if mid in committed and not in_order(chunks, committed[mid])
         ]
         assert not lost, [("".join(c), committed[m]) for m, c in lost[:3]]
+        check_sent(home, fleet.sent, fleet.deleted)
         print(f"steps {fleet.steps}, sessions {len(fleet.sessions)}, checked {len(shown)} streams")
         assert sum(fleet.steps.values()) > 50
     finally:

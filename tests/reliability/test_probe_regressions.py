@@ -156,7 +156,9 @@ async def test_compaction_brings_back_a_session_whose_one_turn_is_too_large(
     assert "session/compact" in err.message
     result = await sidecar.call("session/compact", {"sessionId": sid, "keepTurns": 0})
     assert result["_meta"]["threadline"]["compacted"] is True, result
-    assert result["tokensAfter"] < 1000
+    # The large task is summarised, not kept: what is left is the system prompt, the
+    # default tools' specs and a short summary, a small part of what was there.
+    assert result["tokensAfter"] < result["tokensBefore"] / 3, result
     assert (await sidecar.prompt(sid, large))["stopReason"] == "end_turn"
 
 

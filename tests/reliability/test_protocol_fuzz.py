@@ -29,12 +29,14 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from tests.reliability.figures import record
 from tests.reliability.fuzz_cases import (
+    KNOWN_METHODS,
     Expect,
     IdSource,
     Sent,
     check_valid_result,
     examples,
     materialise,
+    templates,
 )
 from tests.reliability.wire import WireSidecar, frame
 
@@ -323,3 +325,9 @@ def test_fuzz_oracle_rejects_a_wrong_answer() -> None:
         runner._check([unknown, garbage], [good], [])
     with pytest.raises(AssertionError, match="answered twice"):
         runner._check([unknown], [good], [])
+
+
+def test_every_method_of_the_table_is_fuzzed_from_valid_params() -> None:
+    """A method added to METHODS without a template made the fuzz test fail only when
+    hypothesis happened to draw it."""
+    assert sorted(set(KNOWN_METHODS) - set(templates())) == []

@@ -29,6 +29,7 @@ from tests.golden.samples import (
     SID,
     SUMMARY,
 )
+from threadline.engine import events
 from threadline.rpc import projection as updates
 from threadline.rpc.server import wire
 from threadline_protocol.base import Prewritten
@@ -74,9 +75,27 @@ BUILT: dict[str, dict[str, Any]] = {
         }
     ),
     "usage_update": updates.usage_update(876, 8192),
-    "session_info_update": updates.session_info("Read main.py", "2026-11-24T00:00:00.000Z"),
+    "session_info_update": updates.session_info(
+        events.SessionInfo("2026-11-24T00:00:00.000Z", title="Read main.py")
+    ),
     "session_info_update.status": updates.session_info(
-        None, "2026-11-24T00:00:00.000Z", status="retrying in 2 s"
+        events.SessionInfo("2026-11-24T00:00:00.000Z", status="retrying in 2 s")
+    ),
+    "session_info_update.state": updates.session_info(
+        events.SessionInfo(
+            "2026-11-24T00:00:00.000Z",
+            state="running",
+            owner=events.Owner(4242, "laptop", "2026-11-24T00:00:00.000Z", here=False),
+            queue=(
+                events.Queued(
+                    "msg_q1",
+                    "queue",
+                    "queued",
+                    [{"type": "text", "text": "Then run the tests."}],
+                    "2026-11-24T00:00:01.000Z",
+                ),
+            ),
+        )
     ),
     "available_commands_update": updates.available_commands(
         [("compact", "Summarise older history", "optional instructions"), ("fork", "Fork", None)]

@@ -223,14 +223,39 @@ class ThreadlineClient:
         result = await self.request("session/new", params)
         return str(result["sessionId"])
 
-    async def prompt(self, session_id: str, text: str) -> dict[str, Any]:
-        return await self.request(
-            "session/prompt",
-            {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+    async def prompt(
+        self, session_id: str, text: str, while_running: str | None = None
+    ) -> dict[str, Any]:
+        """One turn; with ``while_running`` (``steer``, ``queue``) a session that is
+        working takes the prompt into its running turn, or runs it next."""
+        params: dict[str, Any] = {
+            "sessionId": session_id,
+            "prompt": [{"type": "text", "text": text}],
+        }
+        if while_running is not None:
+            params["_meta"] = {"threadline": {"whileRunning": while_running}}
+        return await self.request("session/prompt", params)
+
+    async def interrupt(self, session_id: str, clear_queue: bool = False) -> dict[str, Any]:
+        params: dict[str, Any] = {"sessionId": session_id}
+        if clear_queue:
+            params["_meta"] = {"threadline": {"clearQueue": True}}
+        return await self.request("session/interrupt", params)
+
+    async def queue(self, session_id: str) -> list[dict[str, Any]]:
+        """The prompts waiting while the session works, in order."""
+        return list(
+            (await self.request("session/queue/list", {"sessionId": session_id}))["prompts"]
         )
 
-    async def interrupt(self, session_id: str) -> dict[str, Any]:
-        return await self.request("session/interrupt", {"sessionId": session_id})
+    async def remove_queued(self, session_id: str, prompt_id: str | None = None) -> list[str]:
+        params: dict[str, Any] = {"sessionId": session_id}
+        if prompt_id is not None:
+            params["id"] = prompt_id
+        return list((await self.request("session/queue/remove", params))["ids"])
+
+    async def resume_queue(self, session_id: str) -> list[str]:
+        return list((await self.request("session/queue/resume", {"sessionId": session_id}))["ids"])
 
     async def history(self, session_id: str) -> list[dict[str, Any]]:
         result = await self.request("session/history", {"sessionId": session_id})

@@ -45,6 +45,9 @@ import {
   type NewSessionParams,
   type NewSessionResult,
   type PromptResult,
+  type QueueChangeResult,
+  type QueueListResult,
+  type QueueUpdateResult,
   type SearchParams,
   type SearchResult,
   type ReadTextFileParams,
@@ -357,15 +360,66 @@ export class ThreadlineClient implements Disposable {
     sessionId: string,
     prompt: string | ContentBlock[],
     token?: CancellationToken,
+    whileRunning?: "steer" | "queue" | "refuse",
   ): Promise<PromptResult> {
     const blocks: ContentBlock[] =
       typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
-    return this.request("session/prompt", { sessionId, prompt: blocks }, token);
+    const params: ParamsOf<"session/prompt"> = { sessionId, prompt: blocks };
+    if (whileRunning) params._meta = { threadline: { whileRunning } };
+    return this.request("session/prompt", params, token);
   }
 
-  /** Stop the running turn; resolves after it has fully stopped. Idempotent. */
-  interrupt(sessionId: string, token?: CancellationToken): Promise<InterruptResult> {
-    return this.request("session/interrupt", { sessionId }, token);
+  /**
+   * A prompt for a session that is working (here or in another window): `steer` joins
+   * the running turn at its next model call and resolves when that turn ends; `queue`
+   * runs it as the next turn and resolves when its own turn ends.
+   */
+  send(
+    sessionId: string,
+    prompt: string | ContentBlock[],
+    whileRunning: "steer" | "queue",
+    token?: CancellationToken,
+  ): Promise<PromptResult> {
+    return this.prompt(sessionId, prompt, token, whileRunning);
+  }
+
+  /** Stop the running turn; resolves after it has fully stopped. Idempotent. What waits
+   * in the queue stays, held (`clearQueue` removes it too). */
+  interrupt(
+    sessionId: string,
+    token?: CancellationToken,
+    clearQueue = false,
+  ): Promise<InterruptResult> {
+    const params: ParamsOf<"session/interrupt"> = { sessionId };
+    if (clearQueue) params._meta = { threadline: { clearQueue: true } };
+    return this.request("session/interrupt", params, token);
+  }
+
+  /** The prompts waiting while the session works, in the order they run. */
+  queue(sessionId: string, token?: CancellationToken): Promise<QueueListResult> {
+    return this.request("session/queue/list", { sessionId }, token);
+  }
+
+  /** Replace the content of a prompt that has not run yet. */
+  editQueued(
+    sessionId: string,
+    id: string,
+    prompt: string | ContentBlock[],
+    token?: CancellationToken,
+  ): Promise<QueueUpdateResult> {
+    const blocks: ContentBlock[] =
+      typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
+    return this.request("session/queue/update", { sessionId, id, prompt: blocks }, token);
+  }
+
+  /** Remove one waiting prompt, or (no `id`) all of them. */
+  removeQueued(sessionId: string, id?: string, token?: CancellationToken): Promise<QueueChangeResult> {
+    return this.request("session/queue/remove", id ? { sessionId, id } : { sessionId }, token);
+  }
+
+  /** Let held prompts run (after a crash, an interrupt or a failure). */
+  resumeQueue(sessionId: string, token?: CancellationToken): Promise<QueueChangeResult> {
+    return this.request("session/queue/resume", { sessionId }, token);
   }
 
   /** ACP's `session/cancel` notification: interrupt without waiting for an answer. */

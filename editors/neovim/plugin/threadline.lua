@@ -6,10 +6,11 @@ vim.g.loaded_threadline = true
 
 vim.api.nvim_create_user_command('Threadline', function(cmd)
   local range = cmd.range > 0 and { first = cmd.line1, last = cmd.line2 } or nil
-  require('threadline').command(cmd.args, range)
+  require('threadline').command(cmd.args, range, cmd.bang)
 end, {
   nargs = '+',
   range = true,
+  bang = true,
   desc = 'Threadline: chat with the agent sidecar',
   complete = function(lead, line)
     return require('threadline').complete(lead, line)

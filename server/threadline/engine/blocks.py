@@ -172,9 +172,11 @@ def message(
     return msg
 
 
-def user_message(turn_number: int, content: list[Block]) -> Msg:
-    """The prompt of turn ``turn_number`` (its turn id is ``u<n>``)."""
-    return message("user", f"u{turn_number}", content)
+def user_message(turn_number: int, content: list[Block], message_id: str | None = None) -> Msg:
+    """The prompt of turn ``turn_number`` (its turn id is ``u<n>``), or a prompt that
+    joined it (steering); ``message_id`` is the id it was announced under while it
+    waited."""
+    return message("user", f"u{turn_number}", content, message_id=message_id)
 
 
 def tool_message(turn_id: str, result: Block) -> Msg:

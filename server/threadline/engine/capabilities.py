@@ -39,6 +39,7 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
                     "fork": True,
                     "models": providers.available(),
                     "defaultModel": providers.default_model,
+                    "promptQueueing": True,
                 }
             },
         },

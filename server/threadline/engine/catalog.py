@@ -51,7 +51,7 @@ class Catalog:
         self.store.update_session(row.id, title=params.title)
         live = self._loaded(row.id)
         if live is not None:
-            live.title = params.title
+            live.title = live.shown.title = params.title  # this client is told just below
         self.link.announce(row.id, events.SessionInfo(row.updated_at, title=params.title))
         return EmptyResult()
 

@@ -16,19 +16,27 @@ from typing import TypeVar
 
 from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
-from threadline_protocol.meta import CompactResultInfo, McpInfo, PromptResultInfo, ToolOffer
+from threadline_protocol.meta import (
+    CompactResultInfo,
+    McpInfo,
+    PromptResultInfo,
+    QueuedPrompt,
+    ToolOffer,
+)
 
 from ..providers.registry import ProviderRegistry, UnknownModel
-from ..store.base import SessionStore
+from ..store.base import PendingPrompt, SessionStore
 from . import capabilities, events
 from . import modes as session_modes
 from .catalog import Catalog
-from .commands import SLASH_COMMANDS, prompt_task
+from .commands import SLASH_COMMANDS
 from .compactor import Compaction
 from .config import SessionConfig
 from .errors import InvalidParams
+from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
+from .inbox import Inbox
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
@@ -38,6 +46,7 @@ from .outcomes import (
     DiffOutcome,
     Forked,
     Interrupted,
+    NotRun,
     PromptOutcome,
     RestoredFiles,
     Rewound,
@@ -65,6 +74,8 @@ class Engine:
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
         self.files = Files(self.live)
+        self.feed = Feed(self.live)
+        self.inbox = Inbox(self.live, self.feed, self._fork)
         self._pages = SessionPages(store)
         self.catalog = Catalog(store, link, self.live.open, self.live.sessions.get)
 
@@ -88,6 +99,8 @@ class Engine:
 
     async def shutdown(self) -> None:
         """Interrupt every running turn so its partial state is recorded."""
+        await self.inbox.aclose()
+        self.feed.stop()
         await self.live.aclose()
         await self.providers.aclose()
 
@@ -117,6 +130,7 @@ class Engine:
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
+        self.feed.subscribe(session)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(
             session.announce, events.AvailableCommands(SLASH_COMMANDS)
@@ -133,22 +147,59 @@ class Engine:
         return self._with_mcp(session, params.mcp_servers, result)
 
     async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+        """Run a turn, or, while the session works, steer it, queue behind it or
+        refuse (``whileRunning``; `inbox.py`)."""
         session = self.live.open(params.session_id)
-        task = prompt_task(session, [b.wire() for b in params.prompt], self._fork)
-        return _prompt_result(await self.live.run(session, task))
+        mode = params.threadline().while_running or self._client_default()
+        content = [b.wire() for b in params.prompt]
+        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        return _prompt_result(outcome)
 
-    async def interrupt(self, session_id: str) -> pm.InterruptResult:
-        return _interrupt_result(await self.live.interrupt(self.live.open(session_id)))
+    def _client_default(self) -> str:
+        """What the client said a prompt does while the session works; ``refuse``
+        (ACP v1's rule) unless it said otherwise."""
+        caps = pm.ClientCapabilities.model_validate(self.link.client_capabilities())
+        return caps.threadline().while_running or "refuse"
 
-    def cancel(self, session_id: str) -> None:
-        self.live.cancel(session_id)
+    async def interrupt(self, params: pm.InterruptParams) -> pm.InterruptResult:
+        """Stop the running turn; what waits in the queue stays (held), unless
+        ``clearQueue`` removes it too."""
+        session = self.live.open(params.session_id)
+        if params.threadline().clear_queue:
+            self.inbox.remove(session, None)
+        return _interrupt_result(await self.live.interrupt(session))
+
+    def cancel(self, params: pm.InterruptParams) -> None:
+        if params.threadline().clear_queue:
+            self.inbox.remove(self.live.open(params.session_id), None)
+        self.live.cancel(params.session_id)
+
+    # -- the queue ----------------------------------------------------------------------
+
+    def queue_list(self, session_id: str) -> pm.QueueListResult:
+        session = self.live.open(session_id)
+        return pm.QueueListResult(prompts=[_queued(p) for p in self.inbox.listed(session)])
+
+    def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
+        session = self.live.open(params.session_id)
+        content = [b.wire() for b in params.prompt]
+        return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
+
+    def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
+        session = self.live.open(params.session_id)
+        return pm.QueueChangeResult(ids=self.inbox.remove(session, params.id))
+
+    async def queue_resume(self, session_id: str) -> pm.QueueChangeResult:
+        session = self.live.open(session_id)
+        self.feed.subscribe(session)
+        return pm.QueueChangeResult(ids=self.inbox.resume(session))
 
     def fork(self, params: pm.ForkParams) -> pm.ForkResult | Awaitable[pm.ForkResult]:
         """Synchronous, unless the fork's files are asked for (restored or written into
         its new folder): then the result comes from the returned awaitable."""
         if params.materialize_files and params.cwd is None:
             raise InvalidParams("materializeFiles needs the fork's new cwd", {})
-        forked = fork(self.live, params.session_id, params.message_id, params.cwd)
+        forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
         if not (params.restore_files or params.materialize_files):
             return _fork_result(forked, None)
         return self._fork_files(forked, params)
@@ -188,12 +239,21 @@ class Engine:
         return pm.UnrewindResult(message_count=got.message_count, files=_files(got))
 
     def _fork(self, session_id: str, message_id: str | None) -> Forked:
-        return fork(self.live, session_id, message_id, None)
+        return self._forked(fork(self.live, session_id, message_id, None))
+
+    def _forked(self, forked: Forked) -> Forked:
+        """A fork made here is shown to this client at once (before the answer)."""
+        parent = self.live.sessions.get(forked.parent_session_id)
+        if parent is not None:
+            self.feed.refresh(parent)
+        return forked
 
     async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
         session = self.live.open(params.session_id)
         task = Compaction(session, params.instructions, params.keep_turns)
-        return _compact_result(await self.live.run(session, task))
+        result = _compact_result(await self.live.run(session, task))
+        self.inbox.drain_soon(session)  # what was queued behind the compaction
+        return result
 
     def history(self, session_id: str) -> pm.HistoryResult:
         """Built without validation: the messages are the stored ones, as the JSON the
@@ -227,14 +287,16 @@ class Engine:
             history = session.transcript.history()
             replayed = [u for m in history for u in projection.replay(m)]
             session.link.notify_updates(session.id, replayed)
-        self.live.watch(session)
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
+        self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
 
     def resume(
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        return self._set_up(self.live.open(params.session_id), params.mcp_servers)
+        session = self.live.open(params.session_id)
+        self.feed.subscribe(session)
+        return self._set_up(session, params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
@@ -263,11 +325,14 @@ class Engine:
         return out
 
     async def close(self, session_id: str) -> pm.EmptyResult:
+        self.feed.unsubscribe(session_id)
         await self.live.close(self.live.open(session_id))
         return pm.EmptyResult()
 
     async def delete(self, session_id: str) -> pm.EmptyResult:
         await self.live.delete(session_id)
+        self.feed.unsubscribe(session_id)
+        self.store.remove_pending(session_id)  # what waited answers "removed" everywhere
         return pm.EmptyResult()
 
     # -- the catalog: one line each (engine/catalog.py) --------------------------------------
@@ -311,7 +376,7 @@ class Engine:
             raise InvalidParams("model must be a string", {"value": params.value})
         session.check_idle("change the model")
         self.live.leases.check_free(session.id)
-        session.config.model = self._validated_model(params.value)
+        session.config.model = session.shown.model = self._validated_model(params.value)
         self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
         return pm.SetConfigOptionResult(config_options=self._config_options(session))
 
@@ -384,7 +449,24 @@ class Engine:
 # -- typed values to wire results -----------------------------------------------------
 
 
-def _prompt_result(outcome: PromptOutcome) -> pm.PromptResult:
+def _queued(prompt: PendingPrompt) -> QueuedPrompt:
+    return QueuedPrompt.model_validate(
+        {
+            "id": prompt.id,
+            "mode": prompt.mode,
+            "state": STATES.get(prompt.state, prompt.state),
+            "prompt": prompt.prompt,
+            "createdAt": prompt.created_at,
+        }
+    )
+
+
+def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
+    if isinstance(outcome, NotRun):
+        return pm.PromptResult(
+            stop_reason="cancelled",
+            meta=pm.PromptResultMeta(threadline=PromptResultInfo(queue=outcome.why)),  # type: ignore[arg-type]
+        )
     if not isinstance(outcome, TurnOutcome):
         return pm.PromptResult(
             stop_reason="end_turn",

@@ -61,13 +61,46 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class Owner:
+    """The editor process (sidecar) that runs a session's work."""
+
+    pid: int
+    host: str
+    since: str
+    here: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A prompt sent while the session worked that has not finished."""
+
+    id: str
+    mode: str
+    state: str
+    """``queued``, ``held`` or ``taken``."""
+    prompt: list[Block]
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """A new title, a provider's status notice (a retry…), or that this client now
-    watches a turn running in another process (``watching``), or no longer does."""
+    """A change to the session as a whole, in any window: a new title, a provider's
+    status notice (a retry…), that this client now follows a turn running in another
+    process (``watching``) or no longer does, what it is doing and where, its queue,
+    its model, a new fork, its deletion. Only what changed is set."""
 
     updated_at: str
     title: str | None = None
     status: str | None = None
+    state: str | None = None
+    owner: Owner | None = None
+    queue: tuple[Queued, ...] | None = None
+    model: str | None = None
+    forked: tuple[str, str | None] | None = None
+    """``(fork id, forked-at message id)``."""
+    deleted: bool = False
+    rewound: int | None = None
+    """The transcript was rewound elsewhere: the messages it holds now."""
     watching: bool | None = None
 
 

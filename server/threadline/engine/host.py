@@ -110,6 +110,16 @@ class TurnHost(CompactionHost, Protocol):
         """Name an untitled session after its first prompt."""
         ...
 
+    def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Prompts sent to steer the running turn since the last look, each taken for
+        this turn once and for all: ``(message id, content)`` in the order they came."""
+        ...
+
+    def show_prompt(self, message: Msg) -> None:
+        """Show the clients a user message (once: a steering prompt is shown when it is
+        sent, not again when it joins the turn)."""
+        ...
+
     async def checkpoint(self, moment: str) -> None:
         """Record the workspace's files (``before`` the turn's first change to them,
         ``after`` each); never fails the turn (``engine/workspace.py``)."""

@@ -4,7 +4,7 @@
 a kept fold when it can), the freshness check (one change token per request, then
 the session's own events caught up), forgetting one another process deleted, the
 leases its tasks hold (`leased`, `run`) and what a dead owner left unfinished
-(`repair`), the watchers of turns that run elsewhere, and unloading. The engine asks
+(`repair`), and unloading. The engine asks
 it for a session (`open`) and to run a task on one; everything else here is
 bookkeeping the protocol operations need not see.
 """
@@ -32,7 +32,6 @@ from .session import Session
 from .tasks import RunningTask, SessionTask, Work
 from .transcript import Transcript
 from .unfinished import CRASHED, FORKED, PartialAnswer, journaled_turn, unfinished
-from .watch import RemoteTurnWatcher
 from .workspace import Workspaces
 
 if TYPE_CHECKING:
@@ -63,7 +62,6 @@ class LiveSessions:
         self.leases = LeaseKeeper(store, self.owner, self._interrupt_requested)
         self._token = store.change_token()
         self._generation = 0
-        self._watchers: dict[str, RemoteTurnWatcher] = {}
         self._folds = FoldCache(store, replay=self._replay_projection)
 
     def _replay_projection(self) -> tuple[Project, object]:
@@ -117,7 +115,7 @@ class LiveSessions:
             return session
         row = self.store.get_session(session.id)
         if row is None:
-            self._forget(session)
+            self.forget(session)
             raise SessionNotFound(session.id)
         if row.last_seq != session.seq:
             session.catch_up(self.store.load_events(session.id, after_seq=session.seq), row)
@@ -132,7 +130,7 @@ class LiveSessions:
         self.sync(session)
         return session.transcript.messages[before:]
 
-    def _forget(self, session: Session) -> None:
+    def forget(self, session: Session) -> None:
         """Drop a session another process deleted."""
         self.sessions.pop(session.id, None)
         with contextlib.suppress(RuntimeError):
@@ -163,7 +161,7 @@ class LiveSessions:
         if session.running is not None or session.id in self.leases.held:
             return
         try:
-            self.leases.acquire(session.id, Work.REPAIR)
+            self._acquire(session, Work.REPAIR)
         except SessionBusy:
             return
         try:
@@ -219,7 +217,7 @@ class LiveSessions:
         """Hold the session's lease around work that writes to it, the session caught
         up and whatever a turn left unfinished recorded first."""
         session.check_idle(work.action)
-        self.leases.acquire(session.id, work, turn_id)
+        self._acquire(session, work, turn_id)
         try:
             self.sync(session)
             self._record_unfinished(session)
@@ -228,6 +226,13 @@ class LiveSessions:
             self.leases.release(session.id)
             self._folds.grown(session.id, session.transcript, session.seq)
 
+    def _acquire(self, session: Session, work: Work, turn_id: str | None = None) -> None:
+        """Take the lease; prompts that waited on work whose process died are held, not
+        run: after a crash they run only when the user says so (``session/queue/resume``)."""
+        got = self.leases.acquire(session.id, work, turn_id)
+        if got.took_over is not None and self.store.hold_pending(session.id):
+            session.changed(session)
+
     async def run(self, session: Session, task: SessionTask[R]) -> R:
         """Run a task on the session: under its lease as the session's one task, or,
         for one that holds none, beside whatever runs."""
@@ -235,18 +240,25 @@ class LiveSessions:
         if work is None:
             return await task.run()
         with self.leased(session, work, task.lease_turn_id):
-            running = RunningTask(task)
-            session.running = running
-            try:
-                return await running.run()
-            finally:
-                session.running = None
-                # Where a queued prompt will start, as the next task. No queue yet.
+            return await self.run_leased(session, task)
+
+    async def run_leased(self, session: Session, task: SessionTask[R]) -> R:
+        """Run a task as the session's one task, its lease already held (`leased`);
+        every window is told it started and ended (`Session.changed`)."""
+        running = RunningTask(task)
+        session.running = running
+        session.changed(session)
+        try:
+            return await running.run()
+        finally:
+            session.running = None
+            session.changed(session)
 
     def _interrupt_requested(self, session_id: str) -> None:
         """Another process asked (through the store) to stop a turn we run."""
         session = self.sessions.get(session_id)
         if session is not None:
+            session.changed(session)  # what other windows did is shown before the stop
             session.request_interrupt()
 
     async def interrupt(self, session: Session) -> Interrupted:
@@ -277,27 +289,10 @@ class LiveSessions:
         if lease is not None and lease.kind == Work.TURN:
             self.store.request_interrupt(session_id)
 
-    # -- watching, unloading ----------------------------------------------------------------
-
-    def watch(self, session: Session) -> None:
-        """Stream a turn that runs in another process to this client, as it goes."""
-        lease = self.leases.live_holder(session.id)
-        if lease is None or lease.kind != Work.TURN or session.running is not None:
-            return
-        old = self._watchers.get(session.id)
-        if old is not None and not old.done:
-            return
-        watcher = RemoteTurnWatcher(
-            session, lease.owner.id, store=self.store, sync=self.new_messages
-        )
-        self._watchers[session.id] = watcher
-        watcher.start()
+    # -- unloading ----------------------------------------------------------------
 
     async def close(self, session: Session) -> None:
         """Unload: stop its turn and tools, keep its fold for a later open."""
-        watcher = self._watchers.pop(session.id, None)
-        if watcher is not None:
-            watcher.stop()
         await session.interrupt()
         await session.toolset.aclose()
         if self.sessions.pop(session.id, None) is session:
@@ -326,8 +321,6 @@ class LiveSessions:
             async with anyio.create_task_group() as tg:
                 for s in running:
                     tg.start_soon(s.interrupt)
-        for watcher in list(self._watchers.values()):
-            watcher.stop()
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
                 tg.start_soon(s.toolset.aclose)

@@ -34,6 +34,14 @@ PromptOutcome = TurnOutcome | CommandOutcome
 
 
 @dataclass(frozen=True, slots=True)
+class NotRun:
+    """A steering or queued prompt that did not run: ``removed`` from the queue, or
+    ``held`` (it runs on ``session/queue/resume``)."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionOutcome:
     """A compaction's figures; ``compacted`` False (with why) when nothing changed."""
 

@@ -9,12 +9,13 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import CheckpointError
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
-from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent
+from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
 from ..tools import modes
 from ..tools.approvals import Approvals
 from ..tools.base import Tool, ToolContext
@@ -28,7 +29,7 @@ from .ids import now_iso
 from .link import ClientLink
 from .mutations import Msg, Mutation, WorkspaceCheckpoint, from_event
 from .outcomes import Interrupted
-from .tasks import RunningTask
+from .tasks import RunningTask, Work
 from .transcript import Transcript
 from .workspace import Workspaces, session_roots
 
@@ -59,6 +60,28 @@ def bios(offered: Sequence[ToolSpec], exit_names: frozenset[str], budget: int) -
         '{"tool": "<name>", "arguments": {...}}'
     )
     return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class Shown:
+    """What a session's client was last shown of its state, so each change is shown
+    once whether it was made here or in another window."""
+
+    title: str | None
+    model: str
+    state: str = "idle"
+    owner: tuple[str, str] | None = None
+    """The owner id and lease start of the work shown as running."""
+    queue: tuple[tuple[str, str, str], ...] = ()
+    """``(id, state, prompt JSON)`` of each prompt shown as waiting."""
+    forks: set[str] | None = None
+    """Forks shown (those made before the client looked are not announced)."""
+    prompts: set[str] = field(default_factory=set[str])
+    """User messages shown while they waited (steering), not shown again on commit."""
+
+
+def _unwatched(session: Session) -> None:
+    return None
 
 
 class StoreJournal:
@@ -110,6 +133,13 @@ class Session:
         self.link = link
         self.running: RunningTask[Any] | None = None
         """The task the session runs now (a turn, a compaction), if any."""
+        self.awaiting = 0
+        """Permission requests of its turn waiting for the user (``requires_action``)."""
+        self.shown = Shown(title=row.title, model=self.config.model)
+        """What its client was last shown of the session's state (`feed.py`)."""
+        self.changed: Callable[[Session], None] = _unwatched
+        """Called when its state changes here (a task starts or ends, a permission
+        waits), so every window is told (`feed.Feed`)."""
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
@@ -173,13 +203,19 @@ class Session:
     @property
     def state(self) -> str:
         running = self.running
-        return "idle" if running is None or running.work is None else running.work.state
+        if running is None or running.work is None:
+            return "idle"
+        if self.awaiting and running.work is Work.TURN:
+            return "requires_action"
+        return running.work.state
 
     def check_idle(self, action: str) -> None:
-        if self.running is not None:
+        running = self.running
+        if running is not None:
+            state = "idle" if running.work is None else running.work.state
             raise SessionBusy(
-                f"session {self.id} is {self.state}; cannot {action} now",
-                {"sessionId": self.id, "state": self.state},
+                f"session {self.id} is {state}; cannot {action} now",
+                {"sessionId": self.id, "state": state},
             )
 
     # -- mutations and updates ------------------------------------------------------------
@@ -223,7 +259,7 @@ class Session:
         title = " ".join(str(text).split())[:TITLE_MAX]
         if not title:
             return
-        self.title = title
+        self.title = self.shown.title = title
         now = now_iso()
         self.store.update_session(self.id, title=title, now=now)
         self.announce(events.SessionInfo(now, title=title))
@@ -255,13 +291,43 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        if await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso()):
+        self.awaiting += 1  # every window shows the session as requires_action
+        self.changed(self)
+        try:
+            allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
+        if allowed:
             return modes.Decision("run")
         return modes.Decision(
             "refuse",
             "The user refused permission for this tool call. Do not retry it; "
             "continue without it or ask the user.",
         )
+
+    # -- prompts sent while it works ----------------------------------------------------
+
+    def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        taken: list[tuple[str, list[dict[str, Any]]]] = []
+        try:
+            waiting_now = self.store.pending(self.id)
+        except StoreError as exc:  # the turn goes on; steering joins at a later call
+            log.warning("could not look for steering input of %s: %s", self.id, exc)
+            return taken
+        for waiting in waiting_now:
+            if waiting.mode != "steer" or waiting.state != "waiting":
+                continue
+            got = self.store.claim_pending(waiting.id, turn_id)
+            if got is not None:
+                taken.append((got.id, got.prompt))
+        return taken
+
+    def show_prompt(self, message: Msg) -> None:
+        if message["messageId"] in self.shown.prompts:
+            return
+        self.shown.prompts.add(message["messageId"])
+        self.announce(events.Replayed(message))
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -48,10 +48,19 @@ class Turn:
     work = Work.TURN
 
     def __init__(
-        self, host: TurnHost, prompt: list[Block], *, policy: CallPolicy | None = None
+        self,
+        host: TurnHost,
+        prompt: list[Block],
+        *,
+        policy: CallPolicy | None = None,
+        message_id: str | None = None,
     ) -> None:
         self.host = host
         self.prompt = prompt
+        self.message_id = message_id
+        """The id the prompt is stored under (a queued prompt keeps the one it waited under)."""
+        self.joined: list[str] = []
+        """Steering prompts that joined this turn (their requests answer with its end)."""
         self.policy = policy or HostPolicy(host)
         self.lease_turn_id: str | None = f"a{host.transcript.turn_number + 1}"
         self.answer: Answer | None = None
@@ -102,7 +111,9 @@ class Turn:
                     await self.tools.preview(answer.calls)
                 self._commit(answer)
                 if not answer.calls:
-                    return self._outcome(stop_reason(answer.finish))
+                    if answer.finish != "stop" or not self._between_calls():
+                        return self._outcome(stop_reason(answer.finish))
+                    continue  # steered as it answered: the model answers that too
                 stop = await self.tools.run(
                     answer.calls,
                     self._shown_calls,
@@ -122,15 +133,28 @@ class Turn:
 
     async def _open(self) -> None:
         """Refuse a prompt that cannot fit, then store it and title the session."""
-        message = blocks.user_message(self.number, self.prompt)
+        message = blocks.user_message(self.number, self.prompt, self.message_id)
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
         self.host.commit((UserMessage(message),))
+        if self.message_id is not None:  # a queued prompt: its sender saw it wait, not start
+            self.host.show_prompt(message)
         self.host.maybe_title(self.prompt)
 
-    def _between_calls(self) -> None:
-        """Where input that joins a running turn will be taken in, before the next
-        model call (a prompt sent to steer it). Nothing joins a turn yet."""
+    def _between_calls(self) -> bool:
+        """Take in the prompts sent to steer this turn, before its next model call:
+        after a tool batch's results (never inside one), or after an answer that would
+        have ended the turn. Each is stored as a user message of this turn under the id
+        it was shown with while it waited. True when any joined."""
+        joined = self.host.take_steering(self.turn_id)
+        if not joined:
+            return False
+        for message_id, content in joined:
+            message = blocks.user_message(self.number, content, message_id)
+            self.host.commit((UserMessage(message),))
+            self.host.show_prompt(message)
+            self.joined.append(message_id)
+        return True
 
     def partial_text(self) -> str:
         return "".join(d for a in self._answers for d in a.deltas)

@@ -1,89 +1,41 @@
-"""Watching a turn that runs in another process: its answer streams to this client too.
+"""Following a turn that runs in another process: its answer streams to this client too.
 
-Two editor windows on one session: the one that prompted owns the turn; the other,
-on ``session/load``, gets the history, the partial answer so far (from the stream
-journal), then the rest of the turn as ordinary ``session/update`` notifications
-until the owner releases the lease. The journal is tailed by chunk id; committed
-messages are read through the engine's freshness check, and text a message's chunks
-already showed is not shown twice.
+Two editor windows on one session: the one that prompted owns the turn; the other
+shows it as it goes, whether it loaded the session while the turn ran or the turn
+started later. `feed.Feed` keeps one `RemoteTurn` per session this one has open and
+that another process has run turns on: on every change it reads the journal's new chunks by
+chunk id (`tail`) and the messages the owner committed (`committed`); text a
+message's chunks already showed is not shown twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from ..store.base import SessionStore, StreamTail
 from . import events
 from .blocks import shown_text
-from .errors import SessionNotFound
-from .ids import now_iso
 from .mutations import Msg
 from .session import Session
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.05
 
-
-class RemoteTurnWatcher:
-    def __init__(
-        self,
-        session: Session,
-        owner_id: str,
-        *,
-        store: SessionStore,
-        sync: Callable[[Session], list[Msg]],
-    ) -> None:
+class RemoteTurn:
+    def __init__(self, session: Session, store: SessionStore) -> None:
         self.session = session
-        self.owner_id = owner_id
         self.store = store
-        self.sync = sync
+        self.active = False
+        """A turn runs elsewhere now (its journal is tailed)."""
         self.shown: dict[str, dict[str, int]] = {}
         """Characters of each block kind already announced, by message id."""
         self.last_chunk = 0
-        self._task: asyncio.Task[None] | None = None
 
-    @property
-    def done(self) -> bool:
-        return self._task is not None and self._task.done()
-
-    def start(self) -> None:
-        self.session.announce(events.SessionInfo(now_iso(), watching=True))
-        self._tail()  # the partial answer so far, before anything else is sent
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-    async def _run(self) -> None:
-        token = -1
-        try:
-            while True:
-                lease = self.store.get_lease(self.session.id)
-                ended = lease is None or lease.owner.id != self.owner_id
-                now = self.store.change_token()
-                if now != token or ended:
-                    token = now
-                    for message in self.sync(self.session):
-                        self._committed(message)
-                    self._tail()
-                if ended:
-                    self.session.announce(events.SessionInfo(now_iso(), watching=False))
-                    return
-                await asyncio.sleep(POLL_SECONDS)
-        except SessionNotFound:
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("watching the turn of %s failed", self.session.id)
-
-    def _tail(self) -> None:
+    def tail(self) -> None:
+        """Announce the journal's chunks since the last look (the partial answer so
+        far, the first time)."""
         tail: StreamTail = self.store.stream_since(self.session.id, self.last_chunk)
         if tail.message_id is None:
             return
@@ -97,7 +49,7 @@ class RemoteTurnWatcher:
                 events.MessageChunk(tail.message_id, turn_id, text, kind == "thought")
             )
 
-    def _committed(self, message: Msg) -> None:
+    def committed(self, message: Msg) -> None:
         """A message the owner committed: show it, less what its chunks showed."""
         shown = self.shown.pop(message["messageId"], None)
         if shown is None:

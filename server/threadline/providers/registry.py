@@ -135,9 +135,10 @@ class ProviderRegistry:
 
     def key_problem(self, model: str) -> str | None:
         """Why ``model`` cannot be called for want of an API key, or None. OpenAI's own
-        endpoint and Anthropic need one; a local OpenAI-compatible server does not."""
+        endpoint and Anthropic need one; a local OpenAI-compatible server, and a GGUF
+        file run by the shared model server (its provider a stand-in), do not."""
         entry = self._entry(model)
-        if entry is None or entry.provider.api_key is not None:
+        if entry is None or entry.server is not None or entry.provider.api_key is not None:
             return None
         from .openai_compat import OPENAI_BASE_URL
 

@@ -16,6 +16,11 @@ script deterministically. Steps::
     {"status": "loading the model"}            a wait announced to the client
 
 A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
+``"record": "<file>"`` appends each request it is sent to that file as one JSON line
+(``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
+a test can see what the model was given and when. ``"steered": true`` counts rounds
+through a user message that follows a tool result (a prompt that steered the turn)
+instead of restarting.
 
 The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
 """
@@ -23,6 +28,7 @@ The model string is ``scripted:<path to a script file>`` or ``scripted:echo``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -55,15 +61,29 @@ def load_script(spec: str) -> dict[str, Any]:
     return json.loads(Path(spec).read_text())
 
 
-def _round_index(request: ChatRequest) -> int:
-    """How many model calls this turn has made: assistant messages after the last user one."""
+def _round_index(request: ChatRequest, steered: bool = False) -> int:
+    """How many model calls this turn has made: assistant messages after the last user
+    one (``steered``: after the last user message that does not follow a tool result)."""
     n = 0
-    for m in reversed(request.messages):
-        if m.role == "user" and not m.ephemeral:
+    messages = request.messages
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        steer = steered and i > 0 and messages[i - 1].role == "tool"
+        if m.role == "user" and not m.ephemeral and not steer:
             break
         if m.role == "assistant":
             n += 1
     return n
+
+
+def _record(path: str, request: ChatRequest) -> None:
+    line = {
+        "t": time.time(),
+        "purpose": request.purpose,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 class ScriptedProvider:
@@ -93,12 +113,15 @@ class ScriptedProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         self._calls += 1
+        if self._script.get("record"):
+            _record(str(self._script["record"]), request)
         rounds: list[list[dict[str, Any]]] = self._script.get("rounds") or [[]]
         steps: list[dict[str, Any]]
         if request.purpose == "compaction":
             steps = self._script.get("summary") or [{"text": "Summary of the conversation."}]
         else:
-            steps = rounds[min(_round_index(request), len(rounds) - 1)]
+            index = _round_index(request, bool(self._script.get("steered")))
+            steps = rounds[min(index, len(rounds) - 1)]
         finish: FinishReason = "stop"
         produced = 0
         for i, step in enumerate(steps):

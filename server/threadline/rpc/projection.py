@@ -173,17 +173,40 @@ def usage_update(used: int, size: int) -> Update:
     return {"sessionUpdate": "usage_update", "used": used, "size": size}
 
 
-def session_info(
-    title: str | None, updated_at: str, status: str | None = None, watching: bool | None = None
-) -> Update:
-    u: Update = {"sessionUpdate": "session_info_update", "updatedAt": updated_at}
-    if title is not None:
-        u["title"] = title
+def session_info(info: events.SessionInfo) -> Update:
+    """``session_info_update``: ACP's title, and the rest under ``_meta.threadline``."""
+    u: Update = {"sessionUpdate": "session_info_update", "updatedAt": info.updated_at}
+    if info.title is not None:
+        u["title"] = info.title
     meta: dict[str, Any] = {}
-    if status is not None:
-        meta["status"] = status
-    if watching is not None:
-        meta["watching"] = watching
+    if info.status is not None:
+        meta["status"] = info.status
+    if info.watching is not None:
+        meta["watching"] = info.watching
+    if info.state is not None:
+        meta["state"] = info.state
+    if info.owner is not None:
+        o = info.owner
+        meta["owner"] = {"pid": o.pid, "host": o.host, "since": o.since, "here": o.here}
+    if info.queue is not None:
+        meta["queue"] = [
+            {
+                "id": q.id,
+                "mode": q.mode,
+                "state": q.state,
+                "prompt": q.prompt,
+                "createdAt": q.created_at,
+            }
+            for q in info.queue
+        ]
+    if info.model is not None:
+        meta["model"] = info.model
+    if info.forked is not None:
+        meta["forked"] = {"sessionId": info.forked[0], "forkedAtMessageId": info.forked[1]}
+    if info.deleted:
+        meta["deleted"] = True
+    if info.rewound is not None:
+        meta["rewound"] = info.rewound
     if meta:
         u["_meta"] = {"threadline": meta}
     return u
@@ -269,8 +292,8 @@ class Projection:
                 return tool_finished(block)
             case events.Usage(used, size):
                 return [usage_update(used, size)]
-            case events.SessionInfo(updated_at, title, status, watching):
-                return [session_info(title, updated_at, status, watching)]
+            case events.SessionInfo():
+                return [session_info(event)]
             case events.CompactionProgress(compaction_id, status, error):
                 if not self.shows_compaction:
                     return []

@@ -145,6 +145,40 @@ class StreamTail:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingPrompt:
+    """A prompt sent while the session worked (`store.pending`): a steer for the running
+    turn, or a queued prompt for a later one."""
+
+    id: str
+    """The message id it is stored under once it joins the transcript."""
+    session_id: str
+    position: int
+    mode: str
+    """``steer`` or ``queue``."""
+    prompt: list[dict[str, Any]]
+    state: str
+    """``waiting``, ``held``, ``taken``, ``done`` or ``removed``."""
+    turn_id: str | None
+    outcome: dict[str, Any] | None
+    created_at: str
+    origin: str
+    """The owner id of the process that added it (which waits for its outcome)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """What every window shows of one session, read in one snapshot (`SessionStore.watch`)."""
+
+    row: SessionRow | None
+    """None once the session is deleted."""
+    lease: Lease | None
+    pending: tuple[PendingPrompt, ...]
+    """Prompts not finished yet (waiting, held or taken), in order."""
+    forks: tuple[tuple[str, str | None], ...]
+    """``(fork id, forked-at message id)`` of the sessions forked from it."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionDump:
     """One session's own rows, deleted or not (a fork's deleted base still holds its
     prefix), as `threadline store migrate` copies them between backends."""
@@ -331,6 +365,54 @@ class SessionStore(Protocol):
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         """Ask the holder of the session's lease to stop its turn."""
+        ...
+
+    # -- pending prompts (store.pending) ------------------------------------------------
+
+    def add_pending(
+        self,
+        session_id: str,
+        prompt_id: str,
+        mode: str,
+        prompt: list[dict[str, Any]],
+        origin: str,
+        now: str,
+    ) -> PendingPrompt:
+        """Store a prompt sent while the session works, last in its order; `KeyError`
+        when the session is gone."""
+        ...
+
+    def pending(self, session_id: str) -> list[PendingPrompt]:
+        """Every row of the session's pending prompts, finished ones included, in order."""
+        ...
+
+    def get_pending(self, prompt_id: str) -> PendingPrompt | None: ...
+
+    def edit_pending(
+        self, prompt_id: str, prompt: list[dict[str, Any]]
+    ) -> PendingPrompt | None: ...
+
+    def remove_pending(
+        self, session_id: str, prompt_id: str | None = None
+    ) -> list[PendingPrompt]: ...
+
+    def claim_pending(self, prompt_id: str, turn_id: str) -> PendingPrompt | None:
+        """Take a waiting prompt for a turn, at most once across every process."""
+        ...
+
+    def unclaim_pending(self, prompt_id: str) -> None: ...
+
+    def finish_pending(self, prompt_ids: Sequence[str], outcome: dict[str, Any]) -> None: ...
+
+    def hold_pending(self, session_id: str) -> list[PendingPrompt]: ...
+
+    def release_pending(self, session_id: str) -> list[PendingPrompt]: ...
+
+    def forget_pending(self, prompt_ids: Sequence[str]) -> None: ...
+
+    def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
+        """What windows show of each session, in one snapshot (one change token fans out
+        to every loaded session with this one read)."""
         ...
 
     def close(self) -> None: ...

@@ -48,10 +48,11 @@ from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
 2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
-``tsvector`` search index; the SQLite store's schema 4). An older schema is brought up
+``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
+(`store.pending`; the SQLite store's schema 5). An older schema is brought up
 to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
 `store.catalog.upgrade`."""
 
@@ -156,6 +157,7 @@ class PostgresStore(SqlStore):
             version = self._setup(self._listen)
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
             self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
+            self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -334,6 +336,15 @@ class PostgresStore(SqlStore):
             return work(Statements(conn, DIALECT))
 
         return self._run(snap, write=False)
+
+    def _glance(self, work: Callable[[Statements], T]) -> T:
+        """`_snapshot` in one attempt: an unreachable server fails it at once."""
+
+        def snap(conn: Connection[tuple[Any, ...]]) -> T:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return work(Statements(conn, DIALECT))
+
+        return self._run(snap, write=False, patience=0)
 
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)

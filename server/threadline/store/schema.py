@@ -83,7 +83,22 @@ CREATE TABLE IF NOT EXISTS texts(
     role TEXT NOT NULL,
     body TEXT NOT NULL{tsv}
 );
-CREATE INDEX IF NOT EXISTS {p}texts_session ON texts(session_id)
+CREATE INDEX IF NOT EXISTS {p}texts_session ON texts(session_id);
+CREATE TABLE IF NOT EXISTS pending(
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    position {int} NOT NULL,
+    mode TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    state TEXT NOT NULL,
+    turn_id TEXT,
+    outcome TEXT,
+    created_at TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    changed {real} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {p}pending_session ON pending(session_id, position);
+CREATE INDEX IF NOT EXISTS {p}sessions_parent ON sessions(parent_id)
 """
 
 CATALOG_COLUMNS = (

@@ -50,6 +50,12 @@ class SqlBase(ABC):
     def _snapshot(self, work: Callable[[Statements], T]) -> T:
         """Several reads that must see one snapshot."""
 
+    def _glance(self, work: Callable[[Statements], T]) -> T:
+        """`_snapshot` for a reader that would rather fail than wait (the feed that
+        shows windows what changed must not stall a streaming turn through an outage):
+        by default a snapshot."""
+        return self._snapshot(work)
+
     @abstractmethod
     def _write(self, work: Callable[[Statements], T]) -> T:
         """One write transaction, which other processes are told of."""

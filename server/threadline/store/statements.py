@@ -33,6 +33,7 @@ TABLES = (
     "leases",
     "folds",
     "texts",
+    "pending",
 )
 """The tables the shared statements name (a backend may prefix them)."""
 

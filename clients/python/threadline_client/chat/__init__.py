@@ -10,15 +10,18 @@ terminal, and each turn ends with a token-usage line.
 Slash commands (see ``/help``): ``/fork [label]``, ``/compact [instructions]``,
 ``/interrupt``,
 ``/sessions``, ``/resume ID``, ``/model [id]``, ``/new``, ``/delete [ID]``, ``/tools``,
-``/quit``. The chat reads and writes files for the sidecar (``fs/*``), so the built-in
-``write_file`` tool is offered, and asks before each write.
+``/mode [name]``, ``/approvals [remove N]``, ``/diff``, ``/rewind [label] [--files]``,
+``/unrewind``, ``/quit``. Edits show as coloured diffs, commands' output as it
+streams, the plan as a checklist. The chat reads and writes files for the sidecar
+(``fs/*``), so the built-in ``write_file`` tool is offered, and asks before each write.
 
 A new session is stored when its first prompt is sent: starting the chat and leaving
 leaves nothing behind.
 
 The rooms: ``input`` (lines from the terminal), ``rendering`` (what a turn looks like),
 ``controller`` (the session, the sidecar's requests, turns, Ctrl-C), ``commands`` (the
-slash commands), ``tools`` (tools the chat defines); this module starts and wires them.
+slash commands), ``work`` (diffs, command output, the plan), ``tools`` (tools the chat
+defines); this module starts and wires them.
 """
 
 from __future__ import annotations

@@ -12,11 +12,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..ask import INTERRUPTED
 from ..client import RpcError, ThreadlineClient
 from .input import SIGINT, LineInput, Sigint
 from .questions import answer_form
-from .rendering import TurnView, block_text, short
+from .rendering import TurnView, block_text, recap, says, short
 from .tools import ChatTool
 
 PERMISSION_CHOICES: list[tuple[str, str]] = [
@@ -42,23 +41,6 @@ def _write_text(path: str, content: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(content)
-
-
-def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(label, who, text) of a stored message for the resume recap; the label is the
-    one ``threadline history`` prints and ``/fork`` takes."""
-    blocks = message.get("content") or []
-    summary = "".join(b.get("text", "") for b in blocks if b.get("type") == "summary")
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    label = str(message.get("turnId") or message.get("messageId"))
-    if summary:
-        return label, "summary of the earlier conversation", summary
-    if not text:
-        return None
-    who = "you" if message.get("role") == "user" else str(message.get("role", ""))
-    if message.get("truncated"):
-        who += " (interrupted)" if message.get("error") == INTERRUPTED else " (cut off)"
-    return label, who, text
 
 
 def _offered(models: Any) -> list[dict[str, Any]]:
@@ -95,6 +77,11 @@ class Chat:
         """The model the next session is created with (at its first prompt)."""
         self.model = ""
         self.models: list[dict[str, Any]] = []
+        self.mode = str(self.session_options.get("mode") or "")
+        """The session's mode (``ask``, ``plan``, ``code``, ``auto``); ``""`` until known."""
+        self.modes: list[dict[str, Any]] = []
+        self.last_rewind = ""
+        """The ``rewindId`` of this session's last ``/rewind`` (``/unrewind`` undoes it)."""
         self.view: TurnView | None = None
         self.turn: asyncio.Task[Any] | None = None
         self.command: asyncio.Task[None] | None = None
@@ -108,7 +95,9 @@ class Chat:
         self.quit = asyncio.Event()
         self._read: asyncio.Future[str | Sigint | None] | None = None
         self._ask_lock = asyncio.Lock()
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self.waiting: list[tuple[str, asyncio.Task[dict[str, Any]]]] = []
+        """Lines typed while a turn ran, queued in the session: each runs as a turn next."""
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -176,7 +165,12 @@ class Chat:
         if self.replaying:
             return
         view = self.view
-        if kind == "usage_update" and view is not None:
+        if kind == "current_mode_update":
+            mode = str(update.get("currentModeId") or "")
+            if mode != self.mode and self.command is None:  # switched in another window
+                self.console.print(Text(f"  mode {mode}", style="dim"), highlight=False)
+            self.mode = mode
+        elif kind == "usage_update" and view is not None:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
         elif kind == "compaction_update":
             status = update.get("status")
@@ -202,6 +196,8 @@ class Chat:
             view.tool_call(update)
         elif kind == "tool_call_update":
             view.tool_update(update)
+        elif kind == "plan":
+            view.plan(update.get("entries"))
 
     def show_summary(self, summary: str) -> None:
         """A compaction's summary, marked as one (live; `resume` marks stored ones)."""
@@ -219,7 +215,7 @@ class Chat:
         if watching:
             self.watched = asyncio.Event()
             if self.view is None:
-                self.view = TurnView(self.console)
+                self.view = TurnView(self.console, self.cwd)
             return
         if self.watched is not None:
             self.watched.set()
@@ -289,8 +285,10 @@ class Chat:
         ]
         title = call.get("title") or call.get("toolCallId") or "a tool"
         self.console.print(Text(f"\n  ? The model wants to run {title}", style="bold yellow"))
-        if call.get("rawInput"):
+        if call.get("rawInput") and not says(str(title), call["rawInput"]):
             self.console.print(Text(f"    {short(call['rawInput'], 200)}", style="dim"))
+        if self.view is not None:
+            self.view.show_diffs(str(call.get("toolCallId", "")), call.get("content"))
         menu = "  ".join(
             f"[{i}] {o.get('name', o.get('optionId'))}" for i, o in enumerate(options, 1)
         )
@@ -353,6 +351,8 @@ class Chat:
     def start_new(self, model: str | None) -> None:
         """A new session, created (and stored) when the first prompt is sent."""
         self.session_id = ""
+        self.last_rewind = ""
+        self.mode = str(self.session_options.get("mode") or "")
         self.pending_model = model
         self.model = model or self.default_model
         self.console.print(
@@ -377,10 +377,17 @@ class Chat:
         result = await self.client.request("session/new", params)
         self.session_id = str(result["sessionId"])
         self._take_config(result.get("configOptions"))
+        self.take_modes(result.get("modes"))
         self.console.print(
             Text(f"session {self.session_id}", style="dim"),
             highlight=False,
         )
+
+    def take_modes(self, modes: Any) -> None:
+        """ACP's ``modes`` of a session result: the current one and those offered."""
+        if isinstance(modes, dict):
+            self.mode = str(modes.get("currentModeId") or self.mode)
+            self.modes = [m for m in modes.get("availableModes") or [] if isinstance(m, dict)]
 
     def _take_config(self, options: Any) -> None:
         for opt in options or []:
@@ -400,12 +407,16 @@ class Chat:
         history = await self.client.history(session_id)
         self.session_id, self.replaying = session_id, True
         try:
-            await self.client.request("session/load", {"sessionId": session_id, "cwd": self.cwd})
+            loaded = await self.client.request(
+                "session/load", {"sessionId": session_id, "cwd": self.cwd}
+            )
         except BaseException:
             self.session_id = ""
             raise
         finally:
             self.replaying = False
+        self.last_rewind = ""
+        self.take_modes((loaded or {}).get("modes"))
         for s in await self.client.list_sessions():
             if s.get("sessionId") == session_id:
                 self.model = str((s.get("_meta") or {}).get("model") or "")
@@ -462,13 +473,41 @@ class Chat:
         except RpcError as exc:
             self.console.print(Text(f"error: {exc.message}", style="red"))
             return
-        self.view = TurnView(self.console)
+        loop = asyncio.get_running_loop()
+        await self._turn(loop.create_task(self.client.prompt(self.session_id, text)))
+        while self.waiting and not self.quit.is_set():
+            text, queued = self.waiting.pop(0)
+            self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)
+            await self._turn(queued)
+
+    async def _type_ahead(self) -> None:
+        """Lines typed while a turn runs: Enter queues the line in the session (it runs
+        as the next turn); a line that starts with ``>`` steers the running turn."""
+        while (line := await self.lines.readline()) is not None:
+            line = line.strip()
+            if not line:
+                continue
+            mode = "steer" if line.startswith(">") else "queue"
+            text = line[1:].strip() if mode == "steer" else line
+            task = asyncio.get_running_loop().create_task(
+                self.client.prompt(self.session_id, text, while_running=mode)
+            )
+            if mode == "queue":
+                self.waiting.append((text, task))
+                self.console.print(Text(f"  ⧗ queued: {text}", style="cyan"), highlight=False)
+                continue
+            self._background.add(task)
+            task.add_done_callback(lambda t: self._background.discard(t) or t.exception())
+            self.console.print(Text(f"  ↪ steering: {text}", style="cyan"), highlight=False)
+
+    async def _turn(self, request: asyncio.Task[dict[str, Any]]) -> None:
+        """Show one turn (this chat's prompt, or one it queued) until it ends."""
+        self.view = TurnView(self.console, self.cwd)
         self.interrupting = False
         self.view.start()
-        self.turn = asyncio.get_running_loop().create_task(
-            self.client.prompt(self.session_id, text)
-        )
+        self.turn = request
         self.lines.echo(False)
+        typing = asyncio.get_running_loop().create_task(self._type_ahead())
         try:
             result = await self.turn
         except asyncio.CancelledError:
@@ -489,8 +528,16 @@ class Chat:
                 self.console.print(Text(f"error: {exc}", style="red"))
             return
         finally:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await typing
             self.turn = None
             self.lines.echo(True, discard_typeahead=True)
+        if ((result.get("_meta") or {}).get("threadline") or {}).get("queue"):
+            self.view.stop()
+            self.view = None
+            self.console.print(Text("  ⧗ held in the queue (/queue run)", style="yellow"))
+            return
         view = self.view
         view.stop()
         self.view = None
@@ -500,7 +547,7 @@ class Chat:
         else:
             self.last_was_sigint = False
         label = ((result.get("_meta") or {}).get("threadline") or {}).get("turnId")
-        self.console.print(view.usage_line(stop, result.get("usage"), label))
+        self.console.print(view.usage_line(stop, result.get("usage"), label, self.mode))
 
     async def run_command(self, work: Awaitable[None]) -> None:
         """A slash command, which Ctrl-C cancels (its request is withdrawn)."""

@@ -16,6 +16,9 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
+from ..ask import INTERRUPTED
+from .work import diff_items, edit_diff, output_tail, plan_text
+
 
 class _Tail:
     """Render only the last lines that fit the terminal: a live area taller than the
@@ -68,10 +71,38 @@ def short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(label, who, text) of a stored message for the resume recap; the label is the
+    one ``threadline history`` prints and ``/fork`` takes."""
+    blocks = message.get("content") or []
+    summary = "".join(b.get("text", "") for b in blocks if b.get("type") == "summary")
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    label = str(message.get("turnId") or message.get("messageId"))
+    if summary:
+        return label, "summary of the earlier conversation", summary
+    if not text:
+        return None
+    who = "you" if message.get("role") == "user" else str(message.get("role", ""))
+    if message.get("truncated"):
+        who += " (interrupted)" if message.get("error") == INTERRUPTED else " (cut off)"
+    return label, who, text
+
+
+def says(title: str, raw: Any) -> bool:
+    """The title quotes the call's arguments already (``Run `make test```)."""
+    if not isinstance(raw, dict):
+        return False
+    values = [v for v in raw.values() if isinstance(v, str)]
+    return bool(values) and all(" ".join(v.split()) in " ".join(title.split()) for v in values)
+
+
 @dataclass
 class _ToolLine:
     title: str
     status: str = "pending"
+    kind: str = ""
+    output: str = ""
+    """A command's output so far (``run_command`` streams it into the call's updates)."""
 
 
 class TurnView:
@@ -84,8 +115,11 @@ class TurnView:
 
     REFRESH = 1 / 12
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, cwd: str = "") -> None:
         self.console = console
+        self.cwd = cwd
+        self.shown_diffs: set[str] = set()
+        """Calls whose diff is on screen already (the permission question shows it)."""
         self.live: Live | None = None
         self.kind: str | None = None
         self.message_id: str | None = None
@@ -144,6 +178,8 @@ class TurnView:
             parts.append(_Tail(self._piece(), reserve=len(self.tools) + 2))
         for tool in self.tools.values():
             parts.append(Spinner("dots", text=Text(f"{tool.title} ({tool.status})", style="cyan")))
+            if tool.output:
+                parts.append(output_tail(tool.output))
         if self.status and not self.tools:
             parts.append(Spinner("dots", text=Text(self.status, style="dim")))
         return Group(*parts)
@@ -180,13 +216,14 @@ class TurnView:
         call_id = str(update.get("toolCallId", ""))
         title = str(update.get("title") or "tool")
         raw = update.get("rawInput")
-        if raw:
+        if raw and not says(title, raw):
             title = f"{title} {short(raw, 60)}"
         status = str(update.get("status") or "pending")
+        kind = str(update.get("kind") or "")
         if status in ("completed", "failed"):
-            self._done(title, status, update)
+            self._done(call_id, title, status, update, kind)
             return
-        self.tools[call_id] = _ToolLine(title, status)
+        self.tools[call_id] = _ToolLine(title, status, kind)
         self.console.print(Text(f"  ⚙ {title}", style="cyan"))
         self._dirty = True
 
@@ -196,15 +233,36 @@ class TurnView:
         status = str(update.get("status") or (tool.status if tool else "pending"))
         if status in ("completed", "failed"):
             self.tools.pop(call_id, None)
-            self._done(tool.title if tool else call_id, status, update)
+            title = tool.title if tool else call_id
+            self._done(call_id, title, status, update, tool.kind if tool else "")
             self.status = "thinking…"  # the model reads the result next
         elif tool is not None:
             tool.status = status
+            if tool.kind == "execute" and update.get("content"):
+                tool.output = block_text(update.get("content"))
         self._dirty = True
 
-    def _done(self, title: str, status: str, update: dict[str, Any]) -> None:
+    def show_diffs(self, call_id: str, content: Any) -> None:
+        """Print an edit's diff (once per call)."""
+        items = diff_items(content)
+        if not items or call_id in self.shown_diffs:
+            return
+        self.shown_diffs.add(call_id)
+        for item in items:
+            self.console.print(edit_diff(item, self.cwd), end="", highlight=False)
+
+    def plan(self, entries: Any) -> None:
+        """ACP's ``plan`` update: the whole list, printed as a checklist."""
+        self.flush()
+        self.console.print(plan_text(entries), end="", highlight=False)
+        self._dirty = True
+
+    def _done(
+        self, call_id: str, title: str, status: str, update: dict[str, Any], kind: str
+    ) -> None:
         cancelled = bool(((update.get("_meta") or {}).get("threadline") or {}).get("cancelled"))
-        output = short(block_text(update.get("content")), 100)
+        text = block_text(update.get("content"))
+        output = "" if kind == "execute" else short(text, 100)
         if cancelled:
             line = Text(f"  ✗ {title} (cancelled)", style="yellow")
         elif status == "failed":
@@ -214,12 +272,20 @@ class TurnView:
         if output:
             line.append(f"  {output}", style="dim")
         self.console.print(line)
+        self.show_diffs(call_id, update.get("content"))
+        if kind == "execute" and text:
+            self.console.print(output_tail(text), end="", highlight=False)
 
     def usage_line(
-        self, stop: str, usage: Mapping[str, Any] | None, label: str | None = None
+        self,
+        stop: str,
+        usage: Mapping[str, Any] | None,
+        label: str | None = None,
+        mode: str = "",
     ) -> Text:
-        """``↳ end_turn · tokens … · context … · /fork a2``: ``a2`` is the answer's
-        label, as ``threadline history`` prints it, and the command that branches there."""
+        """``↳ end_turn · tokens … · context … · mode code · /fork a2``: ``a2`` is the
+        answer's label, as ``threadline history`` prints it, and the command that
+        branches there."""
         parts = [stop]
         if usage:
             parts.append(
@@ -229,6 +295,8 @@ class TurnView:
             used, size = self.context
             pct = f" ({100 * used // size}%)" if size else ""
             parts.append(f"context {used}/{size}{pct}")
+        if mode:
+            parts.append(f"mode {mode}")
         if label:
             parts.append(f"/fork {label}")
         return Text("↳ " + " · ".join(parts), style="dim")

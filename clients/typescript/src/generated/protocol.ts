@@ -446,6 +446,11 @@ export interface FileSystemCapability {
   [key: string]: unknown;
 }
 
+export interface ForkInfo {
+  forkedAtMessageId: string | null;
+  sessionId: string;
+}
+
 export interface ForkParams {
   cwd?: string | null;
   /** @default false */
@@ -533,6 +538,13 @@ export interface InitializeResult {
   protocolVersion?: number;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+/** ``session/interrupt`` and ``session/cancel``. */
+export interface InterruptParams {
+  _meta?: { [key: string]: unknown } | null;
+  /** Constraints: minLength 1. */
+  sessionId: string;
 }
 
 export interface InterruptResult {
@@ -663,6 +675,14 @@ export interface NewSessionResult {
   [key: string]: unknown;
 }
 
+/** The editor process (sidecar) that runs a session's work. */
+export interface OwnerInfo {
+  here: boolean;
+  host: string;
+  pid: number;
+  since: string;
+}
+
 export interface PermissionCancelled {
   outcome: "cancelled";
   /** Peers may add fields (ACP extensibility). */
@@ -745,6 +765,7 @@ export interface PromptResult {
 export interface PromptResultInfo {
   command?: string | null;
   messageId?: string | null;
+  queue?: "removed" | "held" | null;
   toolOffers?: ToolOffer[] | null;
   turnId?: string | null;
   userMessageId?: string | null;
@@ -765,6 +786,56 @@ export interface ProviderErrorData {
   status?: number | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
+}
+
+/** The prompts a ``session/queue/remove`` or ``…/resume`` changed. */
+export interface QueueChangeResult {
+  ids: string[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ``session/queue/list``: the prompts sent while the session worked that have not
+ * finished, in the order they run.
+ */
+export interface QueueListResult {
+  prompts: QueuedPrompt[];
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface QueueRemoveParams {
+  id?: string | null;
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface QueueUpdateParams {
+  /** Constraints: minLength 1. */
+  id: string;
+  /** Constraints: minItems 1. */
+  prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  /** Constraints: minLength 1. */
+  sessionId: string;
+}
+
+export interface QueueUpdateResult {
+  prompt: QueuedPrompt;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * A prompt sent while the session worked, not yet part of the transcript (or
+ * joining the running turn).
+ */
+export interface QueuedPrompt {
+  createdAt: string;
+  id: string;
+  mode: "steer" | "queue";
+  prompt: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
+  state: "queued" | "held" | "taken";
 }
 
 /** ACP ``fs/read_text_file``: ``line`` is 1-based, ``limit`` a number of lines. */
@@ -931,6 +1002,13 @@ export interface SessionInfoUpdate {
 }
 
 export interface SessionInfoUpdateInfo {
+  deleted?: boolean | null;
+  forked?: ForkInfo | null;
+  model?: string | null;
+  owner?: OwnerInfo | null;
+  queue?: QueuedPrompt[] | null;
+  rewound?: number | null;
+  state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | "rewinding" | null;
   status?: string | null;
   watching?: boolean | null;
 }
@@ -1111,6 +1189,7 @@ export interface ThreadlineCapabilities {
   history: boolean;
   interrupt: boolean;
   models: ModelInfo[];
+  promptQueueing: boolean;
   protocolVersion: string;
 }
 
@@ -1439,7 +1518,7 @@ export interface ProtocolMethods {
   "session/cancel": {
     direction: "client_to_server";
     kind: "notification";
-    params: SessionRef;
+    params: InterruptParams;
     result: unknown;
   };
   /** Free a session's live state. */
@@ -1505,11 +1584,11 @@ export interface ProtocolMethods {
     params: ImportParams;
     result: ImportResult;
   };
-  /** Stop the running turn. */
+  /** Stop the running turn (the queue stays, held; clearQueue empties it). */
   "session/interrupt": {
     direction: "client_to_server";
     kind: "request";
-    params: SessionRef;
+    params: InterruptParams;
     result: InterruptResult;
   };
   /** Sessions, newest first. */
@@ -1539,6 +1618,34 @@ export interface ProtocolMethods {
     kind: "request";
     params: PromptParams;
     result: PromptResult;
+  };
+  /** The prompts waiting while the session works, in order. */
+  "session/queue/list": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: QueueListResult;
+  };
+  /** Remove one waiting prompt, or all of them. */
+  "session/queue/remove": {
+    direction: "client_to_server";
+    kind: "request";
+    params: QueueRemoveParams;
+    result: QueueChangeResult;
+  };
+  /** Let held prompts run (after a crash, an interrupt or a failure). */
+  "session/queue/resume": {
+    direction: "client_to_server";
+    kind: "request";
+    params: SessionRef;
+    result: QueueChangeResult;
+  };
+  /** Edit a prompt that has not run yet. */
+  "session/queue/update": {
+    direction: "client_to_server";
+    kind: "request";
+    params: QueueUpdateParams;
+    result: QueueUpdateResult;
   };
   /** Forget one kept "always" answer. */
   "session/remove_approval": {
@@ -1694,6 +1801,10 @@ export const METHODS = {
   "session/load": { direction: "client_to_server", kind: "request" },
   "session/new": { direction: "client_to_server", kind: "request" },
   "session/prompt": { direction: "client_to_server", kind: "request" },
+  "session/queue/list": { direction: "client_to_server", kind: "request" },
+  "session/queue/remove": { direction: "client_to_server", kind: "request" },
+  "session/queue/resume": { direction: "client_to_server", kind: "request" },
+  "session/queue/update": { direction: "client_to_server", kind: "request" },
   "session/remove_approval": { direction: "client_to_server", kind: "request" },
   "session/request_permission": { direction: "server_to_client", kind: "request" },
   "session/resume": { direction: "client_to_server", kind: "request" },

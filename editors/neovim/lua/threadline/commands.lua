@@ -188,6 +188,7 @@ function M.new(model, callback)
   end
   sidecar.request('session/new', params, answered('new session', function(result)
     state.model = result.models and result.models.currentModelId or meta.model
+    require('threadline.work').take_modes(result.sessionId, result.modes)
     switch_to(result.sessionId)
     if callback then
       callback(result.sessionId)
@@ -707,7 +708,7 @@ local function send(question, range)
   M.attach({ block }, nil, question)
 end
 
----@type table<string, fun(arg: string, range?: {first: integer, last: integer})>
+---@type table<string, fun(arg: string, range?: {first: integer, last: integer}, bang?: boolean)>
 M.subcommands = {
   new = function(arg)
     M.new(arg ~= '' and arg or nil)
@@ -751,18 +752,20 @@ M.subcommands = {
 
 local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
   .. 'sessions [archived] | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | '
-  .. 'search {words} | rename {title} | archive [id] | unarchive [id] | health'
+  .. 'search {words} | rename {title} | archive [id] | unarchive [id] | mode [name] | diff | rewind[!] | '
+  .. 'unrewind | health'
 
 ---@param line string
 ---@param range? {first: integer, last: integer}
-function M.run(line, range)
+---@param bang? boolean `:Threadline! …`
+function M.run(line, range, bang)
   local sub, arg = line:match('^%s*(%S+)%s*(.-)%s*$')
   local fn = M.subcommands[sub or '']
   if not fn then
     util.notify(USAGE, vim.log.levels.ERROR)
     return
   end
-  fn(arg, range)
+  fn(arg, range, bang)
 end
 
 ---@param lead string
@@ -796,6 +799,11 @@ function M.complete(lead, line)
     return starting({ 'archived' })
   elseif sub == 'resume' or sub == 'delete' or sub == 'archive' or sub == 'unarchive' then
     return starting(M.session_ids())
+  elseif sub == 'mode' then
+    local known = require('threadline.work').modes[M.target() or ''] or { available = {} }
+    return starting(vim.tbl_map(function(m)
+      return m.id
+    end, known.available))
   elseif sub == 'new' or sub == 'model' then
     return starting(sidecar.models())
   end

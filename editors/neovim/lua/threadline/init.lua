@@ -56,6 +56,13 @@ M.complete = commands.complete
 
 -- Finding a session (see `threadline.find`): `:Threadline search|rename|archive|unarchive`.
 find.register(commands.subcommands)
+-- The agent's work (see `threadline.work`): `:Threadline mode|diff|rewind|unrewind`.
+local work = require('threadline.work')
+work.register(commands.subcommands)
+M.set_mode = work.set_mode
+M.diff = work.diff
+M.rewind = work.rewind
+M.unrewind = work.unrewind
 M.search = find.search
 M.open_hit = find.open
 M.rename = find.rename

@@ -39,6 +39,10 @@ function M.tools()
   return config.options.tools
 end
 
+--- Edits whose diff the permission question showed and the user allowed: path → text.
+---@type table<string, string>
+M.reviewed = {}
+
 ---@param params table ACP RequestPermissionRequest
 ---@return table
 function M.permission(params)
@@ -59,13 +63,27 @@ function M.permission(params)
       end)
     end)
   end
+  -- An edit is shown as a diff in a split below while the question is open.
+  local diff = require('threadline.work').unified(call.content)
+  local review = diff ~= '' and require('threadline.work').show('review/' .. (call.toolCallId or 'edit'), diff) or nil
   local choice = pick('')
   if type(choice) ~= 'table' then
     -- A stray key dismisses the picker: ask once more before refusing the tool.
     choice = pick('(dismissed: dismiss again to refuse) ')
   end
+  if review and vim.api.nvim_win_is_valid(review) and #vim.api.nvim_list_wins() > 1 then
+    vim.api.nvim_win_close(review, true)
+  end
   if type(choice) ~= 'table' or not choice.optionId then
     return { outcome = { outcome = 'cancelled' } }
+  end
+  if review and tostring(choice.kind or choice.optionId):match('^allow') then
+    -- The diff was reviewed here: the write that follows is not asked about again.
+    for _, item in ipairs(call.content or {}) do
+      if type(item) == 'table' and item.type == 'diff' then
+        M.reviewed[item.path] = item.newText
+      end
+    end
   end
   return { outcome = { outcome = 'selected', optionId = choice.optionId } }
 end
@@ -154,7 +172,9 @@ end
 ---@param params table `{sessionId, path, content}`
 function M.write_text_file(params)
   local lines = vim.split(params.content, '\n', { plain = true })
-  if config.options.diff then
+  local reviewed = M.reviewed[params.path] == params.content
+  M.reviewed[params.path] = nil
+  if config.options.diff and not reviewed then
     local proposed = vim.list_slice(lines, 1, lines[#lines] == '' and #lines - 1 or #lines)
     local accepted = await(function(done)
       require('threadline.review').ask(params.path, current_lines(params.path), proposed, done)

@@ -35,6 +35,9 @@ function M.handle(state, params)
     return
   end
   local kind = u.sessionUpdate
+  if require('threadline.work').update(sid, u, state.running[sid] == true) then
+    return
+  end
   if kind == 'compaction_update' then
     local c = chat.all()[sid]
     if not c then

@@ -66,9 +66,9 @@ describe('threadline workspace tools through Neovim buffers', function()
       { { tool_call = { name = 'write_file', arguments = { path = 'out.txt', content = 'new text\n' }, id = 'call_write' } } },
       { { text = 'written' } }
     ))
-    assert.equals(2, #asked, 'the permission, then the diff of the edit')
+    -- The permission question shows the diff beside it, so the write is not asked again.
+    assert.equals(1, #asked, 'the permission, with the diff of the edit')
     assert.matches('Write out.txt', asked[1], 1, true)
-    assert.matches('apply this edit to', asked[2], 1, true)
     assert.same({ 'new text' }, vim.api.nvim_buf_get_lines(target, 0, -1, true))
     assert.is_false(vim.bo[target].modified)
     assert.same({ 'new text' }, vim.fn.readfile(path))
