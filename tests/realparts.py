@@ -61,6 +61,7 @@ PARTS = {
         RealPart("chromium", "Chromium", "chromium", "webview and desktop tests", "chromium"),
         RealPart("busted", "busted", "busted", "Neovim specs", "lua-busted"),
         RealPart("node", "Node", "node", "TypeScript client and editors", "nodejs"),
+        RealPart("bubblewrap", "bubblewrap", "bwrap", "sandboxed command tests", "bubblewrap"),
     ]
 }
 

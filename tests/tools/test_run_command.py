@@ -21,15 +21,14 @@ import pytest
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.redact import command_env
 from threadline.tools.base import ToolOutcome
-from threadline.tools.commands import confine, runner
+from threadline.tools.commands import runner
 from threadline.tools.commands.output import HEAD_BYTES, TAIL_BYTES
 from threadline.tools.commands.run_command import RunCommand
 
 pytestmark = pytest.mark.timeout(60)
 
-needs_bwrap = pytest.mark.skipif(
-    not confine.available(), reason="bubblewrap (bwrap) cannot make namespaces here"
-)
+needs_bwrap = pytest.mark.realpart("bubblewrap")
+"""Installed by the suite when missing (tests/realparts.py), never skipped."""
 
 
 def text_of(outcome: ToolOutcome) -> str:

@@ -97,7 +97,8 @@ def test_readme_command_in_a_fresh_copy_stops_at_once_with_one_line(tmp_path: Pa
     assert done.returncode == realparts.EXIT_MISSING, out
     said = [line for line in out.splitlines() if "threadline tests: not found" in line]
     assert len(said) == 1, out
-    assert "apt-get install -y postgresql tmux && .venv/bin/pip install -e '.[test]'" in said[0]
+    install = "apt-get install -y postgresql tmux bubblewrap && .venv/bin/pip install -e '.[test]'"
+    assert install in said[0]
     assert "Traceback" not in out and " passed" not in out and " failed" not in out, out
     assert len(out.splitlines()) < 20, out
 

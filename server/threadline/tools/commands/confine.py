@@ -1,7 +1,8 @@
 """Confining a command the agent runs: bubblewrap (``bwrap``, Debian's ``bubblewrap``).
 
 A sandboxed command sees the whole file system read-only, except the workspace roots
-(read-write, at their own paths) and a private ``/tmp``; it has no network at all, not
+(read-write, at their own paths) and a private ``/tmp`` (new files go there; what the
+host keeps in ``/tmp`` is shown read-only); it has no network at all, not
 even the host's loopback (a new network namespace), unless the session allows it; it
 runs in its own PID namespace, so when it ends (or the sidecar dies:
 ``--die-with-parent``) every process it started ends with it.
@@ -76,8 +77,27 @@ def confined(
     path = bwrap_path()
     if path is None:
         raise RuntimeError("bubblewrap (bwrap) is not available")
-    args = [path, *_base_args(network=network)]
+    args = [path, *_base_args(network=network), *_host_tmp()]
     for root in dict.fromkeys(os.path.realpath(r) for r in roots):
         args += ["--bind", root, root]
     args += ["--setenv", "TMPDIR", "/tmp", "--chdir", cwd, "--", *argv]
+    return args
+
+
+HOST_TMP_ENTRIES = 256
+"""How many of the host's ``/tmp`` entries are shown (read-only) in the private one."""
+
+
+def _host_tmp() -> list[str]:
+    """The host's ``/tmp`` entries bound read-only into the private ``/tmp``: a fresh
+    tmpfs alone hid everything there, so a virtual environment or a tool that lives
+    under ``/tmp`` was "not found" inside the sandbox."""
+    try:
+        names = sorted(os.listdir("/tmp"))[:HOST_TMP_ENTRIES]
+    except OSError:
+        return []
+    args: list[str] = []
+    for name in names:
+        path = os.path.join("/tmp", name)
+        args += ["--ro-bind-try", path, path]
     return args
