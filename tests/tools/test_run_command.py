@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests import realparts
 from tests.tools.fakes import FakeEditor, make_ctx
 from threadline.redact import command_env
 from threadline.tools.base import ToolOutcome
@@ -289,6 +290,7 @@ async def test_client_terminal_timeout_kills_and_reports(tmp_path: Path) -> None
 
 @needs_bwrap
 async def test_sandbox_cannot_write_outside_the_roots(tmp_path: Path) -> None:
+    realparts.use("bubblewrap")  # named in the run\'s summary line
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     ws.mkdir()
     outside.mkdir()
@@ -308,6 +310,7 @@ async def test_sandbox_cannot_write_outside_the_roots(tmp_path: Path) -> None:
 
 @needs_bwrap
 async def test_sandbox_cannot_reach_a_loopback_server(tmp_path: Path) -> None:
+    realparts.use("bubblewrap")  # named in the run\'s summary line
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -329,6 +332,7 @@ async def test_sandbox_cannot_reach_a_loopback_server(tmp_path: Path) -> None:
 
 @needs_bwrap
 async def test_sandbox_still_runs_the_workspaces_tests(tmp_path: Path) -> None:
+    realparts.use("bubblewrap")  # named in the run\'s summary line
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (tmp_path / "test_calc.py").write_text(
         "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
