@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..base import ToolContext, ToolOutcome
+from ..base import ToolContext, ToolKind, ToolOutcome
 from ..sandbox import PathRefused, Resolved, Sandbox
 
 FILE_PATH_PARAM: dict[str, Any] = {
@@ -48,6 +48,23 @@ def path_location(arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str,
         return [{"path": sandbox_of(ctx).resolve(arguments.get("path")).path}]
     except PathRefused:
         return []
+
+
+class FileChange:
+    """What the tools that change one file (``write_file``, ``edit_file``) share: one
+    at a time, behind a permission prompt, shown by the path they touch."""
+
+    verb = "Change"
+    kind: ToolKind = "edit"
+    parallelizable = False
+    needs_permission = True
+    timeout = 60.0
+
+    def title(self, arguments: dict[str, Any]) -> str:
+        return path_title(self.verb, arguments)
+
+    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
+        return path_location(arguments, ctx)
 
 
 def open_regular(

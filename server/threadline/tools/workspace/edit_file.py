@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import ShownContent, ToolContext, ToolKind, ToolOutcome, diff_content
+from ..base import ShownContent, ToolContext, ToolOutcome, diff_content
 from ..sandbox import PathRefused, Resolved
 from . import textfile
 from .common import (
     FILE_PATH_PARAM,
+    FileChange,
     ToolArgError,
     named,
-    path_location,
-    path_title,
     refusal,
     sandbox_of,
 )
@@ -38,7 +37,7 @@ _EDIT_ITEM: dict[str, Any] = {
 }
 
 
-class EditFile:
+class EditFile(FileChange):
     """Replace exact text in a file (or create one); the user sees the diff first."""
 
     name = "edit_file"
@@ -58,16 +57,7 @@ class EditFile:
         },
         "required": ["path", "edits"],
     }
-    kind: ToolKind = "edit"
-    parallelizable = False
-    needs_permission = True
-    timeout = 60.0
-
-    def title(self, arguments: dict[str, Any]) -> str:
-        return path_title("Edit", arguments)
-
-    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        return path_location(arguments, ctx)
+    verb = "Edit"
 
     async def _plan(
         self, arguments: dict[str, Any], ctx: ToolContext

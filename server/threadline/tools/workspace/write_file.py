@@ -13,17 +13,16 @@ import anyio
 
 from threadline_protocol import methods as pm
 
-from ..base import ShownContent, ToolContext, ToolKind, ToolOutcome, diff_content
+from ..base import ShownContent, ToolContext, ToolOutcome, diff_content
 from ..sandbox import PathRefused, Resolved
 from . import textfile
 from .common import (
     FILE_PATH_PARAM,
+    FileChange,
     ToolArgError,
     client_offers,
     human_size,
     named,
-    path_location,
-    path_title,
     refusal,
     sandbox_of,
 )
@@ -31,7 +30,7 @@ from .common import (
 WRITE_MAX_BYTES = textfile.FILE_MAX_BYTES
 
 
-class WriteFile:
+class WriteFile(FileChange):
     """Create or overwrite a file through the editor (``fs/write_text_file``).
 
     Exists only when the client advertised ``fs.writeTextFile``; always asks
@@ -50,16 +49,7 @@ class WriteFile:
         },
         "required": ["path", "content"],
     }
-    kind: ToolKind = "edit"
-    parallelizable = False
-    needs_permission = True
-    timeout = 60.0
-
-    def title(self, arguments: dict[str, Any]) -> str:
-        return path_title("Write", arguments)
-
-    def locations(self, arguments: dict[str, Any], ctx: ToolContext) -> list[dict[str, Any]]:
-        return path_location(arguments, ctx)
+    verb = "Write"
 
     async def _old_text(self, resolved: Resolved, ctx: ToolContext) -> str | None:
         """The file as it is before the write (None: new, or not text we can show)."""
