@@ -19,9 +19,14 @@ from typing import Any
 import pytest
 
 from tests.imagefiles import b64, image_block, png
-from tests.providers.anthropic_replay import AnthropicReplay, Reply, message_end, message_start
+from tests.providers.anthropic_replay import (
+    AnthropicReplay,
+    Reply,
+    message_end,
+    message_start,
+    tool_use,
+)
 from tests.providers.anthropic_replay import text as text_events
-from tests.providers.anthropic_replay import tool_use
 from tests.providers.fault_server import FaultServer, ok
 from tests.support import SidecarClient, start_sidecar
 

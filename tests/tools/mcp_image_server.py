@@ -11,7 +11,7 @@ from mcp.types import ToolAnnotations
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.imagefiles import png  # noqa: E402
+from tests.imagefiles import png
 
 server = MCPServer("shots")
 

@@ -88,6 +88,11 @@ def _user(content: Sequence[dict[str, Any]], images: ImageRules | None) -> ChatM
     return ChatMessage("user", "\n\n".join(texts), images=parts)
 
 
+def _summary(message: Msg) -> bool:
+    content = message["content"]
+    return message["role"] == "assistant" and bool(content) and content[0].get("type") == "summary"
+
+
 def _result_images(
     block: dict[str, Any], images: ImageRules | None
 ) -> tuple[list[dict[str, Any]], list[ImagePart]]:
@@ -132,20 +137,25 @@ def to_chat_messages(
     follow: list[Msg] = []
     """User messages holding tool results' images, sent after the batch's results."""
     split = images is not None and images.support.sees and not images.support.in_tool_results
+    rules = images
+    if images is not None and any(_summary(m) for m in messages):
+        rules = images.compacted()  # until the summary: what the compaction kept
     for m in messages:
+        if _summary(m):
+            rules = images
         if m["role"] != "tool" and follow:
             out += [_user(f["content"], images) for f in follow]
             follow = []
         content = m["content"]
         role = m["role"]
-        if role == "tool" and split and has_images(content):
+        if role == "tool" and split and rules is images and has_images(content):
             m, carried = MultimodalToolResult(m).restructured()
             content = m["content"]
             follow.append(carried)
         if role == "user":
-            out.append(_user(content, images))
+            out.append(_user(content, rules))
         elif role == "assistant":
-            if content and content[0].get("type") == "summary":
+            if _summary(m):
                 out.append(
                     ChatMessage(
                         "user",
@@ -173,7 +183,7 @@ def to_chat_messages(
             for b in content:
                 if b.get("type") != "tool_result":
                     continue
-                shown, parts = _result_images(b, images)
+                shown, parts = _result_images(b, rules)
                 out.append(
                     ChatMessage(
                         "tool",

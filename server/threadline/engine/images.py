@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
-from ..providers.base import ImagePart, ImageSupport
+from ..providers.base import TEXT_ONLY, ImagePart, ImageSupport
 from ..store.base import Blob, BlobInfo
 from ..store.blobs import BLOB_SCHEME
 from .rawjson import RawJSON
@@ -365,12 +365,19 @@ class ImageRules:
 
     support: ImageSupport
     read: BlobReader
+    why: str = CANNOT_SEE
+    """What the placeholder says when the model is not sent the image."""
+
+    def compacted(self) -> ImageRules:
+        """For messages a compaction kept before its summary (the task message): their
+        images are placeholders from then on, so an old screenshot stops costing."""
+        return ImageRules(TEXT_ONLY, self.read, "compacted")
 
     def part(self, block: Block) -> ImagePart | str:
         """An image block as the model gets it: its bytes and token cost, or the
         placeholder it reads instead (a text-only model, bytes no longer stored)."""
         if not self.support.sees:
-            return placeholder(block, CANNOT_SEE)
+            return placeholder(block, self.why)
         h = blob_hash(block)
         if h is not None:
             got = self.read(h)
