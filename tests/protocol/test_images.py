@@ -296,3 +296,18 @@ async def test_forks_share_one_blob_and_the_last_deletion_frees_it(
         assert (rows("blobs"), rows("blob_refs")) == (0, 0)
     finally:
         await client.stop()
+
+
+async def test_an_export_carries_its_images_and_an_import_stores_them_again(
+    sidecar: SidecarClient, home: Path, tmp_path: Path
+) -> None:
+    sid = await sidecar.new_session(cwd=str(tmp_path), model=model(tmp_path / "r.jsonl"))
+    await prompt(sidecar, sid, {"type": "text", "text": "Look"}, image_block(SHOT))
+    exported = await sidecar.call("session/export", {"sessionId": sid, "format": "jsonl"})
+    assert b64(SHOT) in exported["content"], "the file stands alone"
+    await sidecar.call("session/delete", {"sessionId": sid})
+    assert count_rows(home, None, "blobs") == 0
+    imported = await sidecar.call("session/import", {"content": exported["content"]})
+    [user] = [m for m in await history(sidecar, imported["sessionId"]) if m["role"] == "user"]
+    assert user["content"][1] == stored(SHOT, width=64, height=32)
+    assert (count_rows(home, None, "blobs"), count_rows(home, None, "blob_refs")) == (1, 1)
