@@ -39,16 +39,19 @@ SCREENSHOT = {
 }
 
 
-async def _session(client: SidecarClient, model: str) -> str:
-    return await client.new_session(model=model, tools=[SCREENSHOT], builtinTools=False)
+async def _image_then_tool_image(client: SidecarClient, model: str) -> None:
+    """Two prompts: one with a screenshot, then one whose client tool returns one."""
 
-
-def _answer_with_screenshot(client: SidecarClient) -> None:
     async def shot(params: dict[str, Any]) -> dict[str, Any]:
         assert params["name"] == "take_screenshot"
         return {"content": [image_block(TOOL_SHOT)]}
 
     client.on_request("tool/call", shot)
+    sid = await client.new_session(model=model, tools=[SCREENSHOT], builtinTools=False)
+    prompt = [{"type": "text", "text": "What is in this screenshot?"}, image_block(SHOT)]
+    done = await client.call("session/prompt", {"sessionId": sid, "prompt": prompt})
+    assert done["stopReason"] == "end_turn"
+    assert (await client.prompt(sid, "Take a screenshot and look."))["stopReason"] == "end_turn"
 
 
 @pytest.mark.timeout(120)
@@ -68,12 +71,7 @@ async def test_openai_compatible_server_gets_image_parts_and_a_restructured_tool
     try:
         caps = (await client.initialize())["agentCapabilities"]
         assert caps["promptCapabilities"]["image"] is True
-        _answer_with_screenshot(client)
-        sid = await _session(client, "eyes")
-        prompt = [{"type": "text", "text": "What is in this screenshot?"}, image_block(SHOT)]
-        done = await client.call("session/prompt", {"sessionId": sid, "prompt": prompt})
-        assert done["stopReason"] == "end_turn"
-        assert (await client.prompt(sid, "Take a screenshot and look."))["stopReason"] == "end_turn"
+        await _image_then_tool_image(client, "eyes")
     finally:
         await client.stop()
 
@@ -144,12 +142,7 @@ async def test_anthropic_server_gets_image_blocks_in_the_prompt_and_in_the_tool_
     )
     client = await start_sidecar(home)
     try:
-        _answer_with_screenshot(client)
-        sid = await _session(client, "claude")
-        prompt = [{"type": "text", "text": "What is in this screenshot?"}, image_block(SHOT)]
-        done = await client.call("session/prompt", {"sessionId": sid, "prompt": prompt})
-        assert done["stopReason"] == "end_turn"
-        assert (await client.prompt(sid, "Take a screenshot and look."))["stopReason"] == "end_turn"
+        await _image_then_tool_image(client, "claude")
     finally:
         await client.stop()
 

@@ -30,11 +30,8 @@ BLOB_SCHEME = "threadline-blob:"
 def add_refs(db: Statements, session_id: str, blobs: Sequence[Blob]) -> None:
     """Store each blob (once) and note that ``session_id`` references it, inside the
     caller's transaction (the one that appends the referencing events)."""
-    seen: set[str] = set()
-    for b in blobs:
-        if b.hash in seen:
-            continue
-        seen.add(b.hash)
+    unique = {b.hash: b for b in blobs}
+    for b in (unique[h] for h in sorted(unique)):  # one lock order in every process
         # DO UPDATE (not NOTHING) locks the row, so a concurrent free waits for us.
         db.run(
             "INSERT INTO blobs(hash, mime_type, size, width, height, data) VALUES(?,?,?,?,?,?) "
