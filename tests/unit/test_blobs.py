@@ -5,11 +5,14 @@ deletion frees it. Both stores (the ``backend`` parameter)."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import threading
+from pathlib import Path
 
-from tests.imagefiles import png
+from tests.imagefiles import b64, png
 from tests.unit.conftest import Opener
 from threadline.store.base import Blob, NewEvent
+from threadline.store.sqlite import EventStore
 
 DATA = png(64, 32)
 HASH = hashlib.sha256(DATA).hexdigest()
@@ -71,3 +74,34 @@ def test_adding_and_freeing_at_once_never_frees_a_referenced_blob(open_store: Op
     writer.append("kept", [image_event("m-kept")], "t3")
     got = deleter.get_blob(HASH)
     assert got is not None and got[1] == DATA
+
+
+def test_a_store_of_schema_5_gets_the_blob_tables_and_keeps_its_inline_images(
+    tmp_path: Path,
+) -> None:
+    """A data folder written before blobs: opened, it gets the tables; an image its
+    events hold inline stays as it was, and new images are stored as blobs."""
+    path = tmp_path / "db.sqlite"
+    store = EventStore(path)
+    old = {"type": "image", "mimeType": "image/png", "data": b64(DATA)}
+    message = {"messageId": "m0", "turnId": "u1", "role": "user", "content": [old]}
+    store.create_session("s", "/tmp", {}, "t0")
+    store.append("s", [NewEvent("user_message", {"message": message}, ("m0",))], "t1")
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE blob_refs")
+    db.execute("DROP TABLE blobs")
+    db.execute("UPDATE meta SET value='5' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    store = EventStore(path)
+    try:
+        assert store.load_events("s")[0].payload["message"]["content"] == [old]
+        store.append("s", [image_event("m1")], "t2")
+        got = store.get_blob(HASH)
+        assert got is not None and got[1] == DATA
+    finally:
+        store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("6",)
+    db.close()
