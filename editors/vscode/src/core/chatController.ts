@@ -131,6 +131,8 @@ export class ChatController implements Disposable {
   private running = false;
   /** The session's state as the server last said it (a turn in any window counts). */
   private sessionState: string = "idle";
+  /** What `onRunning` last said. */
+  private reportedBusy = false;
   /** A rewind this controller is making: its own `rewound` notice is not a reload. */
   private rewinding = false;
   /** Questions the agent asks (`elicitation/create`) that wait for the user's form. */
@@ -207,7 +209,7 @@ export class ChatController implements Disposable {
     if (!info) return;
     if (info.state) {
       this.sessionState = info.state;
-      this.options.onRunning?.(this.running || info.state !== "idle");
+      this.reportRunning();
     }
     if (info.model) this.model = info.model;
     const sessionId = this.sessionId;
@@ -313,7 +315,15 @@ export class ChatController implements Disposable {
 
   private setRunning(running: boolean): void {
     this.running = running;
-    this.options.onRunning?.(running);
+    this.reportRunning();
+  }
+
+  /** Tell the editor when the session starts or stops working (a turn here or elsewhere). */
+  private reportRunning(): void {
+    const busy = this.busy;
+    if (busy === this.reportedBusy) return;
+    this.reportedBusy = busy;
+    this.options.onRunning?.(busy);
   }
 
   /** The webview (re)loaded: send the picker state and replay the current session. */
@@ -641,6 +651,7 @@ export class ChatController implements Disposable {
     this.mode = null;
     this.lastDiff = [];
     this.sessionState = "idle";
+    this.reportRunning();
     this.sink.post({ type: "reset" });
     this.postSession();
   }
@@ -667,6 +678,7 @@ export class ChatController implements Disposable {
     if (meta.model) this.model = meta.model;
     this.sink.post({ type: "reset" });
     this.sessionState = "idle";
+    this.reportRunning();
     this.postSession(info?.title, parentTitle);
     const question = this.pendingQuestion();
     if (question) this.sink.post({ type: "elicitation", request: question });
