@@ -372,7 +372,9 @@ export class ChatView {
     const signature = JSON.stringify(state.queue);
     if (box.dataset.signature === signature) return;
     box.dataset.signature = signature;
-    const waiting = state.queue.filter((q) => q.state !== "taken");
+    // A steer waiting for the turn's next step is in the transcript already (the server
+    // shows it there when it is sent): the box lists what runs as turns of its own.
+    const waiting = state.queue.filter((q) => q.state !== "taken" && q.mode === "queue");
     box.hidden = waiting.length === 0;
     if (!waiting.length) {
       box.replaceChildren();
@@ -395,7 +397,7 @@ export class ChatView {
       const row = el("div", `queued ${q.state}`);
       row.dataset.id = q.id;
       const text = el("span", "queued-text", q.prompt.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("\n"));
-      const mode = el("span", "queued-mode", q.mode === "steer" ? "steer" : q.state);
+      const mode = el("span", "queued-mode", q.state);
       const edit = el("button", "queued-edit", "Edit");
       edit.title = "Change this prompt before it runs";
       edit.addEventListener("click", () =>
