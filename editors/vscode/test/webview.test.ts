@@ -698,6 +698,8 @@ test("typing while the session works: Enter queues, Ctrl+Enter steers, the queue
   assert.deepEqual((await posted(page)).at(-1), { type: "queueRemove", id: "q2" });
   await queue.locator(".queue-clear").click();
   assert.deepEqual((await posted(page)).at(-1), { type: "queueRemove" });
+  await queue.locator(".queue-stop").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "interrupt", clearQueue: true }, "Stop all: interrupt and clear the queue");
   await page.screenshot({ path: join(outDir, "chat-queue.png") });
 
   // Interrupted: the queue is held until resumed.

@@ -49,12 +49,13 @@ function editScript(a: string[], b: string[]): DiffLine[] {
         middle.push({ mark: " ", text: x[i]! });
         i++;
         j++;
-      } else if (j < y.length && (i === x.length || lcs[i * width + j + 1]! >= lcs[(i + 1) * width + j]!)) {
-        middle.push({ mark: "+", text: y[j]! });
-        j++;
-      } else {
+      } else if (i < x.length && (j === y.length || lcs[(i + 1) * width + j]! >= lcs[i * width + j + 1]!)) {
+        // Removed lines before added ones, as git shows a replaced line.
         middle.push({ mark: "-", text: x[i]! });
         i++;
+      } else {
+        middle.push({ mark: "+", text: y[j]! });
+        j++;
       }
     }
   }

@@ -369,7 +369,7 @@ export class ChatView {
    */
   private renderQueue(state: ChatState): void {
     const box = this.els.queue;
-    const signature = JSON.stringify(state.queue);
+    const signature = JSON.stringify([state.queue, state.running, state.sessionState]);
     if (box.dataset.signature === signature) return;
     box.dataset.signature = signature;
     // A steer waiting for the turn's next step is in the transcript already (the server
@@ -390,9 +390,15 @@ export class ChatView {
       heading.append(resume);
     }
     const clear = el("button", "queue-clear", "Clear");
-    clear.title = "Remove every waiting prompt";
+    clear.title = "Remove every waiting prompt (the running turn goes on)";
     clear.addEventListener("click", () => this.post({ type: "queueRemove" }));
     heading.append(clear);
+    if (state.running || state.sessionState === "running" || state.sessionState === "requires_action") {
+      const stop = el("button", "queue-stop", "Stop all");
+      stop.title = "Interrupt the running turn and clear the queue";
+      stop.addEventListener("click", () => this.post({ type: "interrupt", clearQueue: true }));
+      heading.append(stop);
+    }
     const rows = waiting.map((q) => {
       const row = el("div", `queued ${q.state}`);
       row.dataset.id = q.id;
