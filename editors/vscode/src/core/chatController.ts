@@ -131,6 +131,8 @@ export class ChatController implements Disposable {
   private running = false;
   /** The session's state as the server last said it (a turn in any window counts). */
   private sessionState: string = "idle";
+  /** Ids of the prompts the server showed in the current session (queued and steered ones too). */
+  private readonly shownPrompts = new Set<string>();
   /** What `onRunning` last said. */
   private reportedBusy = false;
   /** A rewind this controller is making: its own `rewound` notice is not a reload. */
@@ -162,6 +164,7 @@ export class ChatController implements Disposable {
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
       if (notification.sessionId !== this.sessionId) return;
+      if (u.sessionUpdate === "user_message_chunk" && u.messageId) this.shownPrompts.add(u.messageId);
       sink.post({ type: "update", notification });
       if (u.sessionUpdate === "session_info_update") this.follow(u._meta?.threadline ?? null);
     });
@@ -398,9 +401,12 @@ export class ChatController implements Disposable {
 
   private async promptWhileRunning(sessionId: string, text: string, whileRunning: WhileRunning): Promise<void> {
     const result = await this.client.prompt(sessionId, text, undefined, whileRunning);
-    const meta = (result._meta as { threadline?: { queue?: string } } | null | undefined)?.threadline;
+    const meta = (result._meta as { threadline?: { queue?: string; userMessageId?: string } } | null | undefined)?.threadline;
     // Removed from the queue, or held by an interrupt: the queue box said so already.
     if (meta?.queue || sessionId !== this.sessionId) return;
+    // The work ended just before it arrived, so it ran at once as a turn of this
+    // window's, which the server does not echo: replay, so the prompt is shown.
+    if (meta?.userMessageId && !this.shownPrompts.has(meta.userMessageId)) await this.show(sessionId);
     if (result.stopReason !== "end_turn" && result.stopReason !== "cancelled") {
       this.notice("info", `The turn that ran “${text.slice(0, 40)}” stopped: ${result.stopReason}.`);
     }
@@ -651,6 +657,7 @@ export class ChatController implements Disposable {
     this.mode = null;
     this.lastDiff = [];
     this.sessionState = "idle";
+    this.shownPrompts.clear();
     this.reportRunning();
     this.sink.post({ type: "reset" });
     this.postSession();
@@ -677,6 +684,7 @@ export class ChatController implements Disposable {
       : null;
     if (meta.model) this.model = meta.model;
     this.sink.post({ type: "reset" });
+    this.shownPrompts.clear();
     this.sessionState = "idle";
     this.reportRunning();
     this.postSession(info?.title, parentTitle);
