@@ -36,7 +36,7 @@ from .errors import InvalidParams
 from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
-from .inbox import Inbox
+from .inbox import Inbox, Stored
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
@@ -146,13 +146,18 @@ class Engine:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
 
-    async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+    async def prompt(
+        self, params: pm.PromptParams, accepted: Stored | None = None
+    ) -> pm.PromptResult:
         """Run a turn, or, while the session works, steer it, queue behind it or
-        refuse (``whileRunning``; `inbox.py`)."""
+        refuse (``whileRunning``; `inbox.py`). ``accepted`` is told the prompt's message
+        id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
         content = [b.wire() for b in params.prompt]
-        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        outcome = await self.inbox.prompt(
+            session, content, mode, accepted=self.feed.subscribe, stored=accepted
+        )
         return _prompt_result(outcome)
 
     def _client_default(self) -> str:
@@ -403,6 +408,10 @@ class Engine:
                 options=[pm.ConfigSelectOption(value=m.model_id, name=m.name) for m in models],
             )
         ]
+
+    def config_options(self, session_id: str) -> list[pm.SessionConfigOption]:
+        """A session's options as they are now (model, mode)."""
+        return self._config_options(self.live.open(session_id))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
         current = session.config.model

@@ -24,9 +24,9 @@ from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from threadline_protocol import acp_v2 as v2
 from threadline_protocol import methods as pm
 from threadline_protocol import work as pw
-from threadline_protocol.base import Prewritten
 from threadline_protocol.errors import ErrorCode
 from threadline_protocol.methods import ClientCapabilities
 
@@ -38,6 +38,10 @@ from .outbox import Outbox
 from .pending import PendingRequests
 from .projection import Projection
 from .routes import Route
+from .v2 import connection as v2_connection
+from .v2.projection import ProjectionV2
+from .v2.routes import ROUTES_V2, config_options
+from .wire import wire
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +57,6 @@ def cancel_notification(method: CancelMethod, request_id: str | int) -> dict[str
     if method == "$/cancel_request":
         return {"jsonrpc": "2.0", "method": method, "params": {"requestId": request_id}}
     return {"jsonrpc": "2.0", "method": method, "params": {"id": request_id}}
-
-
-def wire(model: BaseModel | None) -> Any:
-    """A protocol model as it goes on the wire: the keys its builder set, by alias.
-    What the builder left unset is left out (an optional the engine had nothing for),
-    what it set to None is a JSON null (``forkedAtMessageId`` of a fork at the start).
-    A ``Prewritten`` model's values are wire data already, handed to the outbox as is."""
-    if model is None:
-        return None
-    if isinstance(model, Prewritten):
-        return model.written()
-    return model.model_dump(by_alias=True, exclude_unset=True)
 
 
 class ThreadlineServer:
@@ -86,8 +78,10 @@ class ThreadlineServer:
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
-        self.projection = Projection.for_client(self.client_caps)
+        self.projection: Projection | ProjectionV2 = Projection.for_client(self.client_caps)
         """What this client is shown of engine events and of history (``initialize``)."""
+        self.version = 1
+        """The ACP version ``initialize`` negotiated (2: ``rpc/v2``)."""
         self.cancel_method: CancelMethod | None = None
         """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
@@ -98,7 +92,7 @@ class ThreadlineServer:
     # -- ClientLink ----------------------------------------------------------------------
 
     def announce(self, session_id: str, event: Event) -> None:
-        for update in self.projection.updates(event):
+        for update in self.projection.session_updates(session_id, event):
             self.outbox.send_update(session_id, update)
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
@@ -152,7 +146,10 @@ class ThreadlineServer:
         """Send a request to the client and wait for its answer's ``result``; a request
         this task stops waiting for is withdrawn (the client may drop its prompt or
         tool run)."""
-        return await self.pending.ask(method, wire(params), self._withdraw)
+        payload = wire(params)
+        if self.version == 2:
+            method, payload = v2_connection.outgoing(method, payload)
+        return await self.pending.ask(method, payload, self._withdraw)
 
     def _withdraw(self, msg_id: str) -> None:
         self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
@@ -171,12 +168,24 @@ class ThreadlineServer:
         self.cancel_method = capabilities.threadline().cancel_method
         self.initialized = True
 
+    def client_connected_v2(self, params: v2.InitializeRequestV2) -> None:
+        """``initialize`` asked for ACP v2: this connection is served v2's methods and
+        shown v2's updates from here on (``rpc/v2``); the engine is the same."""
+        self.version = 2
+        self.routes = ROUTES_V2
+        self.client_caps = v2_connection.client_capabilities(params)
+        self.projection = ProjectionV2(lambda sid: config_options(self.engine, sid))
+        self.cancel_method = "$/cancel_request"
+        self.initialized = True
+
     def note(self, method: str, params: BaseModel | None) -> None:
         """What the connection itself keeps of a request, before the engine serves it:
         the client's capabilities from ``initialize``; that ``shutdown`` began (later
         requests are refused)."""
         if isinstance(params, pm.InitializeParams):
             self.client_connected(params.client_capabilities)
+        elif isinstance(params, v2.InitializeRequestV2):
+            self.client_connected_v2(params)
         elif method == "shutdown":
             self.shutting_down = True
 
@@ -359,7 +368,8 @@ class ThreadlineServer:
         if self.shutting_down:
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "server is shutting down")
             return
-        route = self.routes.get(method)
+        v2_asked = method == "initialize" and v2_connection.wants_v2(params)
+        route = (ROUTES_V2 if v2_asked else self.routes).get(method)
         if route is None or route.spec.kind != "request":
             self._send_error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
             return

@@ -1,0 +1,158 @@
+"""The method table of a v2 connection: ACP v2's methods with the v2 models
+(``acp_v2.py``), and Threadline's own verbs under ``_threadline/…`` with the models
+they have on v1 (they are Threadline's own on both versions; only their names and the
+``_meta`` key move, see ``docs/protocol.md``).
+
+A v2 connection is served from this table alone: ``session/load``, ``session/set_mode``,
+``fs/*`` and ``terminal/*`` are not v2 methods, and the un-prefixed Threadline verbs
+(``session/fork``…) are v1 names.
+"""
+
+from __future__ import annotations
+
+from . import acp_v2 as v2
+from . import methods as v1
+from .methods import METHODS, MethodSpec
+
+OWN = "_threadline/"
+"""The prefix of Threadline's own methods on v2."""
+
+VERBS: dict[str, str] = {
+    "interrupt": "session/interrupt",
+    "fork": "session/fork",
+    "compact": "session/compact",
+    "history": "session/history",
+    "context": "session/context",
+    "diff": "session/diff",
+    "rewind": "session/rewind",
+    "unrewind": "session/unrewind",
+    "queue/list": "session/queue/list",
+    "queue/update": "session/queue/update",
+    "queue/remove": "session/queue/remove",
+    "queue/resume": "session/queue/resume",
+    "approvals": "session/approvals",
+    "remove_approval": "session/remove_approval",
+    "set_title": "session/set_title",
+    "archive": "session/archive",
+    "set_tags": "session/set_tags",
+    "search": "session/search",
+    "export": "session/export",
+    "import": "session/import",
+    "tool/call": "tool/call",
+}
+"""``_threadline/<verb>`` → the v1 method it is (same params and result)."""
+
+
+def _own(verb: str, v1_name: str) -> MethodSpec:
+    spec = METHODS[v1_name]
+    return spec.model_copy(update={"name": OWN + verb})
+
+
+def _acp(
+    name: str,
+    params: type[v2.BaseModel] | None,
+    result: type[v2.BaseModel] | None,
+    description: str,
+    **kw: object,
+) -> MethodSpec:
+    base = {"direction": "client_to_server", "kind": "request", "dispatch": None}
+    base.update(kw)
+    return MethodSpec.model_validate(
+        {
+            "name": name,
+            "params": params,
+            "result": result,
+            "description": description,
+            **base,
+        }
+    )
+
+
+METHODS_V2: dict[str, MethodSpec] = {
+    m.name: m
+    for m in (
+        _acp(
+            "initialize",
+            v2.InitializeRequestV2,
+            v2.InitializeResponseV2,
+            "Handshake (protocolVersion 2).",
+            dispatch="inline",
+        ),
+        METHODS["shutdown"],
+        METHODS["exit"],
+        _acp(
+            "session/new",
+            v2.NewSessionRequestV2,
+            v2.NewSessionResponseV2,
+            "Open a session.",
+            dispatch="inline",
+        ),
+        _acp(
+            "session/prompt",
+            v2.PromptRequestV2,
+            v2.EmptyResponseV2,
+            "Answered {} once the prompt is accepted; the work is reported by updates.",
+            dispatch="task",
+        ),
+        _acp(
+            "session/cancel",
+            v2.SessionRefV2,
+            None,
+            "Stop the foreground work (confirmed by an idle state_update, cancelled).",
+            kind="notification",
+            dispatch="notification",
+        ),
+        _acp(
+            "session/resume",
+            v2.ResumeSessionRequestV2,
+            v2.ResumeSessionResponseV2,
+            "Reattach; replayFrom {type: start} replays history first.",
+            dispatch="inline",
+        ),
+        _acp(
+            "session/list",
+            v2.ListSessionsRequestV2,
+            v2.ListSessionsResponseV2,
+            "Sessions, newest first.",
+            dispatch="inline",
+        ),
+        _acp(
+            "session/close",
+            v2.SessionRefV2,
+            v2.EmptyResponseV2,
+            "Free a session's live state.",
+            dispatch="task",
+        ),
+        _acp(
+            "session/delete",
+            v2.SessionRefV2,
+            v2.EmptyResponseV2,
+            "Delete a session.",
+            dispatch="task",
+        ),
+        _acp(
+            "session/set_config_option",
+            v2.SetConfigOptionRequestV2,
+            v2.SetConfigOptionResponseV2,
+            "Change a session option (model, mode, builtinTools).",
+            dispatch="inline",
+        ),
+        _acp(
+            "session/update",
+            v2.SessionNotificationV2,
+            None,
+            "Session updates (upserts, chunks, state).",
+            kind="notification",
+            direction="server_to_client",
+        ),
+        _acp(
+            "session/request_permission",
+            v2.RequestPermissionRequestV2,
+            v1.RequestPermissionResult,
+            "Ask the user before a tool runs.",
+            direction="server_to_client",
+        ),
+        METHODS["$/cancel_request"],
+        *(_own(verb, name) for verb, name in VERBS.items()),
+    )
+}
