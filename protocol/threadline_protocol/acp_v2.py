@@ -476,7 +476,6 @@ SessionUpdateV2 = Annotated[
 ]
 
 UPDATE_KINDS = (
-    "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
     "user_message",
@@ -491,7 +490,8 @@ UPDATE_KINDS = (
     "session_info_update",
     "usage_update",
 )
-"""Every ``sessionUpdate`` kind Threadline sends on v2."""
+"""Every ``sessionUpdate`` kind Threadline sends on v2 (a user's message is always whole:
+``user_message``, never ``user_message_chunk``)."""
 
 
 class SessionNotificationV2(V2Out):

@@ -10,9 +10,11 @@ A v2 connection is served from this table alone: ``session/load``, ``session/set
 
 from __future__ import annotations
 
+from typing import Literal
+
 from . import acp_v2 as v2
 from . import methods as v1
-from .methods import METHODS, MethodSpec
+from .methods import METHODS, Dispatch, MethodSpec
 
 OWN = "_threadline/"
 """The prefix of Threadline's own methods on v2."""
@@ -53,18 +55,19 @@ def _acp(
     params: type[v2.BaseModel] | None,
     result: type[v2.BaseModel] | None,
     description: str,
-    **kw: object,
+    *,
+    dispatch: Dispatch | None = None,
+    kind: Literal["request", "notification"] = "request",
+    direction: Literal["client_to_server", "server_to_client"] = "client_to_server",
 ) -> MethodSpec:
-    base = {"direction": "client_to_server", "kind": "request", "dispatch": None}
-    base.update(kw)
-    return MethodSpec.model_validate(
-        {
-            "name": name,
-            "params": params,
-            "result": result,
-            "description": description,
-            **base,
-        }
+    return MethodSpec(
+        name=name,
+        direction=direction,
+        kind=kind,
+        params=params,
+        result=result,
+        description=description,
+        dispatch=dispatch,
     )
 
 
