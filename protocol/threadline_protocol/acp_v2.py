@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator, model_validator
+
+from .base import StrictWireModel
+from .meta import ThreadlineBlock
 
 PROTOCOL_VERSION_2 = 2
 
@@ -40,28 +42,13 @@ def _meta() -> Any:
     return Field(default=None, alias="_meta")
 
 
-class V2Out(BaseModel):
-    """A message the server sends: camelCase, closed."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        defer_build=True,
-        serialize_by_alias=True,
-    )
+class V2Out(ThreadlineBlock):
+    """A message the server sends: camelCase, closed (the config of Threadline's own
+    ``_meta`` blocks, which are closed for the same reason)."""
 
 
-class V2In(BaseModel):
+class V2In(StrictWireModel):
     """A message a client sends: camelCase, unknown keys ignored."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="ignore",
-        defer_build=True,
-        serialize_by_alias=True,
-    )
 
 
 def _absolute(value: str) -> str:

@@ -10,11 +10,9 @@ A v2 connection is served from this table alone: ``session/load``, ``session/set
 
 from __future__ import annotations
 
-from typing import Literal
-
 from . import acp_v2 as v2
 from . import methods as v1
-from .methods import METHODS, Dispatch, MethodSpec
+from .methods import METHODS, MethodSpec, method_spec
 
 OWN = "_threadline/"
 """The prefix of Threadline's own methods on v2."""
@@ -50,31 +48,10 @@ def _own(verb: str, v1_name: str) -> MethodSpec:
     return spec.model_copy(update={"name": OWN + verb})
 
 
-def _acp(
-    name: str,
-    params: type[v2.BaseModel] | None,
-    result: type[v2.BaseModel] | None,
-    description: str,
-    *,
-    dispatch: Dispatch | None = None,
-    kind: Literal["request", "notification"] = "request",
-    direction: Literal["client_to_server", "server_to_client"] = "client_to_server",
-) -> MethodSpec:
-    return MethodSpec(
-        name=name,
-        direction=direction,
-        kind=kind,
-        params=params,
-        result=result,
-        description=description,
-        dispatch=dispatch,
-    )
-
-
 METHODS_V2: dict[str, MethodSpec] = {
     m.name: m
     for m in (
-        _acp(
+        method_spec(
             "initialize",
             v2.InitializeRequestV2,
             v2.InitializeResponseV2,
@@ -83,21 +60,21 @@ METHODS_V2: dict[str, MethodSpec] = {
         ),
         METHODS["shutdown"],
         METHODS["exit"],
-        _acp(
+        method_spec(
             "session/new",
             v2.NewSessionRequestV2,
             v2.NewSessionResponseV2,
             "Open a session.",
             dispatch="inline",
         ),
-        _acp(
+        method_spec(
             "session/prompt",
             v2.PromptRequestV2,
             v2.EmptyResponseV2,
             "Answered {} once the prompt is accepted; the work is reported by updates.",
             dispatch="task",
         ),
-        _acp(
+        method_spec(
             "session/cancel",
             v2.SessionRefV2,
             None,
@@ -105,42 +82,42 @@ METHODS_V2: dict[str, MethodSpec] = {
             kind="notification",
             dispatch="notification",
         ),
-        _acp(
+        method_spec(
             "session/resume",
             v2.ResumeSessionRequestV2,
             v2.ResumeSessionResponseV2,
             "Reattach; replayFrom {type: start} replays history first.",
             dispatch="inline",
         ),
-        _acp(
+        method_spec(
             "session/list",
             v2.ListSessionsRequestV2,
             v2.ListSessionsResponseV2,
             "Sessions, newest first.",
             dispatch="inline",
         ),
-        _acp(
+        method_spec(
             "session/close",
             v2.SessionRefV2,
             v2.EmptyResponseV2,
             "Free a session's live state.",
             dispatch="task",
         ),
-        _acp(
+        method_spec(
             "session/delete",
             v2.SessionRefV2,
             v2.EmptyResponseV2,
             "Delete a session.",
             dispatch="task",
         ),
-        _acp(
+        method_spec(
             "session/set_config_option",
             v2.SetConfigOptionRequestV2,
             v2.SetConfigOptionResponseV2,
             "Change a session option (model, mode, builtinTools).",
             dispatch="inline",
         ),
-        _acp(
+        method_spec(
             "session/update",
             v2.SessionNotificationV2,
             None,
@@ -148,7 +125,7 @@ METHODS_V2: dict[str, MethodSpec] = {
             kind="notification",
             direction="server_to_client",
         ),
-        _acp(
+        method_spec(
             "session/request_permission",
             v2.RequestPermissionRequestV2,
             v1.RequestPermissionResult,
