@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any
 
 from ...engine import events
@@ -251,29 +252,12 @@ class ProjectionV2:
             known = name in ("running", "idle", "requires_action")
             if known and self._state.get(session_id) != name:
                 self._state[session_id] = name
-                detail: dict[str, Any] = {}
-                if info.state != name:
-                    detail["state"] = info.state
-                if info.owner is not None:
-                    o = info.owner
-                    detail["owner"] = {
-                        "pid": o.pid,
-                        "host": o.host,
-                        "since": o.since,
-                        "here": o.here,
-                    }
+                bare = events.SessionInfo(info.updated_at, state=info.state, owner=info.owner)
+                detail = v1.session_info(bare)["_meta"]["threadline"]  # state, owner
+                if info.state == name:
+                    del detail["state"]
                 out.append(state(name, **detail))
-            rest = events.SessionInfo(
-                info.updated_at,
-                title=info.title,
-                status=info.status,
-                queue=info.queue,
-                model=info.model,
-                forked=info.forked,
-                deleted=info.deleted,
-                rewound=info.rewound,
-                watching=info.watching,
-            )
+            rest = replace(info, state=None, owner=None)
             if rest == events.SessionInfo(info.updated_at):
                 return out
             info = rest
