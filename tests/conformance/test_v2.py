@@ -138,6 +138,9 @@ async def test_prompt_is_answered_on_acceptance(agents: Start, tmp_path: Path) -
     assert not [u for u in agent.updates(sid, "state_update") if u["state"] == "idle"]
     await agent.notify("session/cancel", {"sessionId": sid})
     await agent.idle(sid)
+    unknown = {"sessionId": "sess_unknown", "prompt": [{"type": "text", "text": "Hi"}]}
+    refused = await agent.send("session/prompt", unknown)
+    assert refused["error"]["code"] == -32002  # never accepted: the error is the answer
 
 
 @pytest.mark.requirement("TL-V2-PROMPT-002")

@@ -237,6 +237,8 @@ class ProjectionV2:
                     return [state("idle", stop_reason)]
                 code, text = error or (-32603, "failed")
                 return [state("idle", FAILED, error={"code": code, "message": text})]
+            case _:  # an event v2 has no update for
+                return []
 
     def _running(self, session_id: str) -> list[Update]:
         """Foreground output implies running: shown once, before the first of it."""
