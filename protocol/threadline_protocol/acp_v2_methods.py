@@ -43,6 +43,11 @@ VERBS: dict[str, str] = {
 """``_threadline/<verb>`` → the v1 method it is (same params and result)."""
 
 
+SAME = ("elicitation/create",)
+"""ACP methods whose v2 shape is v1's (``elicitation/create``: form mode, scoped to the
+session and the asking tool call), served with v1's models."""
+
+
 def _own(verb: str, v1_name: str) -> MethodSpec:
     spec = METHODS[v1_name]
     return spec.model_copy(update={"name": OWN + verb})
@@ -133,6 +138,7 @@ METHODS_V2: dict[str, MethodSpec] = {
             direction="server_to_client",
         ),
         METHODS["$/cancel_request"],
+        *(METHODS[name] for name in SAME),
         *(_own(verb, name) for verb, name in VERBS.items()),
     )
 }

@@ -194,6 +194,15 @@ REQUIREMENTS: dict[str, Requirement] = {
             V2_DOCS + "migration.mdx#permission-requests",
             SESSION,
         ),
+        Requirement(
+            "TL-V2-ELICIT-001",
+            M,
+            "elicitation/create is sent only to a client that advertised "
+            "capabilities.elicitation.form (form mode, scoped to the session and the asking "
+            "tool call), and its answer is the tool's result; a client without it is never "
+            "asked (the question ends the turn).",
+            V2_DOCS + "elicitation.mdx",
+        ),
         # -- v2: extensibility -------------------------------------------------------------------
         Requirement(
             "TL-V2-EXT-001",

@@ -265,6 +265,45 @@ async def test_every_message_update_names_its_message(agents: Start, tmp_path: P
     assert all(u.get("messageId") for u in shown)
 
 
+@pytest.mark.requirement("TL-V2-ELICIT-001")
+@pytest.mark.parametrize("form", [True, False])
+async def test_the_agent_asks_only_a_client_that_can_answer(
+    agents: Start, tmp_path: Path, form: bool
+) -> None:
+    agent = await agents()
+    question = {"question": "Which colour?", "choices": ["red", "green"]}
+    model = scripted(
+        [{"tool_call": {"name": "ask_user", "arguments": question}}], [{"text": "Green it is."}]
+    )
+    asked: list[dict[str, Any]] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"answer": "green"}}
+
+    agent.handlers["elicitation/create"] = answer
+    capabilities = {"elicitation": {"form": {}}} if form else {}
+    await agent.call(
+        "initialize", {"protocolVersion": 2, "info": INFO, "capabilities": capabilities}
+    )
+    new = {"cwd": str(tmp_path), "_meta": {"_threadline": {"model": model}}}
+    sid = (await agent.call("session/new", new))["sessionId"]
+    await agent.call(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "Go"}]}
+    )
+    assert (await agent.idle(sid))[-1]["stopReason"] == "end_turn"
+    history = (await agent.call("_threadline/history", {"sessionId": sid}))["messages"]
+    results = [b for m in history for b in m["content"] if b["type"] == "tool_result"]
+    if form:
+        assert asked[0]["mode"] == "form" and asked[0]["sessionId"] == sid
+        assert asked[0]["message"] == "Which colour?"
+        assert "green" in results[0]["content"][0]["text"]
+    else:
+        assert asked == []
+        said = "".join(u["content"]["text"] for u in agent.updates(sid, "agent_message_chunk"))
+        assert "Which colour?" in said
+
+
 # -- resume, Threadline's verbs, the whole run ------------------------------------------------
 
 

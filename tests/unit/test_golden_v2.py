@@ -26,7 +26,7 @@ from threadline.rpc.v2.meta import v2_deep
 from threadline.rpc.v2.projection import ProjectionV2
 from threadline.rpc.wire import wire
 from threadline_protocol.acp_v2 import UPDATE_KINDS, SessionNotificationV2
-from threadline_protocol.acp_v2_methods import METHODS_V2, OWN, VERBS
+from threadline_protocol.acp_v2_methods import METHODS_V2, OWN, SAME, VERBS
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 METHOD_DIR = GOLDEN / "v2" / "methods"
@@ -139,11 +139,16 @@ def test_v2_method_fixture_fits_the_v2_models(method: str) -> None:
     assert old_meta(fixture, method) == []
 
 
-@pytest.mark.parametrize("verb", list(VERBS))
-def test_threadline_verbs_are_their_v1_fixture_with_the_meta_moved(verb: str) -> None:
-    v1 = json.loads((GOLDEN / "methods" / (VERBS[verb].replace("/", "_") + ".json")).read_text())
-    expected = {"method": OWN + verb, **{k: v2_deep(v) for k, v in v1.items() if k != "method"}}
-    path = method_file(OWN + verb)
+SAME_AS_V1 = {OWN + verb: v1 for verb, v1 in VERBS.items()} | {m: m for m in SAME}
+
+
+@pytest.mark.parametrize("method", list(SAME_AS_V1))
+def test_verbs_and_same_methods_are_their_v1_fixture_with_the_meta_moved(method: str) -> None:
+    v1 = json.loads(
+        (GOLDEN / "methods" / (SAME_AS_V1[method].replace("/", "_") + ".json")).read_text()
+    )
+    expected = {"method": method, **{k: v2_deep(v) for k, v in v1.items() if k != "method"}}
+    path = method_file(method)
     if WRITE:
         path.write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n")
     assert json.loads(path.read_text()) == expected, "THREADLINE_GOLDEN_WRITE=1 rewrites it"

@@ -24,13 +24,16 @@ def wants_v2(params: Any) -> bool:
 
 def client_capabilities(params: v2.InitializeRequestV2) -> dict[str, Any]:
     """The client as the engine reads it (v1's shape). A v2 client has no ``fs`` or
-    ``terminal`` (v2 removed them: the sidecar reads, writes and runs itself), is not
-    sent ``elicitation/create`` (``ask_user`` ends the turn with its question), and a
-    prompt it sends while the session works joins that work (``steer``) unless it
-    says otherwise: v2's prompt "starts or contributes to" foreground work."""
+    ``terminal`` (v2 removed them: the sidecar reads, writes and runs itself); its
+    ``elicitation`` means what v1's does; and a prompt it sends while the session
+    works joins that work (``steer``) unless it says otherwise: v2's prompt "starts or
+    contributes to" foreground work."""
     own = dict((v1_meta(params.capabilities.meta) or {}).get("threadline") or {})
     own.setdefault("whileRunning", "steer")
-    return {"_meta": {"threadline": own}}
+    caps: dict[str, Any] = {"_meta": {"threadline": own}}
+    if params.capabilities.elicitation is not None:
+        caps["elicitation"] = params.capabilities.elicitation.model_dump(exclude_none=True)
+    return caps
 
 
 def outgoing(method: str, params: Any) -> tuple[str, Any]:
