@@ -181,14 +181,22 @@ async def prompt(engine: Engine, params: v2.PromptRequestV2) -> v2.EmptyResponse
 
     raw = {"sessionId": params.session_id, "prompt": params.prompt, "_meta": v1_meta(params.meta)}
     work = _run(engine.prompt(pm.PromptParams.model_validate(raw), on_accepted))
+
+    def ended_first(task: asyncio.Task[Any]) -> None:
+        """The work ended before the prompt was accepted: its error is the answer."""
+        if accepted.done():
+            return
+        error = None if task.cancelled() else task.exception()
+        accepted.set_exception(
+            error or InvalidParams("the prompt ended before it was accepted", {})
+        )
+
+    work.add_done_callback(ended_first)
     try:
-        await asyncio.wait({accepted, work}, return_when=asyncio.FIRST_COMPLETED)
+        await accepted
     except asyncio.CancelledError:
         work.cancel()
         raise
-    if not accepted.done():
-        work.result()  # its error (refused, unknown session, cannot fit…)
-        raise InvalidParams("the prompt ended before it was accepted", {})
     return v2.EmptyResponseV2()
 
 
