@@ -203,6 +203,14 @@ REQUIREMENTS: dict[str, Requirement] = {
             "asked (the question ends the turn).",
             V2_DOCS + "elicitation.mdx",
         ),
+        Requirement(
+            "TL-V2-BATCH-001",
+            M,
+            "A JSON-RPC batch is accepted on stdio: its entries are served as if sent alone "
+            "and answered in one array (no answer to a notification, a -32600 for an "
+            "invalid entry); on v1 a batch is one -32600, as before.",
+            V2_DOCS + "transports.mdx; " + V2_DOCS + "migration.mdx#transports",
+        ),
         # -- v2: extensibility -------------------------------------------------------------------
         Requirement(
             "TL-V2-EXT-001",

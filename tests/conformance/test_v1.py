@@ -38,6 +38,16 @@ async def test_initialize_v1_is_unchanged(agents: Start) -> None:
     assert "info" not in result and "capabilities" not in result
 
 
+@pytest.mark.requirement("TL-V2-BATCH-001")
+async def test_a_batch_on_v1_is_one_error(agents: Start) -> None:
+    agent = await agents()
+    await agent.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    await agent.batch([{"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {}}])
+    error = await agent.wait_for(lambda m: [x for x in m if "error" in x])
+    assert error[0]["id"] is None and error[0]["error"]["code"] == -32600
+    assert agent.arrays == []
+
+
 @pytest.mark.requirement("TL-V1-PROMPT-001")
 @pytest.mark.requirement("TL-SCHEMA-001")
 @pytest.mark.requirement("TL-SCHEMA-002")

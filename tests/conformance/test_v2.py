@@ -304,6 +304,25 @@ async def test_the_agent_asks_only_a_client_that_can_answer(
         assert "Which colour?" in said
 
 
+@pytest.mark.requirement("TL-V2-BATCH-001")
+async def test_a_batch_is_answered_in_one_array(agents: Start, tmp_path: Path) -> None:
+    agent = await agents()
+    sid = await session(agent, tmp_path, scripted([{"text": "ok"}]))
+    await agent.batch(
+        [
+            {"jsonrpc": "2.0", "id": 101, "method": "session/list", "params": {}},
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}},
+            {"jsonrpc": "2.0", "id": 102, "method": "session/close", "params": {"sessionId": sid}},
+            42,
+        ]
+    )
+    arrays = await agent.wait_for(lambda _: agent.arrays)
+    answers = {a["id"]: a for a in arrays[0]}
+    assert set(answers) == {101, 102, None}
+    assert [s["sessionId"] for s in answers[101]["result"]["sessions"]] == [sid]
+    assert answers[102]["result"] == {} and answers[None]["error"]["code"] == -32600
+
+
 # -- resume, Threadline's verbs, the whole run ------------------------------------------------
 
 

@@ -180,6 +180,8 @@ class Agent:
         self._answers: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._arrived = asyncio.Condition()
         self._next = 0
+        self.arrays: list[list[dict[str, Any]]] = []
+        """The arrays that answered batches."""
         self._serving: set[asyncio.Task[None]] = set()
         self._reader = asyncio.create_task(self._read())
         self._stderr = asyncio.create_task(self._drain())
@@ -201,19 +203,25 @@ class Agent:
     async def _read(self) -> None:
         assert self.proc.stdout is not None
         while line := await self.proc.stdout.readline():
-            message = json.loads(line)
-            self.checks.received(message)
-            if "method" in message and "id" in message:
-                task = asyncio.create_task(self._serve(message))
-                self._serving.add(task)
-                task.add_done_callback(self._serving.discard)
-            elif "method" not in message:
-                future = self._answers.pop(message.get("id"), None)
-                if future is not None and not future.done():
-                    future.set_result(message)
-            async with self._arrived:
-                self.messages.append(message)
-                self._arrived.notify_all()
+            parsed = json.loads(line)
+            if isinstance(parsed, list):  # a batch's answers
+                self.arrays.append(parsed)
+            for message in parsed if isinstance(parsed, list) else [parsed]:
+                await self._received(message)
+
+    async def _received(self, message: dict[str, Any]) -> None:
+        self.checks.received(message)
+        if "method" in message and "id" in message:
+            task = asyncio.create_task(self._serve(message))
+            self._serving.add(task)
+            task.add_done_callback(self._serving.discard)
+        elif "method" not in message:
+            future = self._answers.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(message)
+        async with self._arrived:
+            self.messages.append(message)
+            self._arrived.notify_all()
 
     async def _serve(self, message: dict[str, Any]) -> None:
         handler = self.handlers.get(message["method"])
@@ -252,6 +260,15 @@ class Agent:
         response = await self.send(method, params)
         assert "result" in response, f"{method}: {response}"
         return response["result"]
+
+    async def batch(self, entries: list[Any]) -> None:
+        """Send entries as one JSON-RPC batch (each checked as if sent alone)."""
+        for entry in entries:
+            if isinstance(entry, dict):
+                self.checks.sent(entry)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(entries).encode() + b"\n")
+        await self.proc.stdin.drain()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self._write({"jsonrpc": "2.0", "method": method, "params": params})

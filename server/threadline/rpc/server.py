@@ -34,11 +34,12 @@ from ..engine.engine import Engine
 from ..engine.errors import EngineError, as_engine_error
 from ..engine.events import Event
 from .framing import FrameDecoder, FrameError
-from .outbox import Outbox
+from .outbox import Outbox, dumps
 from .pending import PendingRequests
 from .projection import Projection
 from .routes import Route
 from .v2 import connection as v2_connection
+from .v2.batch import Batches
 from .v2.projection import ProjectionV2
 from .v2.routes import ROUTES_V2, config_options
 from .wire import wire
@@ -82,6 +83,8 @@ class ThreadlineServer:
         """What this client is shown of engine events and of history (``initialize``)."""
         self.version = 1
         """The ACP version ``initialize`` negotiated (2: ``rpc/v2``)."""
+        self.batches = Batches(lambda replies: self.outbox.send_json(dumps(replies)))
+        """JSON-RPC batches, which v2 accepts."""
         self.cancel_method: CancelMethod | None = None
         """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
@@ -299,8 +302,18 @@ class ThreadlineServer:
                 self._send_error(mid, ErrorCode.INTERNAL_ERROR, "internal error")
 
     def _on_message(self, message: Any) -> None:
+        # v2 accepts batches (a batch inside a batch is an invalid entry)
+        if isinstance(message, list) and message and self.version == 2 and not self.batches.current:
+            with self.batches.collecting():
+                for entry in message:
+                    self._on_message(entry)
+            return
         if not isinstance(message, dict):
-            detail = "batches are not supported" if isinstance(message, list) else "not an object"
+            detail = "not an object"
+            if isinstance(message, list):
+                detail = (
+                    "batches are not supported" if self.version != 2 else "an empty or nested batch"
+                )
             self._send_error(None, ErrorCode.INVALID_REQUEST, f"invalid request: {detail}")
             return
         msg_id = message.get("id")
@@ -383,6 +396,7 @@ class ThreadlineServer:
             self._answer(msg_id, call)
             return
         self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, call))
+        self.batches.later(msg_id)
 
     def _answer(self, msg_id: Any, call: Callable[[], Any]) -> None:
         """Serve a request inline. One that still has slow work to do (say, starting
@@ -392,12 +406,18 @@ class ThreadlineServer:
             if inspect.isawaitable(result):
                 awaitable = result
                 self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, lambda: awaitable))
+                self.batches.later(msg_id)
                 return
             payload = wire(result)
         except Exception as exc:
             self._send_failure(msg_id, exc)
             return
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+        self._reply({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+
+    def _reply(self, reply: dict[str, Any]) -> None:
+        """Every answer to a request goes out here (kept for its batch's array, if any)."""
+        if not self.batches.take(reply):
+            self.outbox.send(reply)
 
     def _send_failure(self, msg_id: Any, exc: Exception) -> None:
         """Answer a failed request. The last resort is a bare -32603: building the
@@ -442,7 +462,7 @@ class ThreadlineServer:
             self._send_failure(msg_id, exc)
         else:
             answered = True
-            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+            self._reply({"jsonrpc": "2.0", "id": msg_id, "result": payload})
         finally:
             self._tasks.pop(msg_id, None)
             if not answered:  # a BaseException other than cancellation
@@ -452,7 +472,7 @@ class ThreadlineServer:
         error: dict[str, Any] = {"code": int(code), "message": message}
         if data is not None:
             error["data"] = data
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self._reply({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     async def cancel_all_requests(self) -> None:
         tasks = [t for t in self._tasks.values() if not t.done()]
