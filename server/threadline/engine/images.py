@@ -445,8 +445,15 @@ def inline_raw(value: RawJSON | list[Any], read: BlobReader) -> RawJSON | list[A
     return inline(value, read)
 
 
-SHOWS_IMAGES = ("user_message_chunk", "tool_call", "tool_call_update")
-"""The updates that may hold a stored image."""
+SHOWS_IMAGES = (
+    "user_message_chunk",
+    "tool_call",
+    "tool_call_update",
+    "user_message",
+    "tool_call_content_chunk",
+)
+"""The updates that may hold a stored image (ACP v1's, and v2's whole messages and
+content chunks)."""
 
 
 class ClientImages:
