@@ -69,6 +69,8 @@ class Shown:
 
     title: str | None
     model: str
+    options: tuple[str, str, bool]
+    """``(model, mode, built-in tools on)``: the config options as last shown."""
     state: str = "idle"
     owner: tuple[str, str] | None = None
     """The owner id and lease start of the work shown as running."""
@@ -135,7 +137,7 @@ class Session:
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
         """Permission requests of its turn waiting for the user (``requires_action``)."""
-        self.shown = Shown(title=row.title, model=self.config.model)
+        self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
@@ -193,6 +195,13 @@ class Session:
         )
         registry.visible = lambda tool: modes.offers(self.config.mode, tool)
         return registry
+
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
