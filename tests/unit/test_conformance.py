@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import Conformance, check_exchange, main
+from tests.conformance import Conformance
+from tests.wirelog import check_exchange, main
 
 
 def update(u: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def test_accepts(name: str) -> None:
 
 
 def test_a_whole_exchange_is_checked_both_ways(tmp_path: Path) -> None:
-    """``check_exchange`` (and ``python -m tests.conformance``, which the ACP SDK tests
+    """``check_exchange`` (and ``python -m tests.wirelog``, which the ACP SDK tests
     of the TypeScript client run): the client's requests and its answers to the
     agent's requests are checked too, not only what the agent sent."""
     ask = {

@@ -13,7 +13,7 @@
  *
  * Every message of both conversations, both ways, is recorded as it crossed the wire
  * and checked against the ACP schema the project vendors (`protocol/acp/v1`) and
- * Threadline's own (`protocol/schema.json`) by `python -m tests.conformance`.
+ * Threadline's own (`protocol/schema.json`) by `python -m tests.wirelog`.
  *
  * An ES module because the SDK ships only as one.
  */
@@ -61,7 +61,7 @@ class WireLog {
     writeFileSync(file, this.entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
     const python = process.env.THREADLINE_PYTHON ?? join(dirname(threadlineCommand()), "python");
     try {
-      const said = execFileSync(python, ["-m", "tests.conformance", file], {
+      const said = execFileSync(python, ["-m", "tests.wirelog", file], {
         cwd: REPO,
         encoding: "utf8",
       });
