@@ -20,15 +20,14 @@
 import * as acp from "@agentclientprotocol/sdk";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { test, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 import helpers from "./helpers.js";
 
-const { scripted, threadlineCommand, waitFor } = helpers;
+const { alive, scripted, tempDir, threadlineCommand, waitFor } = helpers;
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 type Side = "client" | "agent";
@@ -55,9 +54,7 @@ class WireLog {
 
   /** Checked by the project's conformance checker against the vendored schemas. */
   check(t: TestContext): void {
-    const dir = mkdtempSync(join(tmpdir(), "threadline-acp-wire-"));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const file = join(dir, "wire.jsonl");
+    const file = join(tempDir(t, "threadline-acp-wire-"), "wire.jsonl");
     writeFileSync(file, this.entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
     const python = process.env.THREADLINE_PYTHON ?? join(dirname(threadlineCommand()), "python");
     try {
@@ -201,21 +198,6 @@ function start(t: TestContext, home: string): Client {
     if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
   });
   return out;
-}
-
-function tempDir(t: TestContext, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 test("the official ACP SDK as a client with fs and terminals: an edit's diff, a command interrupted midway", async (t) => {
