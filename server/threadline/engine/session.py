@@ -9,7 +9,8 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -280,8 +281,27 @@ class Session:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
         return ToolContext(
-            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress, confined
+            self.id,
+            call_id,
+            self.cwd,
+            tuple(self.config.roots),
+            self.link,
+            progress,
+            confined,
+            self.asking_user,
         )
+
+    @contextmanager
+    def asking_user(self) -> Generator[None]:
+        """While a call waits for the user (a permission, ``ask_user``'s question),
+        every window shows the session as ``requires_action``."""
+        self.awaiting += 1
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
 
     async def authorize(
         self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
@@ -300,13 +320,8 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        self.awaiting += 1  # every window shows the session as requires_action
-        self.changed(self)
-        try:
+        with self.asking_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
-        finally:
-            self.awaiting -= 1
-            self.changed(self)
         if allowed:
             return modes.Decision("run")
         return modes.Decision(
