@@ -366,6 +366,8 @@ class SessionInfoMeta(ThreadlineBlock):
 class SessionInfo(WireModel):
     session_id: str
     cwd: str
+    additional_directories: list[str] | None = None
+    """The session's extra workspace roots (ACP 1.21); absent when it has none."""
     title: str | None = None
     updated_at: str
     meta: SessionInfoMeta | None = meta_field()

@@ -154,8 +154,13 @@ async def test_additional_directories_are_roots_the_tools_may_write_under(
     assert asked, "the edit in the extra root was asked for, as any edit in code mode"
     (extra / "x.txt").write_text("old\n")
 
+    listed = await sidecar.call("session/list", {})
+    assert [i.get("additionalDirectories") for i in listed["sessions"]] == [[str(extra)]]
+
     # ACP: the list on resume is the complete one from now on; empty is none.
     await sidecar.call("session/resume", {"sessionId": sid, "cwd": str(work), "mcpServers": []})
+    listed = await sidecar.call("session/list", {})
+    assert "additionalDirectories" not in listed["sessions"][0]
     await sidecar.prompt(sid, "edit it again")
     assert (extra / "x.txt").read_text() == "old\n", "no extra root after resume without one"
 

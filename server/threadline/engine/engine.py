@@ -26,7 +26,7 @@ from threadline_protocol.meta import (
 )
 
 from ..providers.registry import ProviderRegistry
-from ..store.base import PendingPrompt, SessionStore
+from ..store.base import PendingPrompt, SessionRow, SessionStore
 from . import capabilities, events, options
 from . import modes as session_modes
 from .catalog import Catalog
@@ -331,26 +331,7 @@ class Engine:
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
-        out = pm.ListSessionsResult(
-            sessions=[
-                pm.SessionInfo(
-                    session_id=r.id,
-                    cwd=r.cwd,
-                    title=r.title,
-                    updated_at=r.updated_at,
-                    meta=pm.SessionInfoMeta(
-                        parent_session_id=r.parent_id,
-                        forked_at_message_id=r.forked_at_message_id,
-                        message_count=r.message_count,
-                        model=r.config.get("model"),
-                        preview=r.preview,
-                        archived=r.archived,
-                        tags=list(r.tags),
-                    ),
-                )
-                for r in rows
-            ]
-        )
+        out = pm.ListSessionsResult(sessions=[_listed(r) for r in rows])
         if next_cursor is not None:
             out.next_cursor = next_cursor
         return out
@@ -478,6 +459,27 @@ def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
             )
         ),
     )
+
+
+def _listed(r: SessionRow) -> pm.SessionInfo:
+    info = pm.SessionInfo(
+        session_id=r.id,
+        cwd=r.cwd,
+        title=r.title,
+        updated_at=r.updated_at,
+        meta=pm.SessionInfoMeta(
+            parent_session_id=r.parent_id,
+            forked_at_message_id=r.forked_at_message_id,
+            message_count=r.message_count,
+            model=r.config.get("model"),
+            preview=r.preview,
+            archived=r.archived,
+            tags=list(r.tags),
+        ),
+    )
+    if roots := r.config.get("roots"):
+        info.additional_directories = list(roots)
+    return info
 
 
 def _files(rewound: Rewound) -> pm.RestoredFiles:

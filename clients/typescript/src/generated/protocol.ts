@@ -1013,6 +1013,7 @@ export interface SessionConfigOption {
 
 export interface SessionInfo {
   _meta?: SessionInfoMeta | null;
+  additionalDirectories?: string[] | null;
   cwd: string;
   sessionId: string;
   title?: string | null;
