@@ -134,7 +134,7 @@ class LiveSessions:
         """Drop a session another process deleted."""
         self.sessions.pop(session.id, None)
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(session.toolset.aclose())
+            asyncio.get_running_loop().create_task(session.close_tools())
 
     # -- what an unfinished turn left ---------------------------------------------------
 
@@ -294,7 +294,7 @@ class LiveSessions:
     async def close(self, session: Session) -> None:
         """Unload: stop its turn and tools, keep its fold for a later open."""
         await session.interrupt()
-        await session.toolset.aclose()
+        await session.close_tools()
         if self.sessions.pop(session.id, None) is session:
             self._folds.put(session.id, session.transcript, session.seq)
 
@@ -312,7 +312,7 @@ class LiveSessions:
             raise busy_error(session_id, held)
         if session is not None:
             self.sessions.pop(session_id, None)
-            await session.toolset.aclose()
+            await session.close_tools()
 
     async def aclose(self) -> None:
         """Interrupt every running turn so its partial state is recorded, then stop."""
@@ -323,7 +323,7 @@ class LiveSessions:
                     tg.start_soon(s.interrupt)
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
-                tg.start_soon(s.toolset.aclose)
+                tg.start_soon(s.close_tools)
         await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 

@@ -35,6 +35,8 @@ from .workspace import Workspaces, session_roots
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
+    from ..tools.factory import SessionTools
+    from ..tools.selection import ToolSelector
 
 log = logging.getLogger(__name__)
 
@@ -144,22 +146,52 @@ class Session:
             Approvals(lambda: self.config.approvals, self.save_config)
         )
         self.journal = StoreJournal(store, self.id)
-        from ..tools.factory import SessionTools  # deferred: not needed for initialize
-        from ..tools.selection import ToolSelector
+        self._tools: tuple[SessionTools, ToolSelector] | None = None
 
-        self.toolset = SessionTools(self._registry(), cwd=self.cwd)
-        self.tools: ToolRegistry = self.toolset.registry
-        self.offers = ToolSelector(self.tools)
+    def _built(self) -> tuple[SessionTools, ToolSelector]:
+        """The session's tools, made on first need: answering ``session/history`` or
+        replaying ``session/load`` uses none, and making them imports the tool modules
+        (jsonschema, the workspace tools: ~50 ms of a fresh process's first open)."""
+        if self._tools is None:
+            from ..tools.factory import SessionTools
+            from ..tools.selection import ToolSelector
+
+            toolset = SessionTools(self._registry(), cwd=self.cwd)
+            self._tools = (toolset, ToolSelector(toolset.registry))
+        return self._tools
+
+    @property
+    def tools_made(self) -> bool:
+        return self._tools is not None
+
+    @property
+    def toolset(self) -> SessionTools:
+        return self._built()[0]
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self._built()[0].registry
+
+    @property
+    def offers(self) -> ToolSelector:
+        return self._built()[1]
+
+    async def close_tools(self) -> None:
+        """Stop the session's tools (MCP servers, terminals) if any were made."""
+        if self._tools is not None:
+            await self._tools[0].aclose()
 
     def set_builtin_tools(self, enabled: bool) -> None:
         """Turn the built-in tools on or off; client and MCP tools stay as they are."""
         self.config.builtin_tools = enabled
+        if self._tools is None:
+            return  # made with this setting on first need
         old, new = self.tools, self._registry()
         for name in old.names():
             tool = old.get(name)
             if tool is not None and new.get(name) is None and self._is_mcp(tool):
                 new.add(tool)
-        self.toolset.registry = self.tools = new
+        self.toolset.registry = new
 
     @staticmethod
     def _is_mcp(tool: Tool) -> bool:

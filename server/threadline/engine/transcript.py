@@ -399,19 +399,18 @@ class Transcript:
     def working(self) -> list[Msg]:
         """Messages the next model request is built from, in prompt order."""
         cp = self.checkpoint
+        messages = self.messages
         if cp is None:
-            return self.messages[self.working_start :]
-        kept = [
-            m
-            for m in self.messages[self.working_start : cp.up_to_index + 1]
-            if m["messageId"] in cp.keep_ids
-        ]
-        after = [
-            m
-            for i, m in enumerate(self.messages[cp.up_to_index + 1 :], start=cp.up_to_index + 1)
-            if i != cp.summary_index and not _is_summary(m)
-        ]
-        return [*kept, self.messages[cp.summary_index], *after]
+            return messages[self.working_start :]
+        # Found through the index and the summaries' positions, not by looking at every
+        # compacted message: a turn of a long session costs what its prompt holds, not
+        # what the session has ever said.
+        first, last = self.working_start, cp.up_to_index
+        found = (self.index.get(mid, -1) for mid in cp.keep_ids)
+        kept = [messages[i] for i in sorted(i for i in found if first <= i <= last)]
+        skip = {cp.summary_index, *(i for i in self.summaries if i > last)}
+        after = [m for i, m in enumerate(messages[last + 1 :], start=last + 1) if i not in skip]
+        return [*kept, messages[cp.summary_index], *after]
 
 
 @dataclass(frozen=True, slots=True)
