@@ -119,6 +119,7 @@ DIALECT = Dialect(
     text=_pgtext,
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
     fts="tsvector",
+    binary_rows=True,
     types={
         "int": "BIGINT",
         "bool": "BOOLEAN",
