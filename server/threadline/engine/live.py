@@ -22,6 +22,7 @@ import anyio
 
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
+from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound
 from .folds import FoldCache, Project
 from .link import ClientLink
@@ -63,6 +64,7 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self._bursts = BurstJournal(store)
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -97,7 +99,14 @@ class LiveSessions:
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = Session(
-            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+            row,
+            transcript,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self._bursts,
         )
         session.checked = self._generation
         self.sessions[row.id] = session

@@ -22,6 +22,7 @@ from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
+from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
@@ -89,17 +90,18 @@ def _unwatched(session: Session) -> None:
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
-    __slots__ = ("session_id", "store")
+    __slots__ = ("bursts", "session_id", "store")
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(self, store: SessionStore, session_id: str, bursts: BurstJournal) -> None:
         self.store = store
         self.session_id = session_id
+        self.bursts = bursts
 
     def begin(self, message_id: str, meta: dict[str, Any]) -> None:
         self.store.begin_stream(self.session_id, message_id, meta)
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
-        self.store.append_chunks(self.session_id, runs)
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        await self.bursts.append(self.session_id, runs)
 
     def clear(self) -> None:
         self.store.clear_stream(self.session_id)
@@ -115,6 +117,7 @@ class Session:
         link: ClientLink,
         seq: int,
         workspaces: Workspaces,
+        bursts: BurstJournal | None = None,
     ) -> None:
         self.id = row.id
         self.workspaces = workspaces
@@ -145,7 +148,7 @@ class Session:
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
-        self.journal = StoreJournal(store, self.id)
+        self.journal = StoreJournal(store, self.id, bursts or BurstJournal(store))
         self._tools: tuple[SessionTools, ToolSelector] | None = None
 
     def _built(self) -> tuple[SessionTools, ToolSelector]:

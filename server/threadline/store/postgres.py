@@ -427,14 +427,19 @@ class PostgresStore(SqlStore):
     # -- streaming journal ---------------------------------------------------------------
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        """Journal a burst; while the server is unreachable the burst waits in memory
-        (the turn goes on streaming) and is written by the next write that succeeds."""
-        if not chunks:
+        self.append_bursts([(session_id, chunks)])
+
+    def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+        """Journal bursts, every session's in one statement; while the server is
+        unreachable they wait in memory (the turns go on streaming) and are written by
+        the next write that succeeds."""
+        for session_id, chunks in bursts:
+            for block, text in chunks:
+                clean = _pgtext(text) or ""
+                self._chunks.append((session_id, block, clean))
+                self._chunk_bytes += len(clean)
+        if not self._chunks:
             return
-        for block, text in chunks:
-            clean = _pgtext(text) or ""
-            self._chunks.append((session_id, block, clean))
-            self._chunk_bytes += len(clean)
         if self._down_since is not None and self._chunk_bytes > CHUNK_BUFFER_BYTES:
             raise StoreError(
                 f"the session store at {self.where} has been unreachable for "
