@@ -163,6 +163,9 @@ class Session:
             self._tools = (toolset, ToolSelector(toolset.registry))
         return self._tools
 
+    def make_tools(self) -> None:
+        self._built()
+
     @property
     def tools_made(self) -> bool:
         return self._tools is not None
