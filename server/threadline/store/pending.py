@@ -216,7 +216,11 @@ class PendingOps(SqlBase):
 
     def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
         """Each session's row (None once deleted), lease, prompts that have not finished,
-        and forks, read in one snapshot, in one attempt (`SqlBase._glance`)."""
+        and forks, read in one snapshot, in one attempt (`SqlBase._glance`). On a
+        server (PostgreSQL) one statement: every window polls this while sessions
+        stream, and each round trip there waits on the event loop."""
+        if self.dialect.json_rows and len(session_ids) <= ID_BATCH:
+            return self._glance_one(lambda db: self._watch_one(db, session_ids))
 
         def work(db: Statements) -> dict[str, Watched]:
             rows: dict[str, SessionRow | None] = {}
@@ -256,3 +260,40 @@ class PendingOps(SqlBase):
             }
 
         return self._glance(work)
+
+    def _watch_one(self, db: Statements, session_ids: Sequence[str]) -> dict[str, Watched]:
+        ids = list(session_ids)
+        waiting = (
+            f"(SELECT json_agg(json_build_array({PENDING_COLS}) ORDER BY position) "
+            "FROM pending WHERE session_id = ANY(?) AND state IN ('waiting','held','taken'))"
+            if self.keeps_pending
+            else "NULL"
+        )
+        r = db.one(
+            f"SELECT (SELECT json_agg(json_build_array({self._cols})) FROM sessions "
+            "WHERE id = ANY(?)), "
+            f"(SELECT json_agg(json_build_array({LEASE_COLS})) FROM leases "
+            "WHERE session_id = ANY(?)), "
+            f"{waiting}, "
+            "(SELECT json_agg(json_build_array(parent_id, id, forked_at_message_id) "
+            "ORDER BY created_at, id) FROM sessions WHERE parent_id = ANY(?) AND NOT deleted)",
+            (ids, ids, *([ids] if self.keeps_pending else []), ids),
+        )
+        sessions, leases, pending, forks = r or (None, None, None, None)
+        rows = {row.id: None if row.deleted else row for row in map(session_row, sessions or ())}
+        held = {lease.session_id: lease for lease in map(lease_row, leases or ())}
+        prompts: dict[str, list[PendingPrompt]] = {}
+        for p in map(pending_row, pending or ()):
+            prompts.setdefault(p.session_id, []).append(p)
+        children: dict[str, list[tuple[str, str | None]]] = {}
+        for parent, child, at in forks or ():
+            children.setdefault(parent, []).append((child, at))
+        return {
+            sid: Watched(
+                row=rows.get(sid),
+                lease=held.get(sid),
+                pending=tuple(prompts.get(sid, ())),
+                forks=tuple(children.get(sid, ())),
+            )
+            for sid in session_ids
+        }

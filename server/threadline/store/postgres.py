@@ -120,6 +120,7 @@ DIALECT = Dialect(
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
     fts="tsvector",
     binary_rows=True,
+    json_rows=True,
     types={
         "int": "BIGINT",
         "bool": "BOOLEAN",
@@ -346,6 +347,13 @@ class PostgresStore(SqlStore):
             return work(Statements(conn, DIALECT))
 
         return self._run(snap, write=False, patience=0)
+
+    def _glance_one(self, work: Callable[[Statements], T]) -> T:
+        """One statement, one attempt, no transaction: one round trip instead of the
+        four a transaction with its isolation level costs around it."""
+        return self._run(
+            lambda conn: work(Statements(conn, DIALECT)), write=False, tx=False, patience=0
+        )
 
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)

@@ -60,6 +60,10 @@ class Dialect:
     fts: str = "fts5"
     """How the search index is kept and queried: ``fts5`` (SQLite) or ``tsvector``
     (PostgreSQL); `store.schema` and `store.search` spell each."""
+    json_rows: bool = False
+    """Whether one statement can return several tables' rows as JSON arrays
+    (``json_agg(json_build_array(…))``), so reads that need one snapshot are one
+    round trip (`store.pending`'s ``watch``)."""
     binary_rows: bool = False
     """Whether the driver can send a row in its binary format (`Statements.one_binary`)."""
 
