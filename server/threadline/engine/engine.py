@@ -363,6 +363,7 @@ class Engine:
             history = session.transcript.history()
             replayed = [u for m in history for u in projection.replay(m)]
             session.link.notify_updates(session.id, replayed)
+        session.shown.seen_all()
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
         self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)

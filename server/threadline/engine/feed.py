@@ -72,6 +72,7 @@ class Feed:
         another window runs on it now: the partial answer so far, then the rest)."""
         if self.subscribed.get(session.id) is not session:
             self.subscribed[session.id] = session
+            session.shown.seen_all()  # what came before is what the client looked at
             session.changed = self.refresh
             self.refresh(session)
         self._start()
@@ -233,24 +234,22 @@ class Feed:
             session.announce(events.SessionInfo(now_iso(), watching=True))
         assert seen.row is not None
         if seen.row.last_seq != session.seq:
-            transcript = session.transcript
-            before, anchor = len(transcript), transcript.last_message_id
-            messages = self.live.new_messages(session)
-            kept = (
-                transcript.messages[before - 1]["messageId"] if len(transcript) >= before else None
-            )
-            if before and kept != anchor:
-                # Rewound in another window: what this client shows is not a prefix any
-                # more; it is told how many messages are left (and reloads).
-                session.announce(events.SessionInfo(now_iso(), rewound=len(transcript)))
-                messages = []
-            for message in messages:
-                if message["role"] == "user" and message["messageId"] in session.shown.prompts:
-                    continue  # a steering prompt, shown when it was sent
-                if turn is not None:
-                    turn.committed(message)
-                else:
-                    session.announce(events.Replayed(message))
+            self.live.sync(session)
+        shown = session.shown
+        messages, shown.unshown = shown.unshown, []
+        if shown.rewound:
+            # Rewound in another window: what this client shows is not a prefix any
+            # more; it is told how many messages are left (and reloads).
+            shown.rewound = False
+            session.announce(events.SessionInfo(now_iso(), rewound=len(session.transcript)))
+            messages = []
+        for message in messages:
+            if message["role"] == "user" and message["messageId"] in shown.prompts:
+                continue  # a steering prompt, shown when it was sent
+            if turn is not None:
+                turn.committed(message)
+            else:
+                session.announce(events.Replayed(message))
         if turn is not None and turn.active:
             turn.tail()
             if not working:

@@ -27,7 +27,7 @@ from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
-from .mutations import Msg, Mutation
+from .mutations import Mutation
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -133,12 +133,6 @@ class LiveSessions:
             session.catch_up([], row)
         session.checked = self._generation
         return session
-
-    def new_messages(self, session: Session) -> list[Msg]:
-        """What other processes committed since we last looked."""
-        before = len(session.transcript)
-        self.sync(session)
-        return session.transcript.messages[before:]
 
     def forget(self, session: Session) -> None:
         """Drop a session another process deleted."""
