@@ -4,8 +4,10 @@ machine, and no git at all."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -177,5 +179,46 @@ async def test_without_git_checkpoints_are_off_and_turns_still_run(
                 {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True},
             )
         assert off.value.code == -32016
+        assert off.value.data == {"reason": "off"}  # type: ignore[attr-defined]
+        # Said on each session's set-up, never as an error of the calls that ran.
+        made = await client.call(
+            "session/new", {"cwd": str(ws), "mcpServers": [], "_meta": {"threadline": {}}}
+        )
+        said = made["_meta"]["threadline"]
+        assert said["checkpoints"] == "off" and "git" in said["checkpointsReason"]
+        loaded = await client.call("session/resume", {"sessionId": sid, "cwd": str(ws)})
+        assert loaded["_meta"]["threadline"]["checkpoints"] == "off"
+        assert "checkpoints" not in json.dumps(client.updates)  # no notice per call
     finally:
         await client.stop()
+    assert client.stderr.decode().count("checkpoints of files are off") == 1  # once, at start
+
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
+        "PATH": str(bare),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "THREADLINE_HOME": str(home),
+    }
+    models = [sys.executable, "-m", "threadline", "models", "--no-check"]
+    listed = subprocess.run([*models, "--json"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["checkpoints"] == {
+        "on": False,
+        "reason": "git was not found on PATH: checkpoints of files are off",
+    }
+    table = subprocess.run(models, env=env, capture_output=True, text=True)
+    assert "checkpoints of files: off (git was not found on PATH" in table.stdout
+
+
+async def test_with_git_sessions_say_nothing_of_checkpoints(
+    sidecar: SidecarClient, tmp_path: Path
+) -> None:
+    made = await sidecar.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    assert "checkpoints" not in json.dumps(made.get("_meta") or {})
+    listed = subprocess.run(
+        [sys.executable, "-m", "threadline", "models", "--no-check", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "THREADLINE_HOME": str(tmp_path / "home")},
+    )
+    assert json.loads(listed.stdout)["checkpoints"] == {"on": True, "reason": None}

@@ -28,6 +28,14 @@ def git_binary() -> str | None:
     return shutil.which("git")
 
 
+def unavailable() -> str | None:
+    """Why checkpoints of files cannot be taken on this machine, or None: one sentence
+    said by the sidecar's log, ``threadline models`` and each session's set-up."""
+    if git_binary() is None:
+        return "git was not found on PATH: checkpoints of files are off"
+    return None
+
+
 class CheckpointError(Exception):
     """A snapshot, diff or restore could not be done; the message says why."""
 
