@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException
 from tests.checkpoints.helpers import (
     acting,
     changing_session,
+    message_count,
     prompts,
     repository_bytes,
     user_repository,
@@ -222,3 +223,71 @@ async def test_with_git_sessions_say_nothing_of_checkpoints(
         env={**os.environ, "THREADLINE_HOME": str(tmp_path / "home")},
     )
     assert json.loads(listed.stdout)["checkpoints"] == {"on": True, "reason": None}
+
+
+def _info(update: dict[str, Any], key: str) -> Any:
+    u = update["update"]
+    if u["sessionUpdate"] != "session_info_update":
+        return None
+    return ((u.get("_meta") or {}).get("threadline") or {}).get(key)
+
+
+async def _listed_count(client: SidecarClient, sid: str) -> int:
+    listed = (await client.call("session/list", {}))["sessions"]
+    return next(s["_meta"]["messageCount"] for s in listed if s["sessionId"] == sid)
+
+
+async def test_a_rewind_and_its_undoing_are_shown_in_the_other_window_at_once(
+    home: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a = await start_sidecar(home)
+    b = await start_sidecar(home)
+    try:
+        sid = await two_turns(a, ws)
+        full = await message_count(a, sid)
+        _, second = await prompts(a, sid)
+        await b.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        rewound = await b.call(
+            "session/rewind", {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True}
+        )
+        kept = rewound["messageCount"]
+        assert 0 < kept < full
+        told = await a.wait_update(lambda u: _info(u, "rewound") is not None, timeout=10)
+        assert told["sessionId"] == sid and _info(told, "rewound") == kept
+        forked = await a.wait_update(lambda u: _info(u, "forked") is not None, timeout=10)
+        assert _info(forked, "forked")["sessionId"] == rewound["rewindId"]
+        assert await message_count(a, sid) == kept
+        assert await _listed_count(a, sid) == await _listed_count(b, sid) == kept
+        assert not [u for u in b.updates if _info(u, "rewound") is not None]  # its own
+
+        before = len(a.updates)
+        back = await b.call(
+            "session/unrewind", {"sessionId": sid, "rewindId": rewound["rewindId"]}
+        )
+        assert back["messageCount"] == full
+        history = (await b.call("session/history", {"sessionId": sid}))["messages"]
+        cut = [m["messageId"] for m in history[kept:]]
+
+        def replayed() -> list[str]:
+            ids = [
+                u["update"]["messageId"]
+                for u in a.updates[before:]
+                if u["update"]["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+            ]
+            return list(dict.fromkeys(ids))
+
+        for _ in range(200):  # the cut turns come back in the other window, in order
+            if replayed()[-1:] == cut[-1:]:
+                break
+            await asyncio.sleep(0.05)
+        shown = replayed()
+        assert shown[0] == cut[0] and shown[-1] == cut[-1]  # the prompt .. the answer
+        assert shown == [m for m in cut if m in shown]
+        assert not [u for u in a.updates[before:] if _info(u, "rewound") is not None]
+        assert await _listed_count(a, sid) == await _listed_count(b, sid) == full
+        assert (ws / "f00.txt").read_text() == "second\n"
+    finally:
+        await a.stop()
+        await b.stop()

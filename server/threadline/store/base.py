@@ -82,6 +82,9 @@ class NewEvent:
     kind: str
     payload: dict[str, Any]
     message_ids: Sequence[str] = ()
+    message_count: int | None = None
+    """Set by an event that cuts the transcript (a rewind, its undoing): how many
+    messages the session holds after it (before ``message_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)
