@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -200,15 +199,12 @@ async def test_without_git_checkpoints_are_off_and_turns_still_run(
         "PYTHONPATH": os.pathsep.join(sys.path),
         "THREADLINE_HOME": str(home),
     }
-    models = [sys.executable, "-m", "threadline", "models", "--no-check"]
-    listed = subprocess.run([*models, "--json"], env=env, capture_output=True, text=True)
-    assert listed.returncode == 0, listed.stderr
-    assert json.loads(listed.stdout)["checkpoints"] == {
+    listed = await _models(env, "--json")
+    assert json.loads(listed)["checkpoints"] == {
         "on": False,
         "reason": "git was not found on PATH: checkpoints of files are off",
     }
-    table = subprocess.run(models, env=env, capture_output=True, text=True)
-    assert "checkpoints of files: off (git was not found on PATH" in table.stdout
+    assert "checkpoints of files: off (git was not found on PATH" in await _models(env)
 
 
 async def test_with_git_sessions_say_nothing_of_checkpoints(
@@ -216,13 +212,21 @@ async def test_with_git_sessions_say_nothing_of_checkpoints(
 ) -> None:
     made = await sidecar.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     assert "checkpoints" not in json.dumps(made.get("_meta") or {})
-    listed = subprocess.run(
-        [sys.executable, "-m", "threadline", "models", "--no-check", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "THREADLINE_HOME": str(tmp_path / "home")},
+    listed = await _models({**os.environ, "THREADLINE_HOME": str(tmp_path / "home")}, "--json")
+    assert json.loads(listed)["checkpoints"] == {"on": True, "reason": None}
+
+
+async def _models(env: dict[str, str], *args: str) -> str:
+    """``threadline models --no-check``, run as a person runs it; its stdout."""
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "threadline", "models", "--no-check", *args),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
-    assert json.loads(listed.stdout)["checkpoints"] == {"on": True, "reason": None}
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
 
 
 def _info(update: dict[str, Any], key: str) -> Any:
@@ -263,9 +267,7 @@ async def test_a_rewind_and_its_undoing_are_shown_in_the_other_window_at_once(
         assert not [u for u in b.updates if _info(u, "rewound") is not None]  # its own
 
         before = len(a.updates)
-        back = await b.call(
-            "session/unrewind", {"sessionId": sid, "rewindId": rewound["rewindId"]}
-        )
+        back = await b.call("session/unrewind", {"sessionId": sid, "rewindId": rewound["rewindId"]})
         assert back["messageCount"] == full
         history = (await b.call("session/history", {"sessionId": sid}))["messages"]
         cut = [m["messageId"] for m in history[kept:]]

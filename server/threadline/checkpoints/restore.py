@@ -6,13 +6,13 @@ files that differ are written (each to a temporary file in its folder, then rena
 over the old one: a reader sees the old file or the new one, never half of one) or
 deleted, and the workspace is never walked, whatever its size. The tree it leaves
 is the shadow index told of those files (`Restored.tree`), so no snapshot follows
-either. A restore of everything snapshots the workspace first to find what differs. Before the first write a journal
-(``restore.json`` beside the shadow repository) names the target; it is removed
-after the last. A process killed in between leaves the journal, and the next process
-that opens this workspace's checkpoints (or starts: `resume_all`) finishes the
-restore first: writing a file twice is harmless, so resuming is running it again.
-Materializing writes a tree into a new, empty folder (a fork worked on beside its
-parent).
+either. A restore of everything snapshots the workspace first to find what differs.
+Before the first write a journal (``restore.json`` beside the shadow repository)
+names the target; it is removed after the last. A process killed in between leaves
+the journal, and the next process that opens this workspace's checkpoints (or
+starts: `resume_all`) finishes the restore first: writing a file twice is harmless,
+so resuming is running it again. Materializing writes a tree into a new, empty
+folder (a fork worked on beside its parent).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,10 @@ def _unwatched(session: Session) -> None:
     return None
 
 
+def _not_said(session: Session, awaiting: bool) -> None:
+    return None
+
+
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
@@ -138,6 +143,9 @@ class Session:
         self.shown = Shown(title=row.title, model=self.config.model)
         """What its client was last shown of the session's state (`feed.py`)."""
         self.changed: Callable[[Session], None] = _unwatched
+        self.on_awaiting: Callable[[Session, bool], None] = _not_said
+        """Called when its turn starts or stops waiting for the user, so other
+        processes' windows are told (`LiveSessions`, through the lease)."""
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
         self.permissions = PermissionBroker(
@@ -291,13 +299,8 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        self.awaiting += 1  # every window shows the session as requires_action
-        self.changed(self)
-        try:
+        with self.waiting_for_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
-        finally:
-            self.awaiting -= 1
-            self.changed(self)
         if allowed:
             return modes.Decision("run")
         return modes.Decision(
@@ -305,6 +308,23 @@ class Session:
             "The user refused permission for this tool call. Do not retry it; "
             "continue without it or ask the user.",
         )
+
+    @contextlib.contextmanager
+    def waiting_for_user(self) -> Generator[None]:
+        """While its turn waits for the user (a permission request): every window shows
+        the session as ``requires_action``, this one at once, others through the
+        session's lease (`on_awaiting`)."""
+        self.awaiting += 1
+        if self.awaiting == 1:
+            self.on_awaiting(self, True)
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            if self.awaiting == 0:
+                self.on_awaiting(self, False)
+            self.changed(self)
 
     # -- prompts sent while it works ----------------------------------------------------
 
