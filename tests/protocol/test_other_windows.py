@@ -55,9 +55,6 @@ async def test_a_permission_waiting_in_one_window_is_requires_action_in_the_othe
         answer.set_result({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
         assert (await turn)["stopReason"] == "end_turn"
         await until(lambda: info(b, sid, "state")[-1:] == ["idle"])
-        seen = info(b, sid, "state")
-        at = seen.index("requires_action")
-        assert "running" in seen[:at] and "running" in seen[at:]  # asked, then went on
     finally:
         await a.stop()
         await b.stop()
@@ -106,6 +103,37 @@ async def test_a_prompt_whose_sender_died_while_the_session_was_idle_is_held(
         )
         users = [said(m) for m in await history(a, sid) if m["role"] == "user"]
         assert users == ["first", "second", "left behind"]
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_a_question_waiting_in_one_window_is_requires_action_in_the_other(
+    home: Path,
+) -> None:
+    a = await start_sidecar(home, initialize=False)
+    caps = {"elicitation": {"form": {}}}
+    await a.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+    b = await start_sidecar(home)
+    try:
+        asked = asyncio.Event()
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+        async def question(params: dict[str, Any]) -> dict[str, Any]:
+            asked.set()
+            return await answer
+
+        a.on_request("elicitation/create", question)
+        ask = {"tool_call": {"name": "ask_user", "arguments": {"question": "Which one?"}}}
+        sid = await a.new_session(model=model([ask], [{"text": "Fine."}]))
+        await b.call("session/load", {"sessionId": sid, "mcpServers": []})
+        turn = prompt(a, sid, "choose")
+        await asyncio.wait_for(asked.wait(), 30)
+        await until(lambda: info(b, sid, "state")[-1:] == ["requires_action"])
+        assert info(a, sid, "state")[-1] == "requires_action"
+        answer.set_result({"action": "accept", "content": {"answer": "that one"}})
+        assert (await turn)["stopReason"] == "end_turn"
+        await until(lambda: info(b, sid, "state")[-1:] == ["idle"])
     finally:
         await a.stop()
         await b.stop()

@@ -279,7 +279,14 @@ class Session:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
         return ToolContext(
-            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress, confined
+            self.id,
+            call_id,
+            self.cwd,
+            tuple(self.config.roots),
+            self.link,
+            progress,
+            confined,
+            self.waiting_for_user,
         )
 
     async def authorize(
@@ -311,9 +318,9 @@ class Session:
 
     @contextlib.contextmanager
     def waiting_for_user(self) -> Generator[None]:
-        """While its turn waits for the user (a permission request): every window shows
-        the session as ``requires_action``, this one at once, others through the
-        session's lease (`on_awaiting`)."""
+        """While its turn waits for the user (a permission request, a question put to
+        them by ``ask_user``): every window shows the session as ``requires_action``,
+        this one at once, others through the session's lease (`on_awaiting`)."""
         self.awaiting += 1
         if self.awaiting == 1:
             self.on_awaiting(self, True)
