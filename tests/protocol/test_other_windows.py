@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.protocol.test_while_running import history, info, model, prompt, said, text, until
-from tests.support import start_sidecar
+from tests.support import SidecarClient, start_sidecar
 from threadline.engine.ids import new_id, now_iso
 from threadline.store.factory import open_store
 
@@ -22,39 +22,50 @@ pytestmark = pytest.mark.timeout(120)
 DEPLOY = {"name": "deploy", "description": "Deploy the app", "needsApproval": True}
 
 
+async def shown_waiting(
+    a: SidecarClient, b: SidecarClient, sid: str, request: str, answer: dict[str, Any]
+) -> None:
+    """Run a turn in ``a`` that puts ``request`` to its user; while the user has not
+    answered, both windows show ``requires_action``; answered, the turn ends and
+    ``b`` shows the session idle."""
+    asked = asyncio.Event()
+    answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    async def held(params: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        return await answered
+
+    a.on_request(request, held)
+    await b.call("session/load", {"sessionId": sid, "mcpServers": []})
+    turn = prompt(a, sid, "go")
+    await asyncio.wait_for(asked.wait(), 30)
+    await until(lambda: info(b, sid, "state")[-1:] == ["requires_action"])
+    owner = info(b, sid, "owner")[-1]
+    assert owner["here"] is False and owner["pid"] == a._server.pid  # type: ignore[union-attr]
+    assert info(a, sid, "state")[-1] == "requires_action"
+    answered.set_result(answer)
+    assert (await turn)["stopReason"] == "end_turn"
+    await until(lambda: info(b, sid, "state")[-1:] == ["idle"])
+
+
 async def test_a_permission_waiting_in_one_window_is_requires_action_in_the_other(
     home: Path,
 ) -> None:
     a = await start_sidecar(home)
     b = await start_sidecar(home)
     try:
-        asked = asyncio.Event()
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-        async def permission(params: dict[str, Any]) -> dict[str, Any]:
-            asked.set()
-            return await answer
 
         async def deploy(params: dict[str, Any]) -> dict[str, Any]:
             return {"content": [{"type": "text", "text": "deployed"}]}
 
-        a.on_request("session/request_permission", permission)
         a.on_request("tool/call", deploy)
         sid = await a.new_session(
             model=model([{"tool_call": {"name": "deploy", "arguments": {}}}], [{"text": "Done."}]),
             tools=[DEPLOY],
             builtinTools=False,
         )
-        await b.call("session/load", {"sessionId": sid, "mcpServers": []})
-        turn = prompt(a, sid, "deploy")
-        await asyncio.wait_for(asked.wait(), 30)
-        await until(lambda: info(b, sid, "state")[-1:] == ["requires_action"])
-        owner = info(b, sid, "owner")[-1]
-        assert owner["here"] is False and owner["pid"] == a._server.pid  # type: ignore[union-attr]
-        assert info(a, sid, "state")[-1] == "requires_action"
-        answer.set_result({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
-        assert (await turn)["stopReason"] == "end_turn"
-        await until(lambda: info(b, sid, "state")[-1:] == ["idle"])
+        allow = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        await shown_waiting(a, b, sid, "session/request_permission", allow)
     finally:
         await a.stop()
         await b.stop()
@@ -116,24 +127,10 @@ async def test_a_question_waiting_in_one_window_is_requires_action_in_the_other(
     await a.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
     b = await start_sidecar(home)
     try:
-        asked = asyncio.Event()
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-        async def question(params: dict[str, Any]) -> dict[str, Any]:
-            asked.set()
-            return await answer
-
-        a.on_request("elicitation/create", question)
         ask = {"tool_call": {"name": "ask_user", "arguments": {"question": "Which one?"}}}
         sid = await a.new_session(model=model([ask], [{"text": "Fine."}]))
-        await b.call("session/load", {"sessionId": sid, "mcpServers": []})
-        turn = prompt(a, sid, "choose")
-        await asyncio.wait_for(asked.wait(), 30)
-        await until(lambda: info(b, sid, "state")[-1:] == ["requires_action"])
-        assert info(a, sid, "state")[-1] == "requires_action"
-        answer.set_result({"action": "accept", "content": {"answer": "that one"}})
-        assert (await turn)["stopReason"] == "end_turn"
-        await until(lambda: info(b, sid, "state")[-1:] == ["idle"])
+        reply = {"action": "accept", "content": {"answer": "that one"}}
+        await shown_waiting(a, b, sid, "elicitation/create", reply)
     finally:
         await a.stop()
         await b.stop()
