@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import struct
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -193,7 +194,10 @@ class ShadowRepo:
         before.unlink(missing_ok=True)
         kept = index.exists()
         if kept:
-            os.link(index, before)
+            try:
+                os.link(index, before)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(index, before)
         try:
             lister = git.start(
                 ["ls-files", "-z", "--others", "--exclude-standard"],
