@@ -2,7 +2,7 @@
 its user's permission is ``requires_action`` everywhere, and a prompt left waiting by
 a sender that died while the session was idle is held, not run unasked.
 
-Real ``threadline serve`` processes sharing one home (SQLite)."""
+Real ``threadline serve`` processes sharing one home, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ from threadline.store.factory import open_store
 pytestmark = pytest.mark.timeout(120)
 
 DEPLOY = {"name": "deploy", "description": "Deploy the app", "needsApproval": True}
+
+
+@pytest.fixture(autouse=True)
+def shared_store(store_url: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    if store_url is not None:
+        monkeypatch.setenv("THREADLINE_STORE", store_url)
+    return store_url
 
 
 async def shown_waiting(
@@ -72,7 +79,7 @@ async def test_a_permission_waiting_in_one_window_is_requires_action_in_the_othe
 
 
 async def test_a_prompt_whose_sender_died_while_the_session_was_idle_is_held(
-    home: Path,
+    home: Path, store_url: str | None
 ) -> None:
     a = await start_sidecar(home)
     b = await start_sidecar(home)
@@ -82,7 +89,7 @@ async def test_a_prompt_whose_sender_died_while_the_session_was_idle_is_held(
         await b.call("session/load", {"sessionId": sid, "mcpServers": []})
         # A sidecar queued a prompt as the session's work ended, and died before it
         # ran it: its row waits, and no process works on the session.
-        store = open_store(home / "threadline.db", None)
+        store = open_store(home / "threadline.db", store_url)
         try:
             gone = store.add_pending(
                 sid, new_id("msg"), "queue", text("left behind"), "a-dead-sidecar", now_iso()
