@@ -205,7 +205,13 @@ class ShadowRepo:
             )
             # The first snapshot lists before it adds: there is no index to keep yet.
             adder = git.start(["add", "-A", "--ignore-errors"]) if kept else None
-            new = [p for p in lister.result().split(b"\0") if p]
+            try:
+                new = [p for p in lister.result().split(b"\0") if p]
+            except BaseException:
+                if adder is not None:  # not left running past the lock
+                    adder.stop()
+                    self._put_back(index, before)
+                raise
             total = self._indexed(before) + len(new)
             large = [] if total > self.limits.max_files else self._large(new)
             if total > self.limits.max_files or large:
