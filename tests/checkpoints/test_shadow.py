@@ -108,6 +108,7 @@ def test_a_restore_of_named_paths_writes_only_what_differs(tmp_path: Path) -> No
     assert os.access(ws / "run.sh", os.X_OK)
     assert os.readlink(ws / "link") == "same.txt"
     assert (ws / "user.txt").exists()
-    assert done.tree == repo.snapshot().tree  # the tree it leaves is the workspace's
-    assert files_of(repo, done.tree) == files_of(repo, target) | {"user.txt"}
+    after = repo.snapshot().tree
+    assert done.tree == after  # the tree it leaves is the workspace's
+    assert files_of(repo, after) == files_of(repo, target) | {"user.txt"}
     assert restore(repo, target, named).written == ()  # nothing differs any more
