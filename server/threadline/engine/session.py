@@ -8,9 +8,9 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,8 @@ class Shown:
 
     title: str | None
     model: str
+    options: tuple[str, str, bool]
+    """``(model, mode, built-in tools on)``: the config options as last shown."""
     state: str = "idle"
     owner: tuple[str, str] | None = None
     """The owner id and lease start of the work shown as running."""
@@ -140,14 +142,14 @@ class Session:
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
         """Permission requests of its turn waiting for the user (``requires_action``)."""
-        self.shown = Shown(title=row.title, model=self.config.model)
+        self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.changed: Callable[[Session], None] = _unwatched
+        """Called when its state changes here (a task starts or ends, a permission
+        waits), so every window is told (`feed.Feed`)."""
         self.on_awaiting: Callable[[Session, bool], None] = _not_said
         """Called when its turn starts or stops waiting for the user, so other
         processes' windows are told (`LiveSessions`, through the lease)."""
-        """Called when its state changes here (a task starts or ends, a permission
-        waits), so every window is told (`feed.Feed`)."""
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
@@ -201,6 +203,13 @@ class Session:
         )
         registry.visible = lambda tool: modes.offers(self.config.mode, tool)
         return registry
+
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
@@ -286,8 +295,25 @@ class Session:
             self.link,
             progress,
             confined,
-            self.waiting_for_user,
+            self.asking_user,
         )
+
+    @contextmanager
+    def asking_user(self) -> Generator[None]:
+        """While a call waits for the user (a permission, ``ask_user``'s question),
+        every window shows the session as ``requires_action``: this one at once,
+        others through the session's lease (`on_awaiting`)."""
+        self.awaiting += 1
+        if self.awaiting == 1:
+            self.on_awaiting(self, True)
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            if self.awaiting == 0:
+                self.on_awaiting(self, False)
+            self.changed(self)
 
     async def authorize(
         self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
@@ -306,7 +332,7 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        with self.waiting_for_user():
+        with self.asking_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
         if allowed:
             return modes.Decision("run")
@@ -315,23 +341,6 @@ class Session:
             "The user refused permission for this tool call. Do not retry it; "
             "continue without it or ask the user.",
         )
-
-    @contextlib.contextmanager
-    def waiting_for_user(self) -> Generator[None]:
-        """While its turn waits for the user (a permission request, a question put to
-        them by ``ask_user``): every window shows the session as ``requires_action``,
-        this one at once, others through the session's lease (`on_awaiting`)."""
-        self.awaiting += 1
-        if self.awaiting == 1:
-            self.on_awaiting(self, True)
-        self.changed(self)
-        try:
-            yield
-        finally:
-            self.awaiting -= 1
-            if self.awaiting == 0:
-                self.on_awaiting(self, False)
-            self.changed(self)
 
     # -- prompts sent while it works ----------------------------------------------------
 

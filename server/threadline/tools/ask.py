@@ -171,6 +171,6 @@ class AskUser:
             message=str(arguments["question"]),
             requested_schema=schema,
         )
-        with ctx.asking():  # every window shows the session waiting for its user
+        with ctx.asking():
             answer = await ctx.link.create_elicitation(params)
         return answer_text(answer, schema)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -85,17 +84,13 @@ class ToolContext:
     confined: bool = False
     """Run in the sandbox (``commands/confine.py``): the session's mode let the call run
     unasked on that condition."""
-    waiting: Callable[[], AbstractContextManager[None]] | None = None
-    """Held while the call waits for the user (a question put to them), so every
-    window shows the session as ``requires_action``; None where nobody watches."""
+    asking: Callable[[], AbstractContextManager[None]] = nullcontext
+    """Held while the call waits for the user (``ask_user``'s question): every window
+    shows the session as ``requires_action`` meanwhile."""
 
     def report(self, content: list[ShownContent]) -> None:
         if self.progress is not None:
             self.progress(content)
-
-    def asking(self) -> AbstractContextManager[None]:
-        """``with ctx.asking(): …`` around a wait for the user's answer."""
-        return self.waiting() if self.waiting is not None else contextlib.nullcontext()
 
 
 @dataclass(slots=True)
