@@ -139,7 +139,9 @@ class Turn:
         message = blocks.user_message(self.number, self.prompt, self.message_id)
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
-        self.host.commit((UserMessage(message),))
+        mutation = UserMessage.holding(message)
+        message = mutation.message
+        self.host.commit((mutation,))
         self.host.announce(events.PromptStored(message))
         if self.on_stored is not None:
             self.on_stored(message["messageId"])
@@ -156,8 +158,9 @@ class Turn:
         if not joined:
             return False
         for message_id, content in joined:
-            message = blocks.user_message(self.number, content, message_id)
-            self.host.commit((UserMessage(message),))
+            mutation = UserMessage.holding(blocks.user_message(self.number, content, message_id))
+            message = mutation.message
+            self.host.commit((mutation,))
             self.host.show_prompt(message)
             self.joined.append(message_id)
         return True
