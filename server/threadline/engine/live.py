@@ -23,6 +23,7 @@ import anyio
 from ..store.base import SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
 from . import events
+from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
@@ -64,6 +65,7 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self._bursts = BurstJournal(store)
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -98,7 +100,14 @@ class LiveSessions:
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = Session(
-            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+            row,
+            transcript,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self._bursts,
         )
         session.checked = self._generation
         session.on_awaiting = self._say_awaiting
@@ -146,7 +155,7 @@ class LiveSessions:
         """Drop a session another process deleted."""
         self.sessions.pop(session.id, None)
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(session.toolset.aclose())
+            asyncio.get_running_loop().create_task(session.close_tools())
 
     # -- what an unfinished turn left ---------------------------------------------------
 
@@ -313,7 +322,7 @@ class LiveSessions:
     async def close(self, session: Session) -> None:
         """Unload: stop its turn and tools, keep its fold for a later open."""
         await session.interrupt()
-        await session.toolset.aclose()
+        await session.close_tools()
         if self.sessions.pop(session.id, None) is session:
             self._folds.put(session.id, session.transcript, session.seq)
 
@@ -331,7 +340,7 @@ class LiveSessions:
             raise busy_error(session_id, held)
         if session is not None:
             self.sessions.pop(session_id, None)
-            await session.toolset.aclose()
+            await session.close_tools()
 
     async def aclose(self) -> None:
         """Interrupt every running turn so its partial state is recorded, then stop."""
@@ -342,7 +351,7 @@ class LiveSessions:
                     tg.start_soon(s.interrupt)
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
-                tg.start_soon(s.toolset.aclose)
+                tg.start_soon(s.close_tools)
         await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 
