@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ..store.base import SessionRow, SessionStore
+from ..store.base import SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
 from . import events
 from .bursts import BurstJournal
@@ -110,10 +110,21 @@ class LiveSessions:
             self._bursts,
         )
         session.checked = self._generation
+        session.on_awaiting = self._say_awaiting
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
             self.repair(session)
         return session
+
+    def _say_awaiting(self, session: Session, awaiting: bool) -> None:
+        """Other processes' windows show ``requires_action`` from our lease; a store
+        that fails here costs them that, never the turn."""
+        if session.id not in self.leases.held:
+            return
+        try:
+            self.store.mark_awaiting(session.id, self.owner, awaiting)
+        except StoreError as exc:
+            log.warning("could not say that %s waits for its user: %s", session.id, exc)
 
     def sync(self, session: Session) -> Session:
         """Fold in what other processes committed; one cheap look when nothing did."""

@@ -112,6 +112,10 @@ def _unwatched(session: Session) -> None:
     return None
 
 
+def _not_said(session: Session, awaiting: bool) -> None:
+    return None
+
+
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
@@ -172,6 +176,9 @@ class Session:
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
+        self.on_awaiting: Callable[[Session, bool], None] = _not_said
+        """Called when its turn starts or stops waiting for the user, so other
+        processes' windows are told (`LiveSessions`, through the lease)."""
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
@@ -359,13 +366,18 @@ class Session:
     @contextmanager
     def asking_user(self) -> Generator[None]:
         """While a call waits for the user (a permission, ``ask_user``'s question),
-        every window shows the session as ``requires_action``."""
+        every window shows the session as ``requires_action``: this one at once,
+        others through the session's lease (`on_awaiting`)."""
         self.awaiting += 1
+        if self.awaiting == 1:
+            self.on_awaiting(self, True)
         self.changed(self)
         try:
             yield
         finally:
             self.awaiting -= 1
+            if self.awaiting == 0:
+                self.on_awaiting(self, False)
             self.changed(self)
 
     async def authorize(
