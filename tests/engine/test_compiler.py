@@ -70,13 +70,15 @@ def test_a_small_transcript_compiles_to_these_messages() -> None:
     )
     limit = result_chars(1000)
     assert limit == 1000  # the floor, for a tiny window
-    system, user, answer, tool, final, nudge = request.messages
+    system, section, user, answer, tool, final, nudge = request.messages
     assert system == ChatMessage(
         "system",
         DEFAULT_SYSTEM_PROMPT
-        + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers."
-        + "\n\nTools: two calls left.",
+        + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers.",
     )
+    # The tool section changes per call: it sits before the turn's question, not in
+    # the first message, so the history before it stays a reusable prefix.
+    assert section == ChatMessage("system", "Tools: two calls left.")
     assert user == ChatMessage(
         "user",
         "Explain main.py\n\n[resource file:///main.py]\nprint(1)\n\n"
