@@ -70,14 +70,14 @@ def test_a_small_transcript_compiles_to_these_messages() -> None:
     )
     limit = result_chars(1000)
     assert limit == 1000  # the floor, for a tiny window
-    system, section, user, answer, tool, final, nudge = request.messages
+    system, user, answer, tool, final, section, nudge = request.messages
     assert system == ChatMessage(
         "system",
         DEFAULT_SYSTEM_PROMPT
         + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers.",
     )
-    # The tool section changes per call: it sits before the turn's question, not in
-    # the first message, so the history before it stays a reusable prefix.
+    # The tool section changes per call: it comes after the history, not in the first
+    # message, so the history stays a prefix the next call reuses.
     assert section == ChatMessage("system", "Tools: two calls left.")
     assert user == ChatMessage(
         "user",

@@ -210,19 +210,15 @@ def system_text(system_prompt: str | None, experiences: dict[str, str]) -> str:
 
 
 def with_tool_section(messages: list[ChatMessage], bios: str | None) -> list[ChatMessage]:
-    """``messages`` with the tool section as a system message just before the turn's
-    latest user message (at the end when there is none).
+    """``messages`` with the tool section as a system message after them.
 
     Not in the first message: the section changes from call to call (the tools
     selected for this call, the calls left in the turn), and a model that keeps its
     evaluated prompt (llama.cpp's KV cache, a provider's prompt cache) reuses only the
-    prefix up to the first changed token. Here everything before the current turn stays
-    the same from call to call; the question still comes after the tools, as it did."""
-    if not bios:
-        return messages
-    at = next((i for i in range(len(messages) - 1, 0, -1) if messages[i].role == "user"), None)
-    at = len(messages) if at is None else at
-    return [*messages[:at], ChatMessage("system", bios), *messages[at:]]
+    prefix up to the first changed token. After the history, the next call of the
+    session (the next tool round, the next turn) evaluates only what was added since
+    and the section again, however long the history."""
+    return [*messages, ChatMessage("system", bios)] if bios else messages
 
 
 def compile_request(

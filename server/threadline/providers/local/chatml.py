@@ -94,9 +94,9 @@ def render_segments(request: ChatRequest) -> list[Segment]:
     if not messages or messages[0].role != "system":
         messages.insert(0, ChatMessage(role="system", content=DEFAULT_SYSTEM_PROMPT))
     names = _tool_names(messages)
-    # The functions go with the last system message: the engine's tool section, just
-    # before the turn's question, so the history before it stays the same prefix from
-    # call to call (llama.cpp reuses it) while the selection changes.
+    # The functions go with the last system message: the engine's tool section after
+    # the history, so the history stays the same prefix from call to call (llama.cpp
+    # reuses it) while the selection changes.
     tools_at = max(i for i, m in enumerate(messages) if m.role == "system") if tools_mode else -1
     segments: list[Segment] = []
     for i, m in enumerate(messages):
