@@ -109,16 +109,16 @@ def run(ctx: Context) -> list[Row]:
 
 
 def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
-    def alone(r: dict[str, list[float]]) -> list[list[float]]:
+    def solos(r: dict[str, list[float]]) -> list[list[float]]:
         return [v for k, v in r.items() if k.startswith("alone")]
 
     def turn(r: dict[str, list[float]], i: int) -> float:
         """Turn ``i``'s time to first token, the median over the sessions alone."""
-        return summarize([s[i] for s in alone(r)]).p50
+        return summarize([s[i] for s in solos(r)]).p50
 
     def later(r: dict[str, list[float]], key: str) -> float:
         # turns 2.. (turn 1 evaluates a new session)
-        rest = [v for s in alone(r) for v in s[1:]] if key == "alone" else r[key][1:]
+        rest = [v for s in solos(r) for v in s[1:]] if key == "alone" else r[key][1:]
         return summarize(rest).p50
 
     rows: list[Row] = []
@@ -128,8 +128,8 @@ def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
             FIGURE,
             f"one session: time to first token at turn {TURNS} vs turn 1",
             f"{ms(turn(on, -1))} vs {ms(turn(on, 0))}",
-            "; ".join("turns: " + ", ".join(ms(v) for v in s) for s in alone(on)),
-            f"{ratio(growth)} turn 1 (median of {len(alone(on))} session(s)); cache off: "
+            "; ".join("turns: " + ", ".join(ms(v) for v in s) for s in solos(on)),
+            f"{ratio(growth)} turn 1 (median of {len(solos(on))} session(s)); cache off: "
             f"{ratio(turn(off, -1) / turn(off, 0))}",
             "≤ 1.2× turn 1",
             verdict(growth <= 1.2),
