@@ -8,7 +8,7 @@ greedy, 8-token answers; time to first token is ``session/prompt`` sent → the 
 times each, one after the other (turn 1 and turn 8: the medians over them); then two
 sessions A and B alternately (A1 B1 A2 B2 …); then a session of 4 turns is forked and
 the fork's first turn is compared with its parent's next one (three times, the fork
-taken again after each parent turn; medians). Every session asks its own questions.
+taken again after each parent turn, which goes first alternating; medians). Every session asks its own questions.
 The same-run peer is the same sidecar with the prompt cache off
 (``THREADLINE_PROMPT_CACHE_MB=0``: llama.cpp keeps only the last prompt evaluated),
 doing the same, alternating case by case.
@@ -82,10 +82,14 @@ def _cases(conn: Connection, alone: int) -> dict[str, list[float]]:
     for i in range(4):
         _ttft(conn, parent, ask("Parent", i))
     out["fork"], out["parent"] = [], []
-    for k in range(alone):  # a fork, then its parent's next turn; again from there
+    for k in range(alone):  # a fork and its parent's next turn; again from there
         child = str(conn.call("session/fork", {"sessionId": parent})["sessionId"])
-        out["fork"].append(_ttft(conn, child, ask(f"Fork {k}", 4 + k)))
-        out["parent"].append(_ttft(conn, parent, ask("Parent", 4 + k)))
+        # Whichever goes first also evaluates the end of the last answer as rendered
+        # ("<|im_end|>", "<|im_start|>user"), which the other then finds evaluated;
+        # so the order alternates (the fork first in the smoke run).
+        order = [("fork", child, "Fork"), ("parent", parent, "Parent")]
+        for key, sid, who in order if k % 2 == 0 else order[::-1]:
+            out[key].append(_ttft(conn, sid, ask(who, 4 + k)))
     return out
 
 
