@@ -8,7 +8,8 @@ greedy, 8-token answers; time to first token is ``session/prompt`` sent → the 
 times each, one after the other (turn 1 and turn 8: the medians over them); then two
 sessions A and B alternately (A1 B1 A2 B2 …); then a session of 4 turns is forked and
 the fork's first turn is compared with its parent's next one (three times, the fork
-taken again after each parent turn, which goes first alternating; medians). Every session asks its own questions.
+taken again after each parent turn, which goes first alternating; medians). Every
+session asks its own questions.
 The same-run peer is the same sidecar with the prompt cache off
 (``THREADLINE_PROMPT_CACHE_MB=0``: llama.cpp keeps only the last prompt evaluated),
 doing the same, alternating case by case.
