@@ -221,7 +221,7 @@ def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("6",)
     db.close()
 
 
@@ -435,7 +435,7 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         owner.close()
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-        assert version == ("4",)
+        assert version == ("5",)
     # not granted the new table yet: still works, deletes included, without kept folds
     team = PostgresStore(make_conninfo("", **params))
     try:

@@ -11,8 +11,10 @@ session is only unloaded (it is durable), so any later call reloads it.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
@@ -26,6 +28,7 @@ from threadline_protocol.meta import (
 
 from ..providers.registry import ProviderRegistry, UnknownModel
 from ..store.base import PendingPrompt, SessionStore
+from ..store.blobs import BLOB_SCHEME
 from . import capabilities, events
 from . import modes as session_modes
 from .catalog import Catalog
@@ -36,6 +39,7 @@ from .errors import InvalidParams
 from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
+from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
 from .inbox import Inbox
 from .link import ClientLink
 from .listing import SessionPages
@@ -70,6 +74,8 @@ class Engine:
     ) -> None:
         """``workspaces``: where checkpoints of files are kept; none, none are."""
         self.store = store
+        self.images = ClientImages(store.get_blob)
+        """Puts stored images' bytes back into what a client is shown (`rpc/server.py`)."""
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
@@ -151,9 +157,20 @@ class Engine:
         refuse (``whileRunning``; `inbox.py`)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
-        content = [b.wire() for b in params.prompt]
+        content = self._accepted(session, [b.wire() for b in params.prompt])
         outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
         return _prompt_result(outcome)
+
+    def _accepted(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompt with its images checked and carrying their bytes (-32602 names a
+        bad one; nothing is stored)."""
+        if not has_images(content):
+            return content
+        roots = [Path(r) for r in session.roots]
+        try:
+            return accept_prompt(content, roots, self.store.get_blob)
+        except ImageRejected as exc:
+            raise InvalidParams(str(exc), {"reason": "image"}) from None
 
     def _client_default(self) -> str:
         """What the client said a prompt does while the session works; ``refuse``
@@ -182,7 +199,7 @@ class Engine:
 
     def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
         session = self.live.open(params.session_id)
-        content = [b.wire() for b in params.prompt]
+        content = self._accepted(session, [b.wire() for b in params.prompt])
         return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
 
     def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
@@ -258,8 +275,31 @@ class Engine:
     def history(self, session_id: str) -> pm.HistoryResult:
         """Built without validation: the messages are the stored ones, as the JSON the
         transcript keeps of each (``Prewritten``: spliced, not serialised again)."""
-        return pm.HistoryResult.model_construct(
-            messages=self.live.open(session_id).transcript.history_json()
+        messages = self.live.open(session_id).transcript.history_json()
+        if not self.image_references():
+            messages = inline_raw(messages, self.store.get_blob)
+        return pm.HistoryResult.model_construct(messages=messages)
+
+    def image_references(self) -> bool:
+        """Whether this client is shown stored images as ``threadline-blob:`` references
+        (it said ``imageReferences``), else with their bytes (`images.inline`)."""
+        caps = pm.ClientCapabilities.model_validate(self.link.client_capabilities())
+        return bool(caps.threadline().image_references)
+
+    def blob(self, params: pm.BlobParams) -> pm.BlobResult:
+        """A stored image's bytes (the session must exist; the hash names the image)."""
+        self.live.open(params.session_id)
+        got = self.store.get_blob(params.uri.removeprefix(BLOB_SCHEME))
+        if got is None:
+            raise InvalidParams(f"no stored image {params.uri}", {"uri": params.uri})
+        info, data = got
+        return pm.BlobResult(
+            uri=params.uri,
+            mime_type=info.mime_type,
+            data=base64.b64encode(data).decode("ascii"),
+            size=info.size,
+            width=info.width,
+            height=info.height,
         )
 
     async def context(self, session_id: str) -> pm.ContextResult:

@@ -26,6 +26,7 @@ from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
+from .images import ImageRules, has_images
 from .link import ClientLink
 from .mutations import Msg, Mutation, WorkspaceCheckpoint, from_event
 from .outcomes import Interrupted
@@ -134,6 +135,8 @@ class Session:
         self.running: RunningTask[Any] | None = None
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
+        self.warned_images = False
+        """Whether its client was told its model reads placeholders for images."""
         """Permission requests of its turn waiting for the user (``requires_action``)."""
         self.shown = Shown(title=row.title, model=self.config.model)
         """What its client was last shown of the session's state (`feed.py`)."""
@@ -373,6 +376,9 @@ class Session:
         is committed); ``context_window`` bounds each tool result."""
         if working is None:
             working = self.transcript.working()
+        images = ImageRules(self.providers.images(self.config.model), self.store.get_blob)
+        if not images.support.sees and not self.warned_images:
+            self._warn_images(working)
         offered: list[ToolSpec] = []
         if not tools_off:
             limits = self.providers.tool_limits(self.config.model)
@@ -391,7 +397,18 @@ class Session:
             max_tokens=self.config.max_tokens
             or self.providers.default_max_tokens(self.config.model),
             temperature=self.config.temperature,
+            images=images,
         )
+
+    def _warn_images(self, working: Sequence[Msg]) -> None:
+        """Say once that this model reads placeholders for the session's images."""
+        if any(has_images(m["content"]) for m in working):
+            self.warned_images = True
+            warning = (
+                f"{self.config.model} cannot see images: it reads a placeholder such as "
+                "[image: 1280×720 PNG, 84 KB — this model cannot see images] instead"
+            )
+            self.announce(events.SessionInfo(now_iso(), warning=warning))
 
     # -- tasks ----------------------------------------------------------------------------
 

@@ -136,7 +136,9 @@ class Turn:
         message = blocks.user_message(self.number, self.prompt, self.message_id)
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
-        self.host.commit((UserMessage(message),))
+        mutation = UserMessage.holding(message)
+        message = mutation.message
+        self.host.commit((mutation,))
         if self.message_id is not None:  # a queued prompt: its sender saw it wait, not start
             self.host.show_prompt(message)
         self.host.maybe_title(self.prompt)
@@ -150,8 +152,9 @@ class Turn:
         if not joined:
             return False
         for message_id, content in joined:
-            message = blocks.user_message(self.number, content, message_id)
-            self.host.commit((UserMessage(message),))
+            mutation = UserMessage.holding(blocks.user_message(self.number, content, message_id))
+            message = mutation.message
+            self.host.commit((mutation,))
             self.host.show_prompt(message)
             self.joined.append(message_id)
         return True

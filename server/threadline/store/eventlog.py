@@ -73,6 +73,7 @@ class EventLogOps(SessionOps):
                 ordinal += 1
                 messages.append((mid, session_id, seq, ordinal))
         db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
+        self._add_refs(db, session_id, [b for ev in batch for b in ev.blobs])
         db.many(
             "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
             messages,

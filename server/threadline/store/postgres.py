@@ -48,11 +48,12 @@ from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
 2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
 ``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
-(`store.pending`; the SQLite store's schema 5). An older schema is brought up
+(`store.pending`; the SQLite store's schema 5). 5: blobs and their references
+(`store.blobs`; the SQLite store's schema 6). An older schema is brought up
 to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
 `store.catalog.upgrade`."""
 
@@ -158,6 +159,7 @@ class PostgresStore(SqlStore):
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
             self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
             self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
+            self.keeps_blobs = version >= 5 and self._may_use("tl_blob_refs", "images")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -553,6 +555,7 @@ class PostgresStore(SqlStore):
                 "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
                 [(m, row.id, q, o) for m, q, o in dump.messages if q > after],
             )
+            self._add_refs(db, row.id, dump.blobs)
             return "copied" if have is None else "extended"
 
         return self._write(work)

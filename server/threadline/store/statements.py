@@ -34,6 +34,8 @@ TABLES = (
     "folds",
     "texts",
     "pending",
+    "blobs",
+    "blob_refs",
 )
 """The tables the shared statements name (a backend may prefix them)."""
 
