@@ -22,6 +22,7 @@ import anyio
 
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
+from ..tools.delegate import Delegator
 from .errors import SessionBusy, SessionNotFound
 from .folds import FoldCache, Project
 from .link import ClientLink
@@ -63,6 +64,9 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self.delegator: Delegator | None = None
+        """Runs child sessions for ``delegate`` calls (`children.Children`, set by the
+        engine); every session loaded here gets the tool."""
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -97,7 +101,14 @@ class LiveSessions:
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = Session(
-            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+            row,
+            transcript,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self.delegator,
         )
         session.checked = self._generation
         self.sessions[row.id] = session

@@ -985,6 +985,8 @@ export interface SessionInfo {
 export interface SessionInfoMeta {
   archived: boolean;
   forkedAtMessageId: string | null;
+  /** @default "session" */
+  kind?: "session" | "child";
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
@@ -1286,6 +1288,7 @@ export interface ToolCallStart {
 
 export interface ToolCallUpdateInfo {
   cancelled?: boolean | null;
+  childSessionId?: string | null;
 }
 
 export interface ToolCallUpdateMeta {
@@ -1335,6 +1338,7 @@ export interface ToolOffer {
 }
 
 export interface ToolResultBlock {
+  childSessionId?: string | null;
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
