@@ -19,6 +19,7 @@ to this process's client only once the client opens it (`Session.heard`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -92,6 +93,7 @@ class Children:
             return follow.failed(f"the child session {child.id} failed: {exc}")
         finally:
             child.watchers.remove(follow.seen)
+            follow.stop()
         return follow.finished(outcome)
 
     # -- making the child ---------------------------------------------------------------
@@ -153,6 +155,7 @@ class Following:
         self.steps: list[str] = []
         self.text = ""
         self._shown_at = 0.0
+        self._later: asyncio.TimerHandle | None = None
         self.start = len(child.transcript.messages)
         """Where the child's turn begins in its transcript."""
 
@@ -168,12 +171,25 @@ class Following:
                 self.show()
             case events.MessageChunk(_, _, text, False):
                 self.text += text
-                if time.monotonic() - self._shown_at >= SHOWN_SECONDS:
-                    self.show()
+                self._show_soon()
             case _:
                 pass
 
+    def _show_soon(self) -> None:
+        """Streaming text is shown at most every `SHOWN_SECONDS`, its last piece too."""
+        wait = self._shown_at + SHOWN_SECONDS - time.monotonic()
+        if wait <= 0:
+            self.show()
+        elif self._later is None:
+            self._later = asyncio.get_running_loop().call_later(wait, self.show)
+
+    def stop(self) -> None:
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+
     def show(self, note: str = "") -> None:
+        self.stop()
         self._shown_at = time.monotonic()
         lines = [f"Child session {self.child.id}: {self.child.title or ''}".rstrip()]
         lines += self.steps[-12:]
