@@ -8,10 +8,10 @@ import json
 import os
 import signal
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.protocol.test_while_running import until
 from tests.support import SidecarClient, start_sidecar
 
 
@@ -66,13 +66,6 @@ def call_updates(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
         for u in client.updates
         if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "tool_call_update"
     ]
-
-
-async def until(check: Callable[[], Any], timeout: float = 30) -> Any:
-    async with asyncio.timeout(timeout):
-        while not (got := check()):
-            await asyncio.sleep(0.02)
-        return got
 
 
 def child_of(client: SidecarClient, sid: str) -> str | None:
