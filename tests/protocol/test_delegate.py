@@ -313,3 +313,31 @@ async def test_another_window_watches_a_child_live(home: Path) -> None:
     finally:
         await a.stop()
         await b.stop()
+
+
+async def test_a_child_asks_permission_as_the_parent_would_and_reports_its_changes(
+    sidecar: SidecarClient, tmp_path: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def allow(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+    sidecar.on_request("session/request_permission", allow)
+    edit = {"path": "notes.txt", "edits": [{"oldText": "", "newText": "hello\n"}]}
+    write = {"name": "edit_file", "arguments": edit}
+    child_model = model([{"tool_call": write}], [{"text": "wrote the notes"}])
+    sid = await sidecar.new_session(
+        cwd=str(tmp_path), model=model([delegate("write notes", child_model)], [{"text": "ok"}])
+    )
+    await sidecar.prompt(sid, "delegate the writing")
+    (block,) = results(await history(sidecar, sid))
+    child = block["childSessionId"]
+    # The child's write was asked for (code mode, inherited), under the child's id.
+    assert [a["sessionId"] for a in asked] == [child]
+    assert (tmp_path / "notes.txt").read_text() == "hello\n"
+    text = result_text(block)
+    assert text.startswith("wrote the notes")
+    assert "Changed by the sub-agent: " in text and "notes.txt" in text
+    assert any("notes.txt" in path for path in block["rawOutput"]["changed"])
