@@ -120,6 +120,13 @@ async def test_a_fork_child_sees_the_parent_and_costs_one_row(
     assert (await listed(sidecar))[sid]["_meta"]["kind"] == "session"
     child_history = await history(sidecar, child_row["id"])
     assert child_history[-1]["content"][0]["text"] == "the child found 3 files"
+    # The child's transcript was copied from the parent's in memory: another sidecar,
+    # which folds it from the store, reads the same history.
+    other = await start_sidecar(home)
+    try:
+        assert await history(other, child_row["id"]) == child_history
+    finally:
+        await other.stop()
     # Parent usage counts the child's model call; its context does not hold it.
     usage = result["usage"]
     assert usage["outputTokens"] >= 2

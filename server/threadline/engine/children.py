@@ -39,6 +39,7 @@ from .live import LiveSessions
 from .mutations import Msg
 from .outcomes import TurnOutcome
 from .session import Session
+from .transcript import Transcript
 from .turn import Turn
 
 log = logging.getLogger(__name__)
@@ -134,13 +135,22 @@ class Children:
     def _spawn(self, parent: Session, request: DelegateRequest, config: SessionConfig) -> Session:
         store = self.live.store
         title = _title(request.task)
+        child: Session | None = None
         if request.context == "fork":
             child_id = fork(self.live, parent.id, None, None).session_id
+            # Taken at once, before anything else is committed to the parent: its
+            # transcript is the fork's prefix, copied rather than folded again.
+            snapshot = parent.transcript.snapshot()
+            base = None if snapshot is None else Transcript.restore(snapshot)
             store.update_session(child_id, title=title, config=config.to_json(), now=now_iso())
+            row = store.get_session(child_id)
+            if base is not None and row is not None:
+                child = self.live.adopt(row, base)
         else:
             child_id = new_id("sess")
             store.create_session(child_id, parent.cwd, config.to_json(), now_iso(), title)
-        child = self.live.open(child_id)
+        if child is None:
+            child = self.live.open(child_id)
         child.heard = False
         return child
 
