@@ -22,6 +22,7 @@ from .figures import (
     checkpoints,
     coldstart,
     concurrency,
+    delegate,
     forkload,
     interrupt,
     latency,
@@ -61,6 +62,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "checkpoints": checkpoints.run,
     "restart": restart.run,
     "promptcache": promptcache.run,
+    "delegate": delegate.run,
 }
 
 

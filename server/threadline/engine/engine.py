@@ -27,11 +27,13 @@ from threadline_protocol.meta import (
 )
 
 from ..providers.registry import ProviderRegistry, UnknownModel
+from ..settings import DelegateLimits
 from ..store.base import PendingPrompt, SessionStore
 from ..store.blobs import BLOB_SCHEME
 from . import capabilities, events
 from . import modes as session_modes
 from .catalog import Catalog
+from .children import Children
 from .commands import SLASH_COMMANDS
 from .compactor import Compaction
 from .config import SessionConfig
@@ -79,6 +81,7 @@ class Engine:
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
+        self.live.delegator = Children(self.live, DelegateLimits.from_env())
         self.files = Files(self.live)
         self.feed = Feed(self.live)
         self.inbox = Inbox(self.live, self.feed, self._fork)
@@ -348,7 +351,8 @@ class Engine:
                     title=r.title,
                     updated_at=r.updated_at,
                     meta=pm.SessionInfoMeta(
-                        parent_session_id=r.parent_id,
+                        parent_session_id=r.parent_id or _child_of(r.config),
+                        kind="child" if r.config.get("child") else "session",
                         forked_at_message_id=r.forked_at_message_id,
                         message_count=r.message_count,
                         model=r.config.get("model"),
@@ -487,6 +491,12 @@ class Engine:
 
 
 # -- typed values to wire results -----------------------------------------------------
+
+
+def _child_of(config: dict[str, Any]) -> str | None:
+    """The parent of a child session started ``fresh`` (a fork names its own)."""
+    child = config.get("child")
+    return str(child["parentSessionId"]) if isinstance(child, dict) else None
 
 
 def _queued(prompt: PendingPrompt) -> QueuedPrompt:

@@ -22,10 +22,11 @@ import anyio
 
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
+from ..tools.delegate import Delegator
 from .errors import SessionBusy, SessionNotFound
 from .folds import FoldCache, Project
 from .link import ClientLink
-from .mutations import Msg, Mutation
+from .mutations import Msg, Mutation, from_event
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -63,6 +64,9 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self.delegator: Delegator | None = None
+        """Runs child sessions for ``delegate`` calls (`children.Children`, set by the
+        engine); every session loaded here gets the tool."""
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -97,12 +101,41 @@ class LiveSessions:
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = Session(
-            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+            row,
+            transcript,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self.delegator,
         )
         session.checked = self._generation
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
             self.repair(session)
+        return session
+
+    def adopt(self, row: SessionRow, base: Transcript) -> Session:
+        """A fork made just now of a session held here, its transcript copied from the
+        parent's in memory (``base``, as of the fork point) and its own events applied,
+        instead of folding the parent's whole log again from the store."""
+        seq = 0
+        for e in self.store.load_events(row.id, after_seq=0):
+            base.apply(from_event(e.kind, e.payload))
+            seq = e.seq
+        session = Session(
+            row,
+            base,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self.delegator,
+        )
+        session.checked = self._generation
+        self.sessions[row.id] = session
         return session
 
     def sync(self, session: Session) -> Session:

@@ -19,6 +19,7 @@ from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, S
 from ..tools import modes
 from ..tools.approvals import Approvals
 from ..tools.base import Tool, ToolContext
+from ..tools.delegate import Delegator
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
@@ -114,8 +115,11 @@ class Session:
         link: ClientLink,
         seq: int,
         workspaces: Workspaces,
+        delegator: Delegator | None = None,
     ) -> None:
         self.id = row.id
+        self.delegator = delegator
+        """Runs the child sessions of its ``delegate`` calls (none: it has no such tool)."""
         self.workspaces = workspaces
         self.checkpoint_notice: str | None = None
         """Why the workspace could not be checkpointed (said once: logged, and in
@@ -140,6 +144,11 @@ class Session:
         """Permission requests of its turn waiting for the user (``requires_action``)."""
         self.shown = Shown(title=row.title, model=self.config.model)
         """What its client was last shown of the session's state (`feed.py`)."""
+        self.heard = True
+        """Whether its events go to this process's client: not for a child session
+        until the client opens it (`feed.Feed.subscribe`); its parent's call shows it."""
+        self.watchers: list[Callable[[events.Event], None]] = []
+        """Told every event the session announces (a parent following its child)."""
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
@@ -187,6 +196,9 @@ class Session:
             server_side.append(ForgetTool(facts))
         if enabled and (names is None or ASK_USER in names):
             server_side.append(AskUser())
+        delegate = self._delegate_tool()
+        if delegate is not None and enabled and (names is None or delegate.name in names):
+            server_side.append(delegate)
         registry = build_registry(
             tools=self.config.tools,
             exit_tools=self.config.exit_tools,
@@ -194,8 +206,19 @@ class Session:
             builtin=builtin,
             extra_tools=server_side,
         )
-        registry.visible = lambda tool: modes.offers(self.config.mode, tool)
+        registry.visible = lambda tool: (
+            modes.offers(self.config.mode, tool)
+            and (tool.name != "delegate" or self._may_delegate())
+        )
         return registry
+
+    def _may_delegate(self) -> bool:
+        return self.delegator is not None and self.delegator.may_delegate(self.config.depth)
+
+    def _delegate_tool(self) -> Tool | None:
+        from ..tools.delegate import Delegate
+
+        return None if self.delegator is None else Delegate(self.delegator)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
@@ -253,7 +276,10 @@ class Session:
             self.config = SessionConfig.from_json(row.config)
 
     def announce(self, event: events.Event) -> None:
-        self.link.announce(self.id, event)
+        for watch in self.watchers:
+            watch(event)
+        if self.heard:
+            self.link.announce(self.id, event)
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         if self.title:
@@ -273,8 +299,18 @@ class Session:
         def progress(content: list[dict[str, Any]]) -> None:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
+        def child_progress(child_id: str, content: list[dict[str, Any]]) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content), child_id))
+
         return ToolContext(
-            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress, confined
+            self.id,
+            call_id,
+            self.cwd,
+            tuple(self.config.roots),
+            self.link,
+            progress,
+            confined,
+            child_progress,
         )
 
     async def authorize(

@@ -1014,6 +1014,8 @@ export interface SessionInfo {
 export interface SessionInfoMeta {
   archived: boolean;
   forkedAtMessageId: string | null;
+  /** @default "session" */
+  kind?: "session" | "child";
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
@@ -1316,6 +1318,7 @@ export interface ToolCallStart {
 
 export interface ToolCallUpdateInfo {
   cancelled?: boolean | null;
+  childSessionId?: string | null;
 }
 
 export interface ToolCallUpdateMeta {
@@ -1365,6 +1368,7 @@ export interface ToolOffer {
 }
 
 export interface ToolResultBlock {
+  childSessionId?: string | null;
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
