@@ -318,7 +318,8 @@ export class ChatView {
     if (!fold) {
       fold = el("details", "child-progress");
       fold.open = true;
-      const summary = el("summary", undefined, "The sub-agent's progress");
+      const summary = el("summary");
+      summary.append(el("span", "child-label"));
       const open = el("button", "open-child", "Open child session");
       open.title = "Open the child session this call runs (its whole transcript; live while it runs)";
       open.addEventListener("click", (event) => {
@@ -330,6 +331,7 @@ export class ChatView {
       card.append(fold);
     }
     fold.dataset.running = String(running);
+    fold.querySelector(".child-label")!.textContent = running ? "The sub-agent's progress" : "What the sub-agent did";
   }
 
   private markCompacted(node: HTMLElement, compacted: boolean | undefined): void {
