@@ -316,15 +316,20 @@ def has_images(content: Sequence[Block]) -> bool:
     )
 
 
-def placeholder(block: Block, why: str = "this model cannot see images") -> str:
-    """What a model reads for an image it is not sent: ``[image: 1280×720 PNG, 84 KB —
-    this model cannot see images]``."""
+def describe(block: Block) -> str:
+    """An image in words: ``1280×720 PNG, 84 KB`` (``PNG`` for an old inline block)."""
     facts = facts_of(block)
     kind = str(block.get("mimeType", "image/?")).rpartition("/")[2].upper()
     if facts is None:
-        return f"[image: {kind} — {why}]"
+        return kind
     kb = max(1, round(int(facts.get("size", 0)) / 1024))
-    return f"[image: {facts.get('width')}×{facts.get('height')} {kind}, {kb} KB — {why}]"
+    return f"{facts.get('width')}×{facts.get('height')} {kind}, {kb} KB"
+
+
+def placeholder(block: Block, why: str = "this model cannot see images") -> str:
+    """What a model reads for an image it is not sent: ``[image: 1280×720 PNG, 84 KB —
+    this model cannot see images]``."""
+    return f"[image: {describe(block)} — {why}]"
 
 
 # -- token cost -------------------------------------------------------------------------

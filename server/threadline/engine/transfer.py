@@ -29,7 +29,7 @@ from threadline_protocol.messages import Message
 from ..store.base import NewEvent, SessionRow, StoredEvent
 from .errors import InvalidParams
 from .ids import new_id, now_iso
-from .images import BlobReader, inline
+from .images import BlobReader, describe, inline
 from .mutations import ContextReplace, ContextSummary, MessageMutation, Msg, from_event
 
 HEADER = "session-log"
@@ -96,6 +96,8 @@ def _block_markdown(block: dict[str, Any], results: dict[Any, dict[str, Any]]) -
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
+    if kind == "image":
+        return f"*[image: {describe(block)}]*"
     if kind == "summary":
         return "\n".join("> " + line for line in str(block.get("text", "")).splitlines())
     if kind == "tool_use":

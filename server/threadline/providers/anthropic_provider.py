@@ -117,7 +117,7 @@ class AnthropicProvider(SdkProvider[AnthropicOptions]):
         if o.prompt_cache and messages:
             # Mark the end of the conversation so the next request reads it from cache.
             last = messages[-1]["content"][-1]
-            if last.get("type") in ("text", "tool_result"):
+            if last.get("type") in ("text", "tool_result", "image"):
                 last["cache_control"] = {"type": "ephemeral"}
         if request.tools:
             params["tools"] = [
