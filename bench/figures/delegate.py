@@ -5,8 +5,9 @@ The parent sessions are written into the store before the server starts
 (``fixtures``). *delegate*: the parent's model calls ``delegate`` with ``context:
 "fork"`` and a child model that records each request it is sent
 (``scripted``'s ``record``, with the wall clock); timed from the moment the bench
-parent's model call (recorded the same way: the parent's answer is the one call and
-streams at once) to the child's first recorded request. *plain
+client reads the call's ``tool_call`` (announced once the parent's answer is stored,
+after the scripted model's own per-request work on the parent's request) to the
+child's first recorded request. *plain
 fork*: what a client does by hand for the same child: ``session/fork`` of the parent,
 then ``session/prompt`` on it (the child's model set on the parent before, not
 timed, so the fork inherits it and is first loaded by its prompt); timed as
@@ -63,13 +64,22 @@ def _set_model(conn: Connection, sid: str, model: str) -> None:
     )
 
 
-def _delegated(conn: Connection, sid: str, record: Path, parent_record: Path) -> float:
-    """ms from the parent's model call (which answers with the ``delegate`` call) to
-    the child's first model call."""
+def _delegated(conn: Connection, sid: str, record: Path) -> float:
+    """ms from the ``delegate`` call shown to the child's first model call."""
     seen = len(record.read_text().splitlines()) if record.exists() else 0
-    calls = len(parent_record.read_text().splitlines()) if parent_record.exists() else 0
-    conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
-    return (_first_call(record, seen) - _first_call(parent_record, calls)) * 1000
+    shown: list[float] = []
+
+    def on_update(params: dict[str, Any], _t: int) -> None:
+        update = params.get("update") or {}
+        if update.get("sessionUpdate") == "tool_call" and not shown:
+            shown.append(time.time())
+
+    conn.on_update = on_update
+    try:
+        conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
+    finally:
+        conn.on_update = None
+    return (_first_call(record, seen) - shown[0]) * 1000
 
 
 def _forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
@@ -97,9 +107,8 @@ def run(ctx: Context) -> list[Row]:
     record = home / "child-requests.jsonl"
     child = _model(record, [[{"text": "done"}]])
     task = {"task": "the task", "context": "fork", "model": child}
-    parent_record = home / "parent-requests.jsonl"
     parent = _model(
-        parent_record, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
+        None, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
     )
     conn = spawn(THREADLINE, home)
     rows: list[Row] = []
@@ -107,7 +116,7 @@ def run(ctx: Context) -> list[Row]:
         for n, sid in zip(sizes, ids, strict=True):
             _set_model(conn, sid, parent)
             conn.call("session/history", {"sessionId": sid}, timeout=600)  # loaded once
-            delegated = summarize(_delegated(conn, sid, record, parent_record) for _ in range(reps))
+            delegated = summarize(_delegated(conn, sid, record) for _ in range(reps))
             forked = summarize(_forked(conn, sid, record, child, parent) for _ in range(reps))
             over = delegated.p50 - forked.p50
             rows.append(
