@@ -111,6 +111,18 @@ async function until(page: Page, what: string, predicate: () => Promise<boolean>
   }
 }
 
+/** The first pane's model from now on (the picker lists the configured models only). */
+async function useModel(page: Page, model: string): Promise<void> {
+  await page.evaluate(
+    (m) =>
+      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
+        type: "setModel",
+        model: m,
+      }),
+    model,
+  );
+}
+
 /** The app's page, connected; `errors` collects the page's uncaught errors. */
 async function openApp(): Promise<{ page: Page; errors: string[] }> {
   const page = await context.newPage();
@@ -506,14 +518,7 @@ test("the agent's work on the desktop: plan checklist, an edit's coloured diff, 
   });
   const pane = page.locator(".pane").first();
   // The pane's model: the work script (the picker lists the configured models only).
-  await page.evaluate(
-    (model) =>
-      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
-        type: "setModel",
-        model,
-      }),
-    `scripted:${script}`,
-  );
+  await useModel(page, `scripted:${script}`);
   await pane.locator("#input").fill("Fix add() in calc.py");
   await pane.locator("#input").press("Enter");
 
@@ -588,14 +593,7 @@ test("a pasted image in the transcript; a delegate call's card opens its child s
   );
   const { page, errors } = await openApp();
   const pane = page.locator(".pane").first();
-  await page.evaluate(
-    (model) =>
-      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
-        type: "setModel",
-        model,
-      }),
-    `scripted:${script}`,
-  );
+  await useModel(page, `scripted:${script}`);
   // Paste a screenshot into the composer: a thumbnail waits over the input.
   await page.evaluate((base64) => {
     const data = new DataTransfer();

@@ -126,6 +126,20 @@ async function send(text) {
   await until("the turn to start", async () => (await statusText()).includes("Generating"));
 }
 
+/**
+ * A new session whose turns follow `script`. The sessions' model is
+ * `scripted:<WORK>/script.json`, read once per sidecar: the script, and a restart,
+ * make the next turns do what it says (these are the last steps).
+ */
+async function newSessionWith(script) {
+  writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
+  await dismissToasts();
+  await runCommand("Threadline: Restart the Sidecar");
+  await page.waitForTimeout(1500);
+  await titleAction("New Session").click();
+  await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+}
+
 async function waitIdle(ms = 60_000) {
   await until("the turn to end", async () => !(await statusText()).includes("Generating"), ms);
 }
@@ -547,14 +561,7 @@ try {
         [{ text: "Done: greet shouts now." }],
       ],
     };
-    // The sessions' model is `scripted:<WORK>/script.json`, read once per sidecar: this
-    // script, and a restart, make the next turns do the work (this is the last step).
-    writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
-    await dismissToasts();
-    await runCommand("Threadline: Restart the Sidecar");
-    await page.waitForTimeout(1500);
-    await titleAction("New Session").click();
-    await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+    await newSessionWith(script);
     const input = chat().locator("#input");
     await input.click();
     await input.fill("Make greet shout.");
@@ -616,12 +623,7 @@ try {
         [{ text: "A blue and orange picture; three files." }],
       ],
     };
-    writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
-    await dismissToasts();
-    await runCommand("Threadline: Restart the Sidecar");
-    await page.waitForTimeout(1500);
-    await titleAction("New Session").click();
-    await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+    await newSessionWith(script);
     const input = chat().locator("#input");
     await input.click();
     // A 40×20 PNG, left half blue, right half orange.
