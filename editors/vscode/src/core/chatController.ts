@@ -248,8 +248,8 @@ export class ChatController implements Disposable {
   }
 
   /** Tell the other controllers showing this session (`turnStarted`, `turnEnded`…). */
-  private toPeers(message: HostMessage): void {
-    for (const peer of this.peers.others(this, this.sessionId)) peer.sink.post(message);
+  private toPeers(message: HostMessage, sessionId: string | null = this.sessionId): void {
+    for (const peer of this.peers.others(this, sessionId)) peer.sink.post(message);
   }
 
   /** Handle one webview message; failures become an error notice in the chat. */
@@ -411,9 +411,13 @@ export class ChatController implements Disposable {
         this.notice("error", errorText(err));
         ended = { type: "turnEnded", stopReason: "error" };
       }
-      this.sink.post(ended);
-      this.toPeers(ended);
-      await this.postTurnDiff(sessionId);
+      // The view may show another session by now (a delegate call's child, opened from
+      // its card while the turn ran): the end and the diff are the parent's.
+      this.toPeers(ended, sessionId);
+      if (this.sessionId === sessionId) {
+        this.sink.post(ended);
+        await this.postTurnDiff(sessionId);
+      }
     } finally {
       this.setRunning(false);
     }
