@@ -9,12 +9,15 @@ import pytest
 from tests.imagefiles import b64, gif, jpeg, png, webp
 from threadline.engine.images import (
     ImageRejected,
+    ImageRules,
     anthropic_tokens,
     externalize,
     openai_tokens,
     placeholder,
     sniff,
 )
+from threadline.providers.base import ImagePart
+from threadline.providers.vision import ANTHROPIC, OPENAI
 
 
 @pytest.mark.parametrize(
@@ -64,3 +67,13 @@ def test_a_stored_block_names_its_blob_and_reads_as_a_placeholder() -> None:
     assert placeholder(block) == f"[image: 1280×720 PNG, {kb} KB — this model cannot see images]"
     [broken], none = externalize([{"type": "image", "mimeType": "image/png", "data": "AAAA"}])
     assert none == [] and broken["type"] == "text" and "not kept" in broken["text"]
+
+
+def test_an_image_beyond_the_providers_limits_reads_as_a_placeholder() -> None:
+    wide = {"type": "image", "mimeType": "image/gif", "data": b64(gif(9000, 10))}
+    small = {"type": "image", "mimeType": "image/png", "data": b64(png(8, 8))}
+    rules = ImageRules(ANTHROPIC, lambda _hash: None)
+    assert rules.part(wide) == "[image: GIF — too large for this model]"
+    part = rules.part(small)
+    assert isinstance(part, ImagePart) and part.tokens == anthropic_tokens(8, 8)
+    assert ImageRules(OPENAI, lambda _hash: None).part(wide) != rules.part(wide)

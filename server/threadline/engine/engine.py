@@ -42,7 +42,7 @@ from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
 from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
-from .inbox import Inbox
+from .inbox import Inbox, Stored
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
@@ -155,16 +155,21 @@ class Engine:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
 
-    async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+    async def prompt(
+        self, params: pm.PromptParams, accepted: Stored | None = None
+    ) -> pm.PromptResult:
         """Run a turn, or, while the session works, steer it, queue behind it or
-        refuse (``whileRunning``; `inbox.py`)."""
+        refuse (``whileRunning``; `inbox.py`). ``accepted`` is told the prompt's message
+        id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
-        content = self._accepted(session, [b.wire() for b in params.prompt])
-        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        content = self._with_images(session, [b.wire() for b in params.prompt])
+        outcome = await self.inbox.prompt(
+            session, content, mode, accepted=self.feed.subscribe, stored=accepted
+        )
         return _prompt_result(outcome)
 
-    def _accepted(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _with_images(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The prompt with its images checked and carrying their bytes (-32602 names a
         bad one; nothing is stored)."""
         if not has_images(content):
@@ -202,7 +207,7 @@ class Engine:
 
     def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
         session = self.live.open(params.session_id)
-        content = self._accepted(session, [b.wire() for b in params.prompt])
+        content = self._with_images(session, [b.wire() for b in params.prompt])
         return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
 
     def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
@@ -447,6 +452,10 @@ class Engine:
                 options=[pm.ConfigSelectOption(value=m.model_id, name=m.name) for m in models],
             )
         ]
+
+    def config_options(self, session_id: str) -> list[pm.SessionConfigOption]:
+        """A session's options as they are now (model, mode)."""
+        return self._config_options(self.live.open(session_id))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
         current = session.config.model

@@ -148,6 +148,25 @@ class Replayed:
     message: Msg
 
 
+@dataclass(frozen=True, slots=True)
+class PromptStored:
+    """A turn stored its prompt (the user message, under its id): the prompt is in the
+    session's history from here on. Clients that learn of their own prompt only from
+    the agent are shown it; others already have it."""
+
+    message: Msg
+
+
+@dataclass(frozen=True, slots=True)
+class WorkEnded:
+    """The session's foreground work (a turn, a compaction, a command) ended, before
+    the session is shown idle: ``stop_reason`` as a turn reports it (``end_turn`` for
+    work that is not a turn), or None when it failed (``error``: code and message)."""
+
+    stop_reason: str | None
+    error: tuple[int, str] | None = None
+
+
 Event = (
     MessageChunk
     | ToolCallStarted
@@ -160,6 +179,8 @@ Event = (
     | AvailableCommands
     | ModeChanged
     | Replayed
+    | PromptStored
+    | WorkEnded
 )
 
 

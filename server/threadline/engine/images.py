@@ -397,6 +397,9 @@ class ImageRules:
             except ImageRejected as exc:
                 return f"[image not sent: {exc}]"
             mime, w, ht, b64 = facts.mime_type, facts.width, facts.height, block.get("data")
+        limit, side = self.support.max_bytes, self.support.max_side
+        if (limit is not None and len(data) > limit) or (side is not None and max(w, ht) > side):
+            return placeholder(block, "too large for this model")
         encoded = b64 if isinstance(b64, str) else base64.b64encode(data).decode("ascii")
         return ImagePart(mime, encoded, w, ht, COSTS[self.support.cost](w, ht))
 
@@ -442,8 +445,15 @@ def inline_raw(value: RawJSON | list[Any], read: BlobReader) -> RawJSON | list[A
     return inline(value, read)
 
 
-SHOWS_IMAGES = ("user_message_chunk", "tool_call", "tool_call_update")
-"""The updates that may hold a stored image."""
+SHOWS_IMAGES = (
+    "user_message_chunk",
+    "tool_call",
+    "tool_call_update",
+    "user_message",
+    "tool_call_content_chunk",
+)
+"""The updates that may hold a stored image (ACP v1's, and v2's whole messages and
+content chunks)."""
 
 
 class ClientImages:

@@ -169,6 +169,10 @@ class ImageSupport:
     message after the results (`engine.mutations.MultimodalToolResult`)."""
     cost: Literal["anthropic", "openai"] = "openai"
     """Whose documented formula prices an image in tokens."""
+    max_bytes: int | None = None
+    max_side: int | None = None
+    """The largest image the API takes (bytes, pixels a side); a larger one is sent as
+    a placeholder rather than failing the request."""
 
 
 TEXT_ONLY = ImageSupport()

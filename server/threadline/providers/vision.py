@@ -20,7 +20,10 @@ from .base import TEXT_ONLY, ImageSupport
 OPENAI_VISION = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4-turbo|gpt-4\.5|gpt-5|o1|o3|o4)")
 """OpenAI API model names that take images."""
 
-ANTHROPIC = ImageSupport(sees=True, in_tool_results=True, cost="anthropic")
+ANTHROPIC = ImageSupport(
+    sees=True, in_tool_results=True, cost="anthropic", max_bytes=5 * 1024 * 1024, max_side=8000
+)
+"""The Messages API's documented limits: 5 MB and 8000 pixels a side per image."""
 OPENAI = ImageSupport(sees=True, in_tool_results=False, cost="openai")
 
 

@@ -289,6 +289,11 @@ class Projection:
     def replay(self, message: Msg) -> list[Update]:
         return replay(message, compaction=self.shows_compaction)
 
+    def session_updates(self, session_id: str, event: events.Event) -> list[Update]:
+        """`updates`; the session matters only to a projection that keeps state per
+        session (v2's, ``rpc/v2/projection.py``)."""
+        return self.updates(event)
+
     def updates(self, event: events.Event) -> list[Update]:
         """The ``session/update`` payloads a live event is shown as (none for progress
         a client does not show). Streamed text comes first: it is most of them."""
@@ -318,3 +323,5 @@ class Projection:
                 return [current_mode(mode_id)]
             case events.Replayed(message):
                 return self.replay(message)
+            case events.PromptStored() | events.WorkEnded():
+                return []  # a v1 client sent the prompt and gets its end as the answer
