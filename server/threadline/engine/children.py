@@ -20,6 +20,7 @@ to this process's client only once the client opens it (`Session.heard`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -86,9 +87,14 @@ class Children:
         child = self._spawn(parent, request, config)
         follow = Following(child, ctx)
         child.watchers.append(follow.seen)
-        follow.show("waiting for a free slot" if self._limiter().available_tokens < 1 else "")
+        # Slots bound the children of top-level sessions; a child's own children run
+        # within its slot (taking another could wait for ever on a slot it holds).
+        slots = self._limiter() if parent.config.depth == 0 else None
+        follow.show("waiting for a free slot" if slots and slots.available_tokens < 1 else "")
         try:
-            async with self._limiter():
+            async with contextlib.AsyncExitStack() as held:
+                if slots is not None:
+                    await held.enter_async_context(slots)
                 outcome = await self.live.run(child, Turn(child, [blocks.text(request.task)]))
         except EngineError as exc:
             return follow.failed(f"the child session {child.id} failed: {exc}")
