@@ -13,6 +13,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from threadline_protocol.sessions import SessionConfigOption
+
 from .blocks import Block
 from .mutations import Msg
 
@@ -141,6 +143,14 @@ class ModeChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigOptions:
+    """One of the session's config options changed (here or in another window): all
+    of them as they are now."""
+
+    options: tuple[SessionConfigOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Replayed:
     """A committed message shown as ``session/load`` shows it (the messages of a turn
     another process runs, as they land)."""
@@ -178,6 +188,7 @@ Event = (
     | Compacted
     | AvailableCommands
     | ModeChanged
+    | ConfigOptions
     | Replayed
     | PromptStored
     | WorkEnded

@@ -9,7 +9,8 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,8 @@ class Shown:
 
     title: str | None
     model: str
+    options: tuple[str, str, bool]
+    """``(model, mode, built-in tools on)``: the config options as last shown."""
     state: str = "idle"
     owner: tuple[str, str] | None = None
     """The owner id and lease start of the work shown as running."""
@@ -142,7 +145,7 @@ class Session:
         self.warned_images = False
         """Whether its client was told its model reads placeholders for images."""
         """Permission requests of its turn waiting for the user (``requires_action``)."""
-        self.shown = Shown(title=row.title, model=self.config.model)
+        self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.heard = True
         """Whether its events go to this process's client: not for a child session
@@ -219,6 +222,13 @@ class Session:
         from ..tools.delegate import Delegate
 
         return None if self.delegator is None else Delegate(self.delegator)
+
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
@@ -310,8 +320,21 @@ class Session:
             self.link,
             progress,
             confined,
+            self.asking_user,
             child_progress,
         )
+
+    @contextmanager
+    def asking_user(self) -> Generator[None]:
+        """While a call waits for the user (a permission, ``ask_user``'s question),
+        every window shows the session as ``requires_action``."""
+        self.awaiting += 1
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
 
     async def authorize(
         self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
@@ -330,13 +353,8 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        self.awaiting += 1  # every window shows the session as requires_action
-        self.changed(self)
-        try:
+        with self.asking_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
-        finally:
-            self.awaiting -= 1
-            self.changed(self)
         if allowed:
             return modes.Decision("run")
         return modes.Decision(
