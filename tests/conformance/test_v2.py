@@ -112,6 +112,15 @@ async def test_set_config_option_answers_every_option_and_updates(
     shown = await agent.wait_for(lambda _: agent.updates(sid, "config_option_update"))
     modes = [o for o in shown[-1]["configOptions"] if o["configId"] == "mode"]
     assert modes[0]["currentValue"] == "plan"
+    # Not only modes: every option's change is announced (here the built-in tools).
+    params = {"sessionId": sid, "configId": "builtinTools", "type": "id", "value": "off"}
+    await agent.call("session/set_config_option", params)
+
+    def tools_off(_: object) -> bool:
+        last = agent.updates(sid, "config_option_update")[-1]["configOptions"]
+        return any(o["configId"] == "builtinTools" and o["currentValue"] == "off" for o in last)
+
+    assert await agent.wait_for(tools_off)
 
 
 @pytest.mark.requirement("TL-V2-SESSION-004")

@@ -25,6 +25,7 @@ from threadline.rpc.v2.connection import permission_request
 from threadline.rpc.v2.meta import v2_deep
 from threadline.rpc.v2.projection import ProjectionV2
 from threadline.rpc.wire import wire
+from threadline_protocol import methods as pm
 from threadline_protocol.acp_v2 import UPDATE_KINDS, SessionNotificationV2
 from threadline_protocol.acp_v2_methods import METHODS_V2, OWN, SAME, VERBS
 
@@ -46,15 +47,18 @@ ANSWER = {
     "content": [{"type": "thought", "text": "Read it."}, {"type": "text", "text": "It prints hi."}],
 }
 OPTIONS = [
-    {
-        "configId": "mode",
-        "name": "Mode",
-        "category": "mode",
-        "type": "select",
-        "currentValue": "plan",
-        "options": [{"value": "plan", "name": "Plan"}, {"value": "code", "name": "Code"}],
-    }
+    pm.SessionConfigOption(
+        id="mode",
+        name="Mode",
+        category="mode",
+        current_value="plan",
+        options=[
+            pm.ConfigSelectOption(value="plan", name="Plan"),
+            pm.ConfigSelectOption(value="code", name="Code"),
+        ],
+    )
 ]
+"""The session's options when its mode became ``plan`` (v1's models: the engine's)."""
 
 
 def events_for(session_id: str) -> dict[str, list[events.Event]]:
@@ -93,7 +97,7 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
                 (("compact", "Summarise", "instructions"), ("fork", "Fork", None))
             )
         ],
-        "config_option_update": [events.ModeChanged("plan")],
+        "config_option_update": [events.ConfigOptions(OPTIONS)],
         "session_info_update": [
             events.SessionInfo(
                 "2026-11-24T00:00:00.000Z", title="Read main.py", model="openai:gpt-4o"
@@ -107,7 +111,7 @@ def built() -> dict[str, dict[str, Any]]:
     """Each fixture's update: the last the projection made of its events."""
     out: dict[str, dict[str, Any]] = {}
     for name, shown in events_for(SID).items():
-        projection = ProjectionV2(lambda _sid: OPTIONS)
+        projection = ProjectionV2()
         made = [u for e in shown for u in projection.session_updates(SID, e)]
         kind = name.split(".")[0]
         out[name] = [u for u in made if u["sessionUpdate"] == kind][-1]

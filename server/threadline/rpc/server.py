@@ -41,7 +41,7 @@ from .routes import Route
 from .v2 import connection as v2_connection
 from .v2.batch import Batches
 from .v2.projection import ProjectionV2
-from .v2.routes import ROUTES_V2, config_options
+from .v2.routes import ROUTES_V2
 from .wire import wire
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class ThreadlineServer:
         self.version = 2
         self.routes = ROUTES_V2
         self.client_caps = v2_connection.client_capabilities(params)
-        self.projection = ProjectionV2(lambda sid: config_options(self.engine, sid))
+        self.projection = ProjectionV2()
         self.cancel_method = "$/cancel_request"
         self.initialized = True
 

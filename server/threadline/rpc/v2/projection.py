@@ -26,7 +26,7 @@ and what each running tool call has shown (to send only what was appended).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +34,9 @@ from ...engine import events
 from ...engine.blocks import Block, shown_text
 from ...engine.mutations import Msg
 from .. import projection as v1
+from ..wire import wire
 from .meta import v2_meta
+from .options import v2_options
 
 Update = dict[str, Any]
 
@@ -190,10 +192,7 @@ class ProjectionV2:
 
     variant: Hashable = ("acp", 2)
 
-    def __init__(self, config_options: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
-        """``config_options``: a session's options as v2 shows them, for
-        ``config_option_update`` when its mode changes."""
-        self.config_options = config_options
+    def __init__(self) -> None:
         self._state: dict[str, str] = {}
         self._shown: dict[str, list[dict[str, Any]]] = {}
 
@@ -224,10 +223,8 @@ class ProjectionV2:
                 return [summary(message_id, turn_id, block)]
             case events.AvailableCommands(commands):
                 return [available_commands(commands)]
-            case events.ModeChanged():
-                if self.config_options is None:
-                    return []
-                options = self.config_options(session_id)
+            case events.ConfigOptions(listed):
+                options = [wire(o) for o in v2_options(listed)]
                 return [{"sessionUpdate": "config_option_update", "configOptions": options}]
             case events.Replayed(message):
                 return replay(message)

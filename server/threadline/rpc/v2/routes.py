@@ -29,6 +29,7 @@ from .. import routes as v1
 from ..routes import Call, Route
 from ..wire import wire
 from .meta import v1_meta, v1_params, v2_deep
+from .options import v2_options
 
 _WORK: set[asyncio.Task[Any]] = set()
 """Prompts answered on acceptance whose work runs on (kept from the collector)."""
@@ -96,37 +97,6 @@ def _servers(params: v2.NewSessionRequestV2 | v2.ResumeSessionRequestV2) -> list
     return out
 
 
-def _options(options: list[pm.SessionConfigOption]) -> list[v2.SessionConfigOptionV2]:
-    """v1's options as v2 has them (``configId`` for ``id``)."""
-    return [
-        v2.SessionConfigOptionV2(
-            config_id=o.id,
-            name=o.name,
-            type="select",
-            current_value=o.current_value,
-            options=[_choice(c) for c in o.options],
-            **_given(description=o.description, category=o.category),
-        )
-        for o in options
-    ]
-
-
-def _choice(choice: pm.ConfigSelectOption) -> v2.ConfigSelectOptionV2:
-    return v2.ConfigSelectOptionV2(
-        value=choice.value, name=choice.name, **_given(description=choice.description)
-    )
-
-
-def _given(**fields: Any) -> dict[str, Any]:
-    """The optional fields that have a value (left out, not null, on the wire)."""
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-def config_options(engine: Engine, session_id: str) -> list[dict[str, Any]]:
-    """A session's options on v2's wire (``config_option_update``)."""
-    return [wire(o) for o in _options(engine.config_options(session_id))]
-
-
 def new_session(
     engine: Engine, params: v2.NewSessionRequestV2
 ) -> Awaitable[v2.NewSessionResponseV2]:
@@ -137,7 +107,7 @@ def new_session(
         got = await result if isinstance(result, Awaitable) else result
         return v2.NewSessionResponseV2(
             session_id=got.session_id,
-            config_options=_options(got.config_options or []),
+            config_options=v2_options(got.config_options or []),
             meta=_moved_meta(got.meta),
         )
 
@@ -163,7 +133,7 @@ def resume(
     async def done() -> v2.ResumeSessionResponseV2:
         result = await got if isinstance(got, Awaitable) else got
         return v2.ResumeSessionResponseV2(
-            config_options=_options(result.config_options or []),
+            config_options=v2_options(result.config_options or []),
             meta=_moved_meta(result.meta),
         )
 
@@ -240,7 +210,7 @@ def set_config_option(
     raw = {"sessionId": params.session_id, "configId": params.config_id, "value": params.value}
     got = engine.set_config_option(pm.SetConfigOptionParams.model_validate(raw))
     return v2.SetConfigOptionResponseV2(
-        config_options=_options(got.config_options), meta=_moved_meta(got.meta)
+        config_options=v2_options(got.config_options), meta=_moved_meta(got.meta)
     )
 
 
