@@ -110,6 +110,9 @@ class SessionInfoUpdateInfo(ThreadlineBlock):
     rewound: int | None = None
     """The session was rewound in another window: the messages it holds now (reload
     them with ``session/load`` or ``session/history``)."""
+    warning: str | None = None
+    """Said once per session: its model cannot see images, and reads a placeholder
+    (``[image: 1280×720 PNG, 84 KB — this model cannot see images]``) for each."""
 
 
 class ToolOffer(ThreadlineBlock):

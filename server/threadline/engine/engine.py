@@ -11,11 +11,14 @@ session is only unloaded (it is durable), so any later call reloads it.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
+from threadline_protocol import work as pw
 from threadline_protocol.meta import (
     CompactResultInfo,
     McpInfo,
@@ -24,10 +27,11 @@ from threadline_protocol.meta import (
     ToolOffer,
 )
 
-from ..providers.registry import ProviderRegistry, UnknownModel
+from ..providers.registry import ProviderRegistry
 from ..settings import DelegateLimits
-from ..store.base import PendingPrompt, SessionStore
-from . import capabilities, events
+from ..store.base import PendingPrompt, SessionRow, SessionStore
+from ..store.blobs import BLOB_SCHEME
+from . import capabilities, events, options
 from . import modes as session_modes
 from .catalog import Catalog
 from .children import Children
@@ -38,7 +42,8 @@ from .errors import InvalidParams
 from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
-from .inbox import Inbox
+from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
+from .inbox import Inbox, Stored
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
@@ -58,7 +63,7 @@ from .rewind import Files
 from .session import Session
 from .workspace import Workspaces
 
-SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult)
+SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult, pm.ForkResult)
 """The results that start a session's MCP servers (and so report their failures)."""
 
 
@@ -72,6 +77,8 @@ class Engine:
     ) -> None:
         """``workspaces``: where checkpoints of files are kept; none, none are."""
         self.store = store
+        self.images = ClientImages(store.get_blob)
+        """Puts stored images' bytes back into what a client is shown (`rpc/server.py`)."""
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
@@ -130,15 +137,17 @@ class Engine:
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
             mode=opts.mode,
+            roots=list(params.additional_directories),
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
+        session.make_tools()  # a new session is prompted next: its tools are made now
         self.feed.subscribe(session)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(
             session.announce, events.AvailableCommands(SLASH_COMMANDS)
         )
-        models = self._models(config.model)
+        models = options.models(self.providers, config.model)
         result = pm.NewSessionResult(
             session_id=row.id,
             modes=session_modes.mode_state(config.mode),
@@ -149,14 +158,30 @@ class Engine:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
 
-    async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+    async def prompt(
+        self, params: pm.PromptParams, accepted: Stored | None = None
+    ) -> pm.PromptResult:
         """Run a turn, or, while the session works, steer it, queue behind it or
-        refuse (``whileRunning``; `inbox.py`)."""
+        refuse (``whileRunning``; `inbox.py`). ``accepted`` is told the prompt's message
+        id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
-        content = [b.wire() for b in params.prompt]
-        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        content = self._with_images(session, [b.wire() for b in params.prompt])
+        outcome = await self.inbox.prompt(
+            session, content, mode, accepted=self.feed.subscribe, stored=accepted
+        )
         return _prompt_result(outcome)
+
+    def _with_images(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompt with its images checked and carrying their bytes (-32602 names a
+        bad one; nothing is stored)."""
+        if not has_images(content):
+            return content
+        roots = [Path(r) for r in session.roots]
+        try:
+            return accept_prompt(content, roots, self.store.get_blob)
+        except ImageRejected as exc:
+            raise InvalidParams(str(exc), {"reason": "image"}) from None
 
     def _client_default(self) -> str:
         """What the client said a prompt does while the session works; ``refuse``
@@ -185,7 +210,7 @@ class Engine:
 
     def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
         session = self.live.open(params.session_id)
-        content = [b.wire() for b in params.prompt]
+        content = self._with_images(session, [b.wire() for b in params.prompt])
         return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
 
     def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
@@ -199,22 +224,49 @@ class Engine:
 
     def fork(self, params: pm.ForkParams) -> pm.ForkResult | Awaitable[pm.ForkResult]:
         """Synchronous, unless the fork's files are asked for (restored or written into
-        its new folder): then the result comes from the returned awaitable."""
+        its new folder) or MCP servers must start: then the result comes from the
+        returned awaitable. The fork has its parent's extra roots unless
+        ``additionalDirectories`` names others."""
         if params.materialize_files and params.cwd is None:
             raise InvalidParams("materializeFiles needs the fork's new cwd", {})
         forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
-        if not (params.restore_files or params.materialize_files):
-            return _fork_result(forked, None)
-        return self._fork_files(forked, params)
+        child = self.live.open(forked.session_id)
+        if params.additional_directories is not None:
+            options.set_roots(child, params.additional_directories)
+        self.feed.subscribe(child)
+        if not (params.restore_files or params.materialize_files or params.mcp_servers):
+            return self._fork_result(child, forked, None)
+        return self._fork_files(child, forked, params)
 
-    async def _fork_files(self, forked: Forked, params: pm.ForkParams) -> pm.ForkResult:
-        files = await self.files.fork_files(
-            forked,
-            restore_files=params.restore_files,
-            materialize_files=params.materialize_files,
-            force=params.force,
+    async def _fork_files(
+        self, child: Session, forked: Forked, params: pm.ForkParams
+    ) -> pm.ForkResult:
+        files = None
+        if params.restore_files or params.materialize_files:
+            files = await self.files.fork_files(
+                forked,
+                restore_files=params.restore_files,
+                materialize_files=params.materialize_files,
+                force=params.force,
+            )
+        result = self._fork_result(child, forked, files)
+        return await self._with_mcp(child, params.mcp_servers, result)
+
+    def _fork_result(
+        self, child: Session, forked: Forked, files: RestoredFiles | None
+    ) -> pm.ForkResult:
+        result = pm.ForkResult(
+            session_id=forked.session_id,
+            parent_session_id=forked.parent_session_id,
+            forked_at_message_id=forked.forked_at_message_id,
+            modes=session_modes.mode_state(child.config.mode),
+            config_options=self._config_options(child),
         )
-        return _fork_result(forked, files)
+        if files is not None:
+            result.files = pm.RestoredFiles(
+                written=list(files.written), deleted=list(files.deleted)
+            )
+        return result
 
     async def diff(self, params: pm.DiffParams) -> pm.DiffResult:
         got = await self.files.diff(params.session_id, params.from_message_id, params.to_message_id)
@@ -261,8 +313,31 @@ class Engine:
     def history(self, session_id: str) -> pm.HistoryResult:
         """Built without validation: the messages are the stored ones, as the JSON the
         transcript keeps of each (``Prewritten``: spliced, not serialised again)."""
-        return pm.HistoryResult.model_construct(
-            messages=self.live.open(session_id).transcript.history_json()
+        messages = self.live.open(session_id).transcript.history_json()
+        if not self.image_references():
+            messages = inline_raw(messages, self.store.get_blob)
+        return pm.HistoryResult.model_construct(messages=messages)
+
+    def image_references(self) -> bool:
+        """Whether this client is shown stored images as ``threadline-blob:`` references
+        (it said ``imageReferences``), else with their bytes (`images.inline`)."""
+        caps = pm.ClientCapabilities.model_validate(self.link.client_capabilities())
+        return bool(caps.threadline().image_references)
+
+    def blob(self, params: pm.BlobParams) -> pm.BlobResult:
+        """A stored image's bytes (the session must exist; the hash names the image)."""
+        self.live.open(params.session_id)
+        got = self.store.get_blob(params.uri.removeprefix(BLOB_SCHEME))
+        if got is None:
+            raise InvalidParams(f"no stored image {params.uri}", {"uri": params.uri})
+        info, data = got
+        return pm.BlobResult(
+            uri=params.uri,
+            mime_type=info.mime_type,
+            data=base64.b64encode(data).decode("ascii"),
+            size=info.size,
+            width=info.width,
+            height=info.height,
         )
 
     async def context(self, session_id: str) -> pm.ContextResult:
@@ -280,8 +355,9 @@ class Engine:
     def load(
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        """ACP replay: every message as updates, then ``{}``."""
+        """ACP replay: every message as updates, then the mode and options."""
         session = self.live.open(params.session_id)
+        options.set_roots(session, params.additional_directories)
         projection = self.link.projection
         made = session.transcript.replay_json(projection.replay, variant=projection.variant)
         if made is not None:
@@ -298,32 +374,13 @@ class Engine:
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
         session = self.live.open(params.session_id)
+        options.set_roots(session, params.additional_directories)
         self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
-        out = pm.ListSessionsResult(
-            sessions=[
-                pm.SessionInfo(
-                    session_id=r.id,
-                    cwd=r.cwd,
-                    title=r.title,
-                    updated_at=r.updated_at,
-                    meta=pm.SessionInfoMeta(
-                        parent_session_id=r.parent_id or _child_of(r.config),
-                        kind="child" if r.config.get("child") else "session",
-                        forked_at_message_id=r.forked_at_message_id,
-                        message_count=r.message_count,
-                        model=r.config.get("model"),
-                        preview=r.preview,
-                        archived=r.archived,
-                        tags=list(r.tags),
-                    ),
-                )
-                for r in rows
-            ]
-        )
+        out = pm.ListSessionsResult(sessions=[_listed(r) for r in rows])
         if next_cursor is not None:
             out.next_cursor = next_cursor
         return out
@@ -360,69 +417,34 @@ class Engine:
         return self.catalog.import_log(params)
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
+        """Change one option; every client of the session, here and in other windows,
+        is sent ``config_option_update`` (and ``current_mode_update`` for the mode)."""
         session = self.live.open(params.session_id)
-        if params.config_id == "mode":
-            session_modes.change_mode(session, params.value)
-            return pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if params.config_id == "builtinTools":
-            if not isinstance(params.value, bool):
-                raise InvalidParams("builtinTools must be true or false", {"value": params.value})
-            session.check_idle("change the tools")
-            self.live.leases.check_free(session.id)
-            session.set_builtin_tools(params.value)
-            self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-            return pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if params.config_id != "model":
-            raise InvalidParams(
-                f"unknown config option {params.config_id!r}", {"configId": params.config_id}
-            )
-        if not isinstance(params.value, str):
-            raise InvalidParams("model must be a string", {"value": params.value})
-        session.check_idle("change the model")
-        self.live.leases.check_free(session.id)
-        session.config.model = session.shown.model = self._validated_model(params.value)
-        self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
+        self.feed.subscribe(session)
+        options.set_option(
+            self.providers, session, params.config_id, params.value, self.live.leases.check_free
+        )
+        self.feed.refresh(session)
         return pm.SetConfigOptionResult(config_options=self._config_options(session))
 
-    # -- models and MCP servers, as the results show them -----------------------------
+    def set_mode(self, params: pw.SetModeParams) -> pw.SetModeResult:
+        session = self.live.open(params.session_id)
+        self.feed.subscribe(session)
+        session_modes.change_mode(session, params.mode_id)
+        self.feed.refresh(session)
+        return pw.SetModeResult()
 
-    def _models(self, current: str) -> list[pm.ModelInfo]:
-        """The configured models, and the session's own if it is no longer one of them."""
-        models = [pm.ModelInfo.model_validate(m) for m in self.providers.available()]
-        if all(m.model_id != current for m in models):
-            models.append(pm.ModelInfo(model_id=current, name=current))
-        return models
+    # -- options and MCP servers, as the results show them -----------------------------
 
-    @staticmethod
-    def _model_config_option(
-        current: str, models: list[pm.ModelInfo]
-    ) -> list[pm.SessionConfigOption]:
-        return [
-            pm.SessionConfigOption(
-                id="model",
-                name="Model",
-                type="select",
-                category="model",
-                current_value=current,
-                options=[pm.ConfigSelectOption(value=m.model_id, name=m.name) for m in models],
-            )
-        ]
+    def config_options(self, session_id: str) -> list[pm.SessionConfigOption]:
+        """A session's options as they are now (model, mode)."""
+        return self._config_options(self.live.open(session_id))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
-        current = session.config.model
-        options = self._model_config_option(current, self._models(current))
-        return [*options, session_modes.mode_option(session.config.mode)]
+        return options.config_options(self.providers, session)
 
     def _validated_model(self, model: str | None) -> str:
-        """A model that cannot answer for want of a key is refused when it is chosen
-        (session/new, a model change), not discovered at the next prompt."""
-        try:
-            valid = self.providers.validate(model or self.providers.default_model)
-        except UnknownModel as exc:
-            raise InvalidParams(str(exc), {"model": model}) from exc
-        if problem := self.providers.key_problem(valid):
-            raise InvalidParams(problem, {"model": valid, "reason": "no_api_key"})
-        return valid
+        return options.validated_model(self.providers, model)
 
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]
@@ -439,6 +461,8 @@ class Engine:
         self, session: Session, servers: Sequence[pm.McpServer], result: SetUp
     ) -> SetUp:
         """Start the session's MCP servers; one that fails is reported, not fatal."""
+        if not servers:
+            return result
         await session.toolset.add_mcp_servers([s.wire() for s in servers])
         failures = session.toolset.failures
         if failures:
@@ -496,15 +520,26 @@ def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
     )
 
 
-def _fork_result(forked: Forked, files: RestoredFiles | None) -> pm.ForkResult:
-    result = pm.ForkResult(
-        session_id=forked.session_id,
-        parent_session_id=forked.parent_session_id,
-        forked_at_message_id=forked.forked_at_message_id,
+def _listed(r: SessionRow) -> pm.SessionInfo:
+    info = pm.SessionInfo(
+        session_id=r.id,
+        cwd=r.cwd,
+        title=r.title,
+        updated_at=r.updated_at,
+        meta=pm.SessionInfoMeta(
+            parent_session_id=r.parent_id or _child_of(r.config),
+            kind="child" if r.config.get("child") else "session",
+            forked_at_message_id=r.forked_at_message_id,
+            message_count=r.message_count,
+            model=r.config.get("model"),
+            preview=r.preview,
+            archived=r.archived,
+            tags=list(r.tags),
+        ),
     )
-    if files is not None:
-        result.files = pm.RestoredFiles(written=list(files.written), deleted=list(files.deleted))
-    return result
+    if roots := r.config.get("roots"):
+        info.additional_directories = list(roots)
+    return info
 
 
 def _files(rewound: Rewound) -> pm.RestoredFiles:

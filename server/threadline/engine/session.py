@@ -9,7 +9,8 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +24,12 @@ from ..tools.delegate import Delegator
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
+from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
+from .images import ImageRules, has_images
 from .link import ClientLink
 from .mutations import Msg, Mutation, WorkspaceCheckpoint, from_event
 from .outcomes import Interrupted
@@ -36,6 +39,8 @@ from .workspace import Workspaces, session_roots
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
+    from ..tools.factory import SessionTools
+    from ..tools.selection import ToolSelector
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,8 @@ class Shown:
 
     title: str | None
     model: str
+    options: tuple[str, str, bool]
+    """``(model, mode, built-in tools on)``: the config options as last shown."""
     state: str = "idle"
     owner: tuple[str, str] | None = None
     """The owner id and lease start of the work shown as running."""
@@ -88,17 +95,18 @@ def _unwatched(session: Session) -> None:
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
-    __slots__ = ("session_id", "store")
+    __slots__ = ("bursts", "session_id", "store")
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(self, store: SessionStore, session_id: str, bursts: BurstJournal) -> None:
         self.store = store
         self.session_id = session_id
+        self.bursts = bursts
 
     def begin(self, message_id: str, meta: dict[str, Any]) -> None:
         self.store.begin_stream(self.session_id, message_id, meta)
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
-        self.store.append_chunks(self.session_id, runs)
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        await self.bursts.append(self.session_id, runs)
 
     def clear(self) -> None:
         self.store.clear_stream(self.session_id)
@@ -114,6 +122,7 @@ class Session:
         link: ClientLink,
         seq: int,
         workspaces: Workspaces,
+        bursts: BurstJournal | None = None,
         delegator: Delegator | None = None,
     ) -> None:
         self.id = row.id
@@ -138,8 +147,10 @@ class Session:
         self.running: RunningTask[Any] | None = None
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
+        self.warned_images = False
+        """Whether its client was told its model reads placeholders for images."""
         """Permission requests of its turn waiting for the user (``requires_action``)."""
-        self.shown = Shown(title=row.title, model=self.config.model)
+        self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.heard = True
         """Whether its events go to this process's client: not for a child session
@@ -152,23 +163,56 @@ class Session:
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
-        self.journal = StoreJournal(store, self.id)
-        from ..tools.factory import SessionTools  # deferred: not needed for initialize
-        from ..tools.selection import ToolSelector
+        self.journal = StoreJournal(store, self.id, bursts or BurstJournal(store))
+        self._tools: tuple[SessionTools, ToolSelector] | None = None
 
-        self.toolset = SessionTools(self._registry(), cwd=self.cwd)
-        self.tools: ToolRegistry = self.toolset.registry
-        self.offers = ToolSelector(self.tools)
+    def _built(self) -> tuple[SessionTools, ToolSelector]:
+        """The session's tools, made on first need: answering ``session/history`` or
+        replaying ``session/load`` uses none, and making them imports the tool modules
+        (jsonschema, the workspace tools: ~50 ms of a fresh process's first open)."""
+        if self._tools is None:
+            from ..tools.factory import SessionTools
+            from ..tools.selection import ToolSelector
+
+            toolset = SessionTools(self._registry(), cwd=self.cwd)
+            self._tools = (toolset, ToolSelector(toolset.registry))
+        return self._tools
+
+    def make_tools(self) -> None:
+        self._built()
+
+    @property
+    def tools_made(self) -> bool:
+        return self._tools is not None
+
+    @property
+    def toolset(self) -> SessionTools:
+        return self._built()[0]
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self._built()[0].registry
+
+    @property
+    def offers(self) -> ToolSelector:
+        return self._built()[1]
+
+    async def close_tools(self) -> None:
+        """Stop the session's tools (MCP servers, terminals) if any were made."""
+        if self._tools is not None:
+            await self._tools[0].aclose()
 
     def set_builtin_tools(self, enabled: bool) -> None:
         """Turn the built-in tools on or off; client and MCP tools stay as they are."""
         self.config.builtin_tools = enabled
+        if self._tools is None:
+            return  # made with this setting on first need
         old, new = self.tools, self._registry()
         for name in old.names():
             tool = old.get(name)
             if tool is not None and new.get(name) is None and self._is_mcp(tool):
                 new.add(tool)
-        self.toolset.registry = self.tools = new
+        self.toolset.registry = new
 
     @staticmethod
     def _is_mcp(tool: Tool) -> bool:
@@ -208,6 +252,13 @@ class Session:
             and (tool.name != "delegate" or self._may_delegate())
         )
         return registry
+
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
 
     def _may_delegate(self) -> bool:
         return self.delegator is not None and self.delegator.may_delegate(self.config.depth)
@@ -307,8 +358,21 @@ class Session:
             self.link,
             progress,
             confined,
+            self.asking_user,
             child_progress,
         )
+
+    @contextmanager
+    def asking_user(self) -> Generator[None]:
+        """While a call waits for the user (a permission, ``ask_user``'s question),
+        every window shows the session as ``requires_action``."""
+        self.awaiting += 1
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
 
     async def authorize(
         self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
@@ -327,13 +391,8 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        self.awaiting += 1  # every window shows the session as requires_action
-        self.changed(self)
-        try:
+        with self.asking_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
-        finally:
-            self.awaiting -= 1
-            self.changed(self)
         if allowed:
             return modes.Decision("run")
         return modes.Decision(
@@ -409,6 +468,9 @@ class Session:
         is committed); ``context_window`` bounds each tool result."""
         if working is None:
             working = self.transcript.working()
+        images = ImageRules(self.providers.images(self.config.model), self.store.get_blob)
+        if not images.support.sees and not self.warned_images:
+            self._warn_images(working)
         offered: list[ToolSpec] = []
         if not tools_off:
             limits = self.providers.tool_limits(self.config.model)
@@ -427,7 +489,18 @@ class Session:
             max_tokens=self.config.max_tokens
             or self.providers.default_max_tokens(self.config.model),
             temperature=self.config.temperature,
+            images=images,
         )
+
+    def _warn_images(self, working: Sequence[Msg]) -> None:
+        """Say once that this model reads placeholders for the session's images."""
+        if any(has_images(m["content"]) for m in working):
+            self.warned_images = True
+            warning = (
+                f"{self.config.model} cannot see images: it reads a placeholder such as "
+                "[image: 1280×720 PNG, 84 KB — this model cannot see images] instead"
+            )
+            self.announce(events.SessionInfo(now_iso(), warning=warning))
 
     # -- tasks ----------------------------------------------------------------------------
 

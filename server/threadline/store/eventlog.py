@@ -73,6 +73,7 @@ class EventLogOps(SessionOps):
                 ordinal += 1
                 messages.append((mid, session_id, seq, ordinal))
         db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
+        self._add_refs(db, session_id, [b for ev in batch for b in ev.blobs])
         db.many(
             "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
             messages,
@@ -161,7 +162,7 @@ class EventLogOps(SessionOps):
         if not self.keeps_folds:
             return None
         r = self._read(
-            lambda db: db.one(
+            lambda db: db.one_binary(
                 "SELECT folds.seq, folds.data FROM folds JOIN sessions "
                 "ON sessions.id=folds.session_id "
                 "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq "

@@ -126,10 +126,28 @@ export interface AvailableCommandsUpdate {
   [key: string]: unknown;
 }
 
+export interface BlobParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: pattern "^threadline-blob:[0-9a-f]{64}$". */
+  uri: string;
+}
+
 export interface BlobResourceContents {
   blob: string;
   mimeType?: string | null;
   uri: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface BlobResult {
+  data: string;
+  height: number;
+  mimeType: string;
+  size: number;
+  uri: string;
+  width: number;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -161,6 +179,8 @@ export interface ClientCapabilities {
 
 export interface ClientSessionCapabilities {
   compaction?: { [key: string]: unknown } | null;
+  configOptions?: { [key: string]: unknown } | null;
+  notices?: { [key: string]: unknown } | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -215,6 +235,18 @@ export interface CompactionUpdate {
   sessionUpdate: "compaction_update";
   status: "in_progress" | "completed" | "failed" | "cancelled";
   summary?: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[] | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``config_option_update``: every option with its value now, sent when one
+ * changed (here or in another window).
+ */
+export interface ConfigOptionUpdate {
+  _meta?: { [key: string]: unknown } | null;
+  configOptions: SessionConfigOption[];
+  sessionUpdate: "config_option_update";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -452,11 +484,13 @@ export interface ForkInfo {
 }
 
 export interface ForkParams {
+  additionalDirectories?: string[] | null;
   cwd?: string | null;
   /** @default false */
   force?: boolean;
   /** @default false */
   materializeFiles?: boolean;
+  mcpServers?: (McpServerHttp | McpServerStdio)[];
   messageId?: string | null;
   /** @default false */
   restoreFiles?: boolean;
@@ -465,8 +499,11 @@ export interface ForkParams {
 }
 
 export interface ForkResult {
+  _meta?: McpMeta | null;
+  configOptions?: SessionConfigOption[] | null;
   files?: RestoredFiles | null;
   forkedAtMessageId: string | null;
+  modes?: SessionModeState | null;
   parentSessionId: string;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
@@ -486,9 +523,20 @@ export interface HttpHeader {
   [key: string]: unknown;
 }
 
+/**
+ * An image: base64 ``data``, or (in a prompt) a ``uri`` of a file inside the
+ * session's workspace folders, or a ``threadline-blob:<sha256>`` one (a stored image).
+ * The server checks the bytes (PNG, JPEG, GIF, WebP; size and pixel limits) and sets
+ * ``mimeType`` from them. In history and replay ``data`` holds the bytes, unless the
+ * client asked for references (``imageReferences``): then ``data`` is empty and
+ * ``uri`` names the blob (``session/blob`` fetches it); ``_meta.threadline.image``
+ * gives ``blob``, ``width``, ``height`` and ``size`` either way.
+ */
 export interface ImageContent {
+  _meta?: { [key: string]: unknown } | null;
   annotations?: Annotations | null;
-  data: string;
+  /** @default "" */
+  data?: string;
   mimeType: string;
   type: "image";
   uri?: string | null;
@@ -568,6 +616,7 @@ export interface ListSessionsResult {
 }
 
 export interface LoadSessionParams {
+  additionalDirectories?: string[];
   cwd?: string | null;
   mcpServers?: (McpServerHttp | McpServerStdio)[];
   /** Constraints: minLength 1. */
@@ -661,6 +710,7 @@ export interface ModelInfo {
 
 export interface NewSessionParams {
   _meta?: { [key: string]: unknown } | null;
+  additionalDirectories?: string[];
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerStdio)[];
 }
@@ -671,6 +721,21 @@ export interface NewSessionResult {
   models?: SessionModelState | null;
   modes?: SessionModeState | null;
   sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's unstable ``notice``: advisory and live only (a provider's retry…), sent
+ * only to a client that advertised ``session.notices``.
+ */
+export interface NoticeUpdate {
+  _meta?: { [key: string]: unknown } | null;
+  description?: string | null;
+  sessionUpdate: "notice";
+  severity: "info" | "warning" | "error";
+  /** Constraints: minLength 1. */
+  title: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -949,6 +1014,7 @@ export interface SearchResult {
 }
 
 export interface SessionCapabilities {
+  additionalDirectories?: { [key: string]: unknown } | null;
   close?: { [key: string]: unknown } | null;
   delete?: { [key: string]: unknown } | null;
   fork?: { [key: string]: unknown } | null;
@@ -958,7 +1024,10 @@ export interface SessionCapabilities {
   [key: string]: unknown;
 }
 
-/** ACP select config option; Threadline offers ``model``. */
+/**
+ * ACP select config option; Threadline offers ``model``, ``mode`` and
+ * ``builtinTools`` (``on``/``off``).
+ */
 export interface SessionConfigOption {
   category?: string | null;
   currentValue: string;
@@ -973,6 +1042,7 @@ export interface SessionConfigOption {
 
 export interface SessionInfo {
   _meta?: SessionInfoMeta | null;
+  additionalDirectories?: string[] | null;
   cwd: string;
   sessionId: string;
   title?: string | null;
@@ -1012,6 +1082,7 @@ export interface SessionInfoUpdateInfo {
   rewound?: number | null;
   state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | "rewinding" | null;
   status?: string | null;
+  warning?: string | null;
   watching?: boolean | null;
 }
 
@@ -1047,7 +1118,7 @@ export interface SessionModelState {
 /** Params of the ``session/update`` notification. */
 export interface SessionNotification {
   sessionId: string;
-  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate;
+  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate | ConfigOptionUpdate | NoticeUpdate;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -1518,6 +1589,13 @@ export interface ProtocolMethods {
     params: ArchiveParams;
     result: EmptyResult;
   };
+  /** A stored image's bytes, by its threadline-blob: reference. */
+  "session/blob": {
+    direction: "client_to_server";
+    kind: "request";
+    params: BlobParams;
+    result: BlobResult;
+  };
   /** ACP's interrupt. */
   "session/cancel": {
     direction: "client_to_server";
@@ -1790,6 +1868,7 @@ export const METHODS = {
   "initialize": { direction: "client_to_server", kind: "request" },
   "session/approvals": { direction: "client_to_server", kind: "request" },
   "session/archive": { direction: "client_to_server", kind: "request" },
+  "session/blob": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
