@@ -32,6 +32,7 @@ from .figures import (
     modelserver,
     promptcache,
     restart,
+    scale,
     search,
     sessionlist,
     sharing,
@@ -62,8 +63,11 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "checkpoints": checkpoints.run,
     "restart": restart.run,
     "promptcache": promptcache.run,
+    "scale": scale.run,
     "delegate": delegate.run,
 }
+OPT_IN = {"scale"}
+"""Figures run only when named with ``--only`` (51 processes at full size)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -76,12 +80,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", metavar="PATH", type=Path, help="also write the rows as JSON")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, stores)")
+    p.add_argument(
+        "--scale",
+        metavar="SxN",
+        help="the scale figure's size: S sidecars x N sessions each (default 50x20)",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    names = list(FIGURES)
+    names = [n for n in FIGURES if n not in OPT_IN]
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in FIGURES]
@@ -91,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     described = machine.describe()
     scratch = Scratch(keep=args.keep)
     ctx = Context(quick=args.quick, scratch=scratch)
+    if args.scale:
+        sidecars, _, per = args.scale.lower().partition("x")
+        ctx.scale = (int(sidecars), int(per))
     rows: list[Row] = []
     timings: list[tuple[str, float]] = []
     try:

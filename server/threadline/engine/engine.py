@@ -141,6 +141,7 @@ class Engine:
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
+        session.make_tools()  # a new session is prompted next: its tools are made now
         self.feed.subscribe(session)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(

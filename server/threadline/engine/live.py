@@ -24,6 +24,7 @@ from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
 from ..tools.delegate import Delegator
 from . import events
+from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
@@ -65,6 +66,7 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self._bursts = BurstJournal(store)
         self.delegator: Delegator | None = None
         """Runs child sessions for ``delegate`` calls (`children.Children`, set by the
         engine); every session loaded here gets the tool."""
@@ -109,6 +111,7 @@ class LiveSessions:
             self.link,
             seq,
             self.workspaces,
+            self._bursts,
             self.delegator,
         )
         session.checked = self._generation
@@ -133,6 +136,7 @@ class LiveSessions:
             self.link,
             seq,
             self.workspaces,
+            self._bursts,
             self.delegator,
         )
         session.checked = self._generation
@@ -168,7 +172,7 @@ class LiveSessions:
         """Drop a session another process deleted."""
         self.sessions.pop(session.id, None)
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(session.toolset.aclose())
+            asyncio.get_running_loop().create_task(session.close_tools())
 
     # -- what an unfinished turn left ---------------------------------------------------
 
@@ -335,7 +339,7 @@ class LiveSessions:
     async def close(self, session: Session) -> None:
         """Unload: stop its turn and tools, keep its fold for a later open."""
         await session.interrupt()
-        await session.toolset.aclose()
+        await session.close_tools()
         if self.sessions.pop(session.id, None) is session:
             self._folds.put(session.id, session.transcript, session.seq)
 
@@ -353,7 +357,7 @@ class LiveSessions:
             raise busy_error(session_id, held)
         if session is not None:
             self.sessions.pop(session_id, None)
-            await session.toolset.aclose()
+            await session.close_tools()
 
     async def aclose(self) -> None:
         """Interrupt every running turn so its partial state is recorded, then stop."""
@@ -364,7 +368,7 @@ class LiveSessions:
                     tg.start_soon(s.interrupt)
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
-                tg.start_soon(s.toolset.aclose)
+                tg.start_soon(s.close_tools)
         await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 

@@ -24,6 +24,7 @@ from ..tools.delegate import Delegator
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
+from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
@@ -38,6 +39,8 @@ from .workspace import Workspaces, session_roots
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
+    from ..tools.factory import SessionTools
+    from ..tools.selection import ToolSelector
 
 log = logging.getLogger(__name__)
 
@@ -92,17 +95,18 @@ def _unwatched(session: Session) -> None:
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
-    __slots__ = ("session_id", "store")
+    __slots__ = ("bursts", "session_id", "store")
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(self, store: SessionStore, session_id: str, bursts: BurstJournal) -> None:
         self.store = store
         self.session_id = session_id
+        self.bursts = bursts
 
     def begin(self, message_id: str, meta: dict[str, Any]) -> None:
         self.store.begin_stream(self.session_id, message_id, meta)
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
-        self.store.append_chunks(self.session_id, runs)
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        await self.bursts.append(self.session_id, runs)
 
     def clear(self) -> None:
         self.store.clear_stream(self.session_id)
@@ -118,6 +122,7 @@ class Session:
         link: ClientLink,
         seq: int,
         workspaces: Workspaces,
+        bursts: BurstJournal | None = None,
         delegator: Delegator | None = None,
     ) -> None:
         self.id = row.id
@@ -158,23 +163,56 @@ class Session:
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
-        self.journal = StoreJournal(store, self.id)
-        from ..tools.factory import SessionTools  # deferred: not needed for initialize
-        from ..tools.selection import ToolSelector
+        self.journal = StoreJournal(store, self.id, bursts or BurstJournal(store))
+        self._tools: tuple[SessionTools, ToolSelector] | None = None
 
-        self.toolset = SessionTools(self._registry(), cwd=self.cwd)
-        self.tools: ToolRegistry = self.toolset.registry
-        self.offers = ToolSelector(self.tools)
+    def _built(self) -> tuple[SessionTools, ToolSelector]:
+        """The session's tools, made on first need: answering ``session/history`` or
+        replaying ``session/load`` uses none, and making them imports the tool modules
+        (jsonschema, the workspace tools: ~50 ms of a fresh process's first open)."""
+        if self._tools is None:
+            from ..tools.factory import SessionTools
+            from ..tools.selection import ToolSelector
+
+            toolset = SessionTools(self._registry(), cwd=self.cwd)
+            self._tools = (toolset, ToolSelector(toolset.registry))
+        return self._tools
+
+    def make_tools(self) -> None:
+        self._built()
+
+    @property
+    def tools_made(self) -> bool:
+        return self._tools is not None
+
+    @property
+    def toolset(self) -> SessionTools:
+        return self._built()[0]
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self._built()[0].registry
+
+    @property
+    def offers(self) -> ToolSelector:
+        return self._built()[1]
+
+    async def close_tools(self) -> None:
+        """Stop the session's tools (MCP servers, terminals) if any were made."""
+        if self._tools is not None:
+            await self._tools[0].aclose()
 
     def set_builtin_tools(self, enabled: bool) -> None:
         """Turn the built-in tools on or off; client and MCP tools stay as they are."""
         self.config.builtin_tools = enabled
+        if self._tools is None:
+            return  # made with this setting on first need
         old, new = self.tools, self._registry()
         for name in old.names():
             tool = old.get(name)
             if tool is not None and new.get(name) is None and self._is_mcp(tool):
                 new.add(tool)
-        self.toolset.registry = self.tools = new
+        self.toolset.registry = new
 
     @staticmethod
     def _is_mcp(tool: Tool) -> bool:
@@ -215,6 +253,13 @@ class Session:
         )
         return registry
 
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
+
     def _may_delegate(self) -> bool:
         return self.delegator is not None and self.delegator.may_delegate(self.config.depth)
 
@@ -222,13 +267,6 @@ class Session:
         from ..tools.delegate import Delegate
 
         return None if self.delegator is None else Delegate(self.delegator)
-
-    def options_shown(self) -> tuple[str, str, bool]:
-        """What its config options show (`options.py`): the model, the mode, and
-        whether any built-in tool is on (a list of names is some of them)."""
-        builtin = self.config.builtin_tools
-        on = builtin if isinstance(builtin, bool) else bool(builtin)
-        return (self.config.model, self.config.mode, on)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""

@@ -261,17 +261,17 @@ class Turn:
         self._last_call = (self._request_tokens, answer)
         host.journal.begin(answer.message_id, {"turnId": self.turn_id, "model": provider.model_id})
 
-        def on_burst(burst: list[ProviderEvent]) -> bool:
+        async def on_burst(burst: list[ProviderEvent]) -> bool:
             for event in burst:
                 if isinstance(event, StatusNotice):
                     host.announce(events.SessionInfo(now_iso(), status=event.message))
                 else:
                     answer.take(event)
-            self._flush(answer)
+            await self._flush(answer)
             return answer.stopped
 
         await read_bursts(provider, request, on_burst)
-        self._flush(answer)
+        await self._flush(answer)
         if answer.usage is not None:
             self.totals += answer.usage
             used = answer.usage.input_tokens + answer.usage.output_tokens
@@ -280,12 +280,12 @@ class Turn:
             answer.take_written_call()
         return answer
 
-    def _flush(self, answer: Answer) -> None:
+    async def _flush(self, answer: Answer) -> None:
         """Journal the burst in one commit, then announce it coalesced per block."""
         runs = answer.runs()
         if not runs:
             return
-        self.host.journal.append(runs)  # one journal row per run, exactly what is announced
+        await self.host.journal.append(runs)  # one journal row per run, exactly what is announced
         for kind, text in runs:
             self.host.announce(
                 events.MessageChunk(answer.message_id, self.turn_id, text, kind == "thought")

@@ -18,9 +18,10 @@ script deterministically. Steps::
 ``"images": true`` marks the model as one that sees images (text-only otherwise;
 ``"toolResultImages": true``: in tool results too); a recorded message's images are
 listed under ``images``. A ``"summary": [step, ...]`` key answers compaction requests
-instead of the rounds. ``"context_window": N`` sets the context window (default 8192),
-for sessions far longer than a small model holds.
-``"record": "<file>"`` appends each request it is sent to that file as one JSON line
+instead of the rounds.
+``"context_window": N`` sets the context window (default 8192), for sessions far
+longer than a small model holds. ``"record": "<file>"`` appends each request it is
+sent to that file as one JSON line
 (``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
 a test can see what the model was given and when. ``"steered": true`` counts rounds
 through a user message that follows a tool result (a prompt that steered the turn)

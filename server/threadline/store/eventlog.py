@@ -162,7 +162,7 @@ class EventLogOps(SessionOps):
         if not self.keeps_folds:
             return None
         r = self._read(
-            lambda db: db.one(
+            lambda db: db.one_binary(
                 "SELECT folds.seq, folds.data FROM folds JOIN sessions "
                 "ON sessions.id=folds.session_id "
                 "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq "

@@ -297,9 +297,12 @@ class EventStore(SqlStore):
     # -- streaming journal ----------------------------------------------------------------
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        if not chunks:
+        self.append_bursts([(session_id, chunks)])
+
+    def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+        rows = [(sid, b, safe_text(t)) for sid, chunks in bursts for b, t in chunks]
+        if not rows:
             return
-        rows = [(session_id, b, safe_text(t)) for b, t in chunks]
         self._write(
             lambda db: db.many("INSERT INTO chunks(session_id, block, text) VALUES(?,?,?)", rows)
         )
