@@ -38,6 +38,12 @@ def rows(home: Path) -> list[dict[str, Any]]:
         db.close()
 
 
+async def set_model(client: SidecarClient, sid: str, name: str) -> None:
+    await client.call(
+        "session/set_config_option", {"sessionId": sid, "configId": "model", "value": name}
+    )
+
+
 async def history(client: SidecarClient, sid: str) -> list[dict[str, Any]]:
     return (await client.call("session/history", {"sessionId": sid}))["messages"]
 
@@ -85,17 +91,10 @@ async def test_a_fork_child_sees_the_parent_and_costs_one_row(
     await sidecar.prompt(sid, "first question about apples")
     before = rows(home)
     # Then a model whose first round delegates.
-    await sidecar.call(
-        "session/set_config_option",
-        {
-            "sessionId": sid,
-            "configId": "model",
-            "value": model(
-                [delegate("count the files", child_model, context="fork")],
-                [{"text": "parent done"}],
-            ),
-        },
+    delegating = model(
+        [delegate("count the files", child_model, context="fork")], [{"text": "parent done"}]
     )
+    await set_model(sidecar, sid, delegating)
     result = await sidecar.prompt(sid, "now delegate")
     assert result["stopReason"] == "end_turn"
     after = rows(home)
@@ -194,10 +193,7 @@ async def test_interrupting_the_parent_interrupts_the_child(
     last = (await history(sidecar, child))[-1]
     assert last["role"] == "assistant" and last.get("truncated") is True
     assert "halfway" in last["content"][0]["text"]
-    await sidecar.call(
-        "session/set_config_option",
-        {"sessionId": child, "configId": "model", "value": model([{"text": "again"}])},
-    )
+    await set_model(sidecar, child, model([{"text": "again"}]))
     assert (await sidecar.prompt(child, "carry on"))["stopReason"] == "end_turn"
 
 
@@ -298,10 +294,7 @@ async def test_kill_9_mid_child_leaves_both_repaired(home: Path, tmp_path: Path)
         assert last["role"] == "assistant" and last.get("truncated") is True
         assert "working on it" in last["content"][0]["text"]
         for session in (sid, child):
-            await b.call(
-                "session/set_config_option",
-                {"sessionId": session, "configId": "model", "value": model([{"text": "fine"}])},
-            )
+            await set_model(b, session, model([{"text": "fine"}]))
             assert (await b.prompt(session, "still there?"))["stopReason"] == "end_turn"
     finally:
         await b.stop()

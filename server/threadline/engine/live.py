@@ -103,20 +103,7 @@ class LiveSessions:
 
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
-        session = Session(
-            row,
-            transcript,
-            self.store,
-            self.providers,
-            self.link,
-            seq,
-            self.workspaces,
-            self._bursts,
-            self.delegator,
-        )
-        session.checked = self._generation
-        session.on_awaiting = self._say_awaiting
-        self.sessions[row.id] = session
+        session = self._held(row, transcript, seq)
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
             self.repair(session)
         return session
@@ -129,9 +116,13 @@ class LiveSessions:
         for e in self.store.load_events(row.id, after_seq=0):
             base.apply(from_event(e.kind, e.payload))
             seq = e.seq
+        return self._held(row, base, seq)
+
+    def _held(self, row: SessionRow, transcript: Transcript, seq: int) -> Session:
+        """The live session of ``row``, held here from now on."""
         session = Session(
             row,
-            base,
+            transcript,
             self.store,
             self.providers,
             self.link,
