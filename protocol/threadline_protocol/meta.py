@@ -146,6 +146,12 @@ class McpInfo(ThreadlineBlock):
 
     mcp_failures: dict[str, str] | None = None
     """MCP servers that did not start, with the reason."""
+    checkpoints: Literal["off"] | None = None
+    """``off`` when this sidecar keeps no checkpoints of files (no ``git`` on its
+    ``PATH``): ``session/diff`` lists nothing, a rewind or fork cannot bring files
+    back. Absent when they are on."""
+    checkpoints_reason: str | None = None
+    """Why checkpoints are off, for the user."""
 
 
 class ChunkMeta(WireModel):

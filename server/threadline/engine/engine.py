@@ -155,8 +155,8 @@ class Engine:
             config_options=self._config_options(session),
         )
         if not params.mcp_servers:
-            return result
-        return self._with_mcp(session, params.mcp_servers, result)
+            return self._with_checkpoints(result)
+        return self._with_mcp(session, params.mcp_servers, self._with_checkpoints(result))
 
     async def prompt(
         self, params: pm.PromptParams, accepted: Stored | None = None
@@ -366,6 +366,7 @@ class Engine:
             history = session.transcript.history()
             replayed = [u for m in history for u in projection.replay(m)]
             session.link.notify_updates(session.id, replayed)
+        session.shown.seen_all()
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
         self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
@@ -455,7 +456,21 @@ class Engine:
             modes=session_modes.mode_state(session.config.mode),
             config_options=self._config_options(session),
         )
+        result = self._with_checkpoints(result)
         return self._with_mcp(session, servers, result) if servers else result
+
+    def _with_checkpoints(self, result: SetUp) -> SetUp:
+        """Checkpoints that are off are said on every session's set-up (once, never as
+        an error of each call that would have taken one)."""
+        ws = self.live.workspaces
+        off = ws.off_reason if ws.data_dir is not None else None  # (an embedded engine)
+        if off is not None:
+            meta = result.meta or pm.McpMeta()
+            info = meta.threadline or McpInfo()
+            info.checkpoints, info.checkpoints_reason = "off", off
+            meta.threadline = info
+            result.meta = meta
+        return result
 
     async def _with_mcp(
         self, session: Session, servers: Sequence[pm.McpServer], result: SetUp

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ..store.base import SessionRow, SessionStore
+from ..store.base import SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
 from ..tools.delegate import Delegator
 from . import events
@@ -28,7 +28,7 @@ from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
-from .mutations import Msg, Mutation, from_event
+from .mutations import Mutation, from_event
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -132,8 +132,19 @@ class LiveSessions:
             self.delegator,
         )
         session.checked = self._generation
+        session.on_awaiting = self._say_awaiting
         self.sessions[row.id] = session
         return session
+
+    def _say_awaiting(self, session: Session, awaiting: bool) -> None:
+        """Other processes' windows show ``requires_action`` from our lease; a store
+        that fails here costs them that, never the turn."""
+        if session.id not in self.leases.held:
+            return
+        try:
+            self.store.mark_awaiting(session.id, self.owner, awaiting)
+        except StoreError as exc:
+            log.warning("could not say that %s waits for its user: %s", session.id, exc)
 
     def sync(self, session: Session) -> Session:
         """Fold in what other processes committed; one cheap look when nothing did."""
@@ -153,12 +164,6 @@ class LiveSessions:
             session.catch_up([], row)
         session.checked = self._generation
         return session
-
-    def new_messages(self, session: Session) -> list[Msg]:
-        """What other processes committed since we last looked."""
-        before = len(session.transcript)
-        self.sync(session)
-        return session.transcript.messages[before:]
 
     def forget(self, session: Session) -> None:
         """Drop a session another process deleted."""

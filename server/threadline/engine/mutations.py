@@ -254,6 +254,7 @@ class TranscriptReset:
                 "marks": [m.wire() for m in self.marks],
                 "rewindId": self.rewind_id,
             },
+            message_count=self.keep + len(self.messages),
         )
 
     @classmethod

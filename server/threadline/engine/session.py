@@ -86,9 +86,34 @@ class Shown:
     """Forks shown (those made before the client looked are not announced)."""
     prompts: set[str] = field(default_factory=set[str])
     """User messages shown while they waited (steering), not shown again on commit."""
+    unshown: list[Msg] = field(default_factory=list[Msg])
+    """Messages other processes committed that the client has not been shown yet:
+    whichever path folded them in (the feed's look, or any request's `LiveSessions.sync`),
+    the feed announces them."""
+    rewound: bool = False
+    """What the client shows stopped being a prefix of the session (a rewind elsewhere)."""
+
+    def arrived(self, messages: list[Msg], before: int, anchor: str | None) -> None:
+        """Note what a catch-up added after the ``before`` messages whose last was
+        ``anchor``: new messages to show, or a cut that makes the client reload."""
+        kept = messages[before - 1]["messageId"] if 0 < before <= len(messages) else None
+        if before and kept != anchor:
+            self.rewound = True
+            self.unshown.clear()
+        else:
+            self.unshown.extend(messages[before:])
+
+    def seen_all(self) -> None:
+        """The client was just shown the whole session (a replay, or its first look)."""
+        self.unshown.clear()
+        self.rewound = False
 
 
 def _unwatched(session: Session) -> None:
+    return None
+
+
+def _not_said(session: Session, awaiting: bool) -> None:
     return None
 
 
@@ -160,6 +185,9 @@ class Session:
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
+        self.on_awaiting: Callable[[Session, bool], None] = _not_said
+        """Called when its turn starts or stops waiting for the user, so other
+        processes' windows are told (`LiveSessions`, through the lease)."""
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
@@ -315,9 +343,12 @@ class Session:
 
     def catch_up(self, events: list[StoredEvent], row: SessionRow) -> None:
         """Fold what other processes committed since ``seq``."""
+        before, anchor = len(self.transcript), self.transcript.last_message_id
         for e in events:
             self.transcript.apply(from_event(e.kind, e.payload))
             self.seq = e.seq
+        if events:
+            self.shown.arrived(self.transcript.messages, before, anchor)
         self.row = row
         self.title = row.title
         if self.running is None:
@@ -365,13 +396,18 @@ class Session:
     @contextmanager
     def asking_user(self) -> Generator[None]:
         """While a call waits for the user (a permission, ``ask_user``'s question),
-        every window shows the session as ``requires_action``."""
+        every window shows the session as ``requires_action``: this one at once,
+        others through the session's lease (`on_awaiting`)."""
         self.awaiting += 1
+        if self.awaiting == 1:
+            self.on_awaiting(self, True)
         self.changed(self)
         try:
             yield
         finally:
             self.awaiting -= 1
+            if self.awaiting == 0:
+                self.on_awaiting(self, False)
             self.changed(self)
 
     async def authorize(

@@ -104,6 +104,9 @@ class NewEvent:
     message_ids: Sequence[str] = ()
     blobs: Sequence[Blob] = ()
     """The images its payload references by hash (`store.blobs`), stored with it."""
+    message_count: int | None = None
+    """Set by an event that cuts the transcript (a rewind, its undoing): how many
+    messages the session holds after it (before ``message_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,9 @@ class Lease:
     """Wall-clock seconds of the owner's last heartbeat."""
     interrupt: bool
     """Another process asked the owner to stop the turn."""
+    awaiting: bool = False
+    """The owner's turn waits for its user (a permission request, a question): every
+    window shows the session as ``requires_action`` (`SessionStore.mark_awaiting`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +400,10 @@ class SessionStore(Protocol):
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         """Ask the holder of the session's lease to stop its turn."""
+        ...
+
+    def mark_awaiting(self, session_id: str, owner: Owner, awaiting: bool) -> None:
+        """Say on our lease whether its turn waits for the user (`Lease.awaiting`)."""
         ...
 
     # -- pending prompts (store.pending) ------------------------------------------------

@@ -653,6 +653,8 @@ export interface McpCapabilities {
 
 /** On the results that set a session up (new, load, resume, a model change). */
 export interface McpInfo {
+  checkpoints?: "off" | null;
+  checkpointsReason?: string | null;
   mcpFailures?: {
     [key: string]: string;
   } | null;
