@@ -11,6 +11,7 @@ local hl_ns = vim.api.nvim_create_namespace('threadline.chat.highlight')
 local status_ns = vim.api.nvim_create_namespace('threadline.chat.status')
 local id_ns = vim.api.nvim_create_namespace('threadline.chat.ids')
 local hint_ns = vim.api.nvim_create_namespace('threadline.chat.hint')
+local queue_ns = vim.api.nvim_create_namespace('threadline.chat.queue')
 
 --- Highlight groups of the chat buffer; each links to a standard group unless the user
 --- (or a colorscheme) defines it.
@@ -25,6 +26,7 @@ M.highlights = {
   ThreadlineContext = 'Directory',
   ThreadlineMessageId = 'NonText',
   ThreadlineHint = 'Comment',
+  ThreadlineQueued = 'DiagnosticInfo',
 }
 for group, link in pairs(M.highlights) do
   vim.api.nvim_set_hl(0, group, { link = link, default = true })
@@ -42,7 +44,8 @@ end
 ---@field compactions table<string, boolean> compaction ids whose summary is shown
 ---@field last_role string? 'user' or 'assistant': the heading the buffer ends under
 ---@field live table<string, boolean> message ids shown as they streamed from another editor
----@field watching boolean? updates of turns this Neovim does not run are shown (`session/load`)
+---@field queue table[] prompts waiting for the session (`session_info_update` `queue`)
+---@field title string? the session's title, as last announced
 local Chat = {}
 Chat.__index = Chat
 
@@ -156,7 +159,7 @@ function Chat:show(how, reuse)
 end
 
 function Chat:_reset()
-  self.messages, self.tools, self.current = {}, {}, nil
+  self.messages, self.tools, self.current, self.queue = {}, {}, nil, self.queue or {}
   self.order, self.known, self.live, self.compactions, self.last_role = {}, {}, {}, {}, nil
 end
 
@@ -214,6 +217,76 @@ function Chat:append(text)
   for _, win in ipairs(follow) do
     vim.api.nvim_win_set_cursor(win, { last, 0 })
   end
+  if self.queue and #self.queue > 0 then
+    self:_show_queue() -- stays under the last line
+  end
+end
+
+--- The heading an answer streams under, unless the buffer already ends under one.
+function Chat:answering()
+  if self.last_role ~= 'assistant' then
+    local row = self:_end()
+    self:block('## Threadline\n\n')
+    self:_highlight_from(row)
+    self.last_role = 'assistant'
+  end
+end
+
+---@param item table a waiting prompt (`{id, mode, state, prompt}`)
+---@return string
+local function queued_line(item)
+  local texts = {}
+  for _, b in ipairs(item.prompt or {}) do
+    if b.type == 'text' then
+      table.insert(texts, b.text)
+    end
+  end
+  local text = vim.trim((table.concat(texts, ' '):gsub('%s+', ' ')))
+  if vim.fn.strchars(text) > 70 then
+    text = vim.fn.strcharpart(text, 0, 69) .. '…'
+  end
+  local what = item.mode == 'steer' and 'steering' or (item.state == 'held' and 'held' or 'queued')
+  return ('⏳ %s: %s'):format(what, text)
+end
+M.queued_line = queued_line
+
+--- The prompts waiting for the session, shown under the last line (they are not
+--- part of the conversation yet); `:Threadline queue` edits them.
+---@param items table[]
+function Chat:set_queue(items)
+  self.queue = items or {}
+  self:_show_queue()
+end
+
+function Chat:_show_queue()
+  vim.api.nvim_buf_clear_namespace(self.buf, queue_ns, 0, -1)
+  if #self.queue == 0 then
+    return
+  end
+  local lines = {}
+  for _, item in ipairs(self.queue) do
+    table.insert(lines, { { queued_line(item), 'ThreadlineQueued' } })
+  end
+  local key = require('threadline.config').options.keys.queue
+  if key then
+    table.insert(lines, { { key .. ' edits or removes what waits', 'ThreadlineHint' } })
+  end
+  local row = self:_end()
+  vim.api.nvim_buf_set_extmark(self.buf, queue_ns, row, 0, { virt_lines = lines })
+end
+
+--- The lines the buffer shows for the waiting prompts (read back from the buffer).
+---@return string[]
+function Chat:shown_queue()
+  local out = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, queue_ns, 0, -1, { details = true })) do
+    for _, line in ipairs(mark[4].virt_lines or {}) do
+      table.insert(out, table.concat(vim.tbl_map(function(chunk)
+        return chunk[1]
+      end, line)))
+    end
+  end
+  return out
 end
 
 --- Start a block on a fresh paragraph: a blank line after whatever is there.
@@ -603,11 +676,7 @@ function Chat:render_message(m)
     return
   end
   if fresh and text ~= '' then
-    if self.last_role ~= 'assistant' then
-      local row = self:_end()
-      self:block('## Threadline\n\n')
-      self:_highlight_from(row)
-    end
+    self:answering()
     self:chunk(m.messageId, text)
     self:close_segment()
   end

@@ -224,41 +224,37 @@ local BUSY = -32010
 local refused
 local asking = {} ---@type table<string, boolean> prompts waiting for their buffer to catch up
 
---- A prompt the sidecar refused because the session's turn runs in another editor:
---- it was not stored, so it leaves the buffer (`<CR>` offers it again), and the
---- running turn streams into the buffer instead.
+--- A prompt the sidecar refused because the session was busy in another editor (it
+--- started there between this Neovim's last news of it and the prompt): it was not
+--- stored, so its block leaves the buffer, and it is sent again to wait in the
+--- session's queue; the running turn streams into the buffer meanwhile.
 ---@param sid string
 ---@param c threadline.Chat
 ---@param entry threadline.ChatMessage
 ---@param text string
----@param attached table[] context that was to go with it (kept for the next prompt)
+---@param prompt table[] the prompt's blocks
 ---@param err table
-refused = function(sid, c, entry, text, attached, err)
+refused = function(sid, c, entry, text, prompt, err)
   state.running[sid] = nil
   updates.set_phase(state, sid, nil)
   c:unsay(entry)
-  state.unsent[sid] = text
-  if #attached > 0 then
-    state.pending[sid] = vim.list_extend(attached, state.pending[sid] or {})
-  end
   local why = describe_error(err)
-  c:note('[not sent: ' .. why .. ']', 'ThreadlineError')
-  local key = config.options.keys.ask
-  notify(
-    'your prompt was not sent: ' .. why .. (key and (' (' .. key .. ' in the chat offers it again)') or ''),
-    vim.log.levels.WARN
-  )
-  local outcome = { sessionId = sid, error = why, sent = false }
+  c:note('[busy in another editor: your prompt waits in the queue]')
+  local outcome = { sessionId = sid, error = why, sent = false, queued = true }
   state.last[sid] = outcome
   fire('ThreadlineTurnDone', outcome)
+  require('threadline.live').send(sid, prompt, 'queue', text)
   M.sync(sid, true)
 end
 
 --- Send a prompt (a new session is started if there is none). `#buffer` and
---- `@path` in the text attach that buffer or file.
+--- `@path` in the text attach that buffer or file. While the session works (here or
+--- in another editor) the prompt waits in its queue and runs as the next turn, or
+--- with `mode` 'steer' joins the running turn at its next model call.
 ---@param text string
 ---@param session_id? string default: the current buffer's session, else the last used
-function M.ask(text, session_id)
+---@param mode? 'queue'|'steer'
+function M.ask(text, session_id, mode)
   if not text or vim.trim(text) == '' then
     notify('nothing to ask', vim.log.levels.WARN)
     return
@@ -274,13 +270,16 @@ function M.ask(text, session_id)
     end)
     return
   end
-  if state.running[sid] or asking[sid] then
-    notify('a turn is already running (interrupt it with :Threadline interrupt)', vim.log.levels.WARN)
+  local context = require('threadline.context')
+  local live = require('threadline.live')
+  if state.running[sid] or asking[sid] or live.busy(sid) then
+    local prompt = { { type = 'text', text = text } }
+    vim.list_extend(prompt, vim.list_extend(state.pending[sid] or {}, context.references(text)))
+    state.pending[sid], state.unsent[sid] = nil, nil
+    live.send(sid, prompt, mode or 'queue', text)
     return
   end
-  local context = require('threadline.context')
-  local attached = state.pending[sid] or {}
-  local blocks = vim.list_extend(vim.list_extend({}, attached), context.references(text))
+  local blocks = vim.list_extend(vim.list_extend({}, state.pending[sid] or {}), context.references(text))
   state.pending[sid], state.unsent[sid] = nil, nil
   local c = switch_to(sid)
   asking[sid] = true
@@ -299,7 +298,7 @@ function M.ask(text, session_id)
     vim.list_extend(prompt, blocks)
     sidecar.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
       if err and err.code == BUSY and state.running[sid] then
-        refused(sid, c, entry, text, attached, err)
+        refused(sid, c, entry, text, prompt, err)
         return
       end
       local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
@@ -348,9 +347,11 @@ function M.compose(session_id)
   return buf
 end
 
---- Stop a session's running turn; its prompt answers `cancelled`.
+--- Stop a session's running turn; its prompt answers `cancelled`. What waits in the
+--- queue is held (`:Threadline queue resume` runs it), or with `clear` removed.
 ---@param session_id? string
-function M.interrupt(session_id)
+---@param clear? boolean
+function M.interrupt(session_id, clear)
   local sid = session_or_say(session_id, 'no session')
   if not sid then
     return
@@ -359,7 +360,11 @@ function M.interrupt(session_id)
     notify('the sidecar is not running (it died): nothing to interrupt; :Threadline restart', vim.log.levels.WARN)
     return
   end
-  sidecar.request('session/interrupt', { sessionId = sid }, answered('interrupt', function(result)
+  local params = { sessionId = sid }
+  if clear then
+    params._meta = { threadline = { clearQueue = true } }
+  end
+  sidecar.request('session/interrupt', params, answered('interrupt', function(result)
     if not result.interrupted then
       notify('nothing was running')
     elseif not state.running[sid] then
@@ -600,7 +605,7 @@ end
 --- Start the sidecar again (after it died) and reattach every open chat buffer.
 function M.restart()
   sidecar.shutdown(1000)
-  state.running, state.phase = {}, {}
+  state.running, state.phase, state.activity = {}, {}, {}
   local open = chat.all()
   for sid, c in pairs(open) do
     sidecar.request('session/resume', { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }, function(err)
@@ -670,12 +675,27 @@ function M.keys(buf)
   end
   if keys.ask then
     vim.keymap.set('n', keys.ask, function()
-      vim.ui.input({ prompt = 'Ask: ', default = state.unsent[sid] }, function(text)
+      local busy = state.running[sid] or require('threadline.live').busy(sid)
+      vim.ui.input({ prompt = busy and 'Queue (runs next): ' or 'Ask: ', default = state.unsent[sid] }, function(text)
         if text then
           M.ask(text, sid)
         end
       end)
-    end, { buffer = buf, desc = 'Threadline: ask' })
+    end, { buffer = buf, desc = 'Threadline: ask (queued while a turn runs)' })
+  end
+  if keys.steer then
+    vim.keymap.set('n', keys.steer, function()
+      vim.ui.input({ prompt = 'Steer the running turn: ' }, function(text)
+        if text then
+          M.ask(text, sid, 'steer')
+        end
+      end)
+    end, { buffer = buf, desc = 'Threadline: steer the running turn' })
+  end
+  if keys.queue then
+    vim.keymap.set('n', keys.queue, function()
+      require('threadline.live').queue_menu(sid)
+    end, { buffer = buf, desc = 'Threadline: edit or remove the queued prompts' })
   end
   if keys.compose then
     vim.keymap.set('n', keys.compose, function()
@@ -716,8 +736,8 @@ M.subcommands = {
   ask = function(arg)
     M.ask(arg)
   end,
-  interrupt = function()
-    M.interrupt()
+  interrupt = function(arg, _, bang)
+    M.interrupt(nil, bang or arg == 'clear')
   end,
   fork = function(arg)
     M.fork(arg)
@@ -750,7 +770,8 @@ M.subcommands = {
   end,
 }
 
-local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
+local USAGE = 'usage: :Threadline new [model] | ask {text} | steer {text} | queue [clear|resume] | '
+  .. '[!]interrupt [clear] | fork [messageId] | compact [text] | '
   .. 'sessions [archived] | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | '
   .. 'search {words} | rename {title} | archive [id] | unarchive [id] | mode [name] | diff | rewind[!] | '
   .. 'unrewind | health'

@@ -1,9 +1,13 @@
 --- `session/update` notifications into chat buffers.
 ---
 --- Updates of a turn this Neovim is running go into that session's buffer as they
---- arrive; replays and announcements are skipped (a resumed or forked buffer is filled
---- from `session/history` instead). Every update is also fired as the `User`
---- autocommand `ThreadlineUpdate` (data = {sessionId, update}).
+--- arrive. The sidecar also streams every change another window makes to a session
+--- this Neovim has open (its standing subscription): turns started there (or a
+--- prompt of this Neovim's that waited in the queue) are shown as they come, what
+--- the buffer shows already (a replay of the history) is skipped, and
+--- `session_info_update` (state, owner, queue, title, model, rewinds, deletion) goes
+--- to `threadline.live`. Every update is also fired as the `User` autocommand
+--- `ThreadlineUpdate` (data = {sessionId, update}).
 local chat = require('threadline.chat')
 local util = require('threadline.util')
 
@@ -60,25 +64,24 @@ function M.handle(state, params)
     return
   end
   if kind == 'session_info_update' then
-    -- A wait the sidecar knows about (a model loading, a retry, a queue) says why
-    -- the turn is slow.
-    local meta = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline or {}
-    local c = chat.all()[sid]
-    if c and state.running[sid] and type(meta.status) == 'string' then
-      c:set_status(meta.status)
-    end
+    require('threadline.live').info(state, sid, u)
     return
   end
   if not state.running[sid] then
     local c = chat.all()[sid]
-    if c and c.watching then
+    if c then
       M.watched(c, u)
     end
-    return -- else a replay or an announcement: the buffer is filled from history
+    return -- no buffer: it is filled from history when it opens
   end
   local c = chat.get(sid)
-  if kind == 'agent_message_chunk' then
+  if kind == 'user_message_chunk' then
+    M.watched(c, u) -- steering that joined this turn (from here or another window)
+  elseif kind == 'agent_message_chunk' then
     M.set_phase(state, sid, 'answering')
+    if c.current ~= u.messageId then
+      c:answering()
+    end
     c:chunk(u.messageId or 'answer', util.block_text(u.content))
   elseif kind == 'agent_thought_chunk' then
     M.set_phase(state, sid, 'thinking')
@@ -97,8 +100,8 @@ function M.handle(state, params)
   end
 end
 
---- An update of a turn this Neovim does not run (`session/load` replays the history,
---- then streams a turn running in another editor): what the buffer shows already is
+--- An update of a turn this Neovim does not run (a turn of another window, a queued
+--- prompt's turn, a replay of `session/load`): what the buffer shows already is
 --- skipped, the rest is shown as it comes.
 ---@param c threadline.Chat
 ---@param u table
@@ -123,10 +126,7 @@ function M.watched(c, u)
     end
     if not c.live[id] then
       c.live[id] = true
-      if c.last_role ~= 'assistant' then
-        c:block('## Threadline\n\n')
-        c.last_role = 'assistant'
-      end
+      c:answering()
     end
     c:chunk(id, util.block_text(u.content))
   elseif kind == 'tool_call' then
@@ -185,6 +185,7 @@ end
 ---@param signal integer
 function M.sidecar_died(state, code, signal)
   state.dead = { code = code, signal = signal }
+  state.activity = {} -- nothing is known of the sessions until it is restarted
   local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
   for sid in pairs(state.running) do
     state.running[sid] = nil

@@ -1,7 +1,7 @@
 -- Two editors on one home: this Neovim and another editor's sidecar (driven over the
 -- plugin's rpc module). A turn running there streams here once resumed, turns made
--- there show here, a prompt refused as busy leaves no prompt behind, an interrupt from
--- here says what it did, and a session deleted there is said in words.
+-- there show here, a prompt sent while it runs there waits in the queue, an interrupt
+-- from here says what it did, and a session deleted there is said in words.
 local H = require('helpers')
 
 local SLOW = H.scripted({ { text = 'partial ' }, { text = 'answer' }, { sleep = 1.5 }, { text = ' and the rest' }, { hang = true } })
@@ -25,6 +25,7 @@ describe('threadline with two editors on one session', function()
 
   --- A session whose turn runs in the other editor, its partial answer streamed there.
   local function running_elsewhere()
+    tl.call('session/list', vim.empty_dict()) -- this Neovim's sidecar is up before the turn starts
     local sid = other.call('session/new', { cwd = H.home, mcpServers = {}, _meta = { threadline = { model = SLOW } } }).sessionId
     other.request('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'work elsewhere' } } })
     H.wait(function()
@@ -41,7 +42,7 @@ describe('threadline with two editors on one session', function()
       return H.text(buf):find('partial answer', 1, true) ~= nil
     end, 'the partial answer here')
     assert.matches('## You\n\nwork elsewhere\n\n## Threadline\n\npartial answer', H.text(buf), 1, true)
-    assert.is_nil(H.text(buf):find('and the rest', 1, true), 'the rest has not streamed yet')
+    assert.is_nil(H.text(buf):find('and the rest', 1, true), 'the rest has not streamed yet: ' .. H.text(buf))
     H.wait(function()
       return H.text(buf):find('partial answer and the rest', 1, true) ~= nil
     end, 'the live stream')
@@ -80,25 +81,35 @@ describe('threadline with two editors on one session', function()
     assert.equals(8, #H.history(tl, sid))
   end)
 
-  it('a prompt refused because the turn runs elsewhere leaves no prompt block; the running turn streams instead', function()
+  it('a prompt while the turn runs elsewhere waits in its queue; an interrupt holds it, queue clear removes it', function()
     local sid = running_elsewhere()
     resume(sid)
     local buf = tl.buffer(sid)
-    local messages = H.record_notify()
-    local done = H.turn(function()
-      tl.ask('are you there', sid)
-    end, 'the refusal')
-    local text = H.text(buf)
-    assert.is_nil(text:find('are you there', 1, true), 'the refused prompt is not shown as sent: ' .. text)
-    assert.matches('_[not sent: this session is running in another editor', text, 1, true)
-    assert.equals(false, done[1].sent)
-    assert.equals('are you there', tl.state.unsent[sid])
-    assert.matches('your prompt was not sent', messages[#messages].msg, 1, true)
-    assert.is_nil(tl.state.running[sid])
-    -- (The rest comes after the note, as its own paragraph.)
+    local c = require('threadline.chat').all()[sid]
     H.wait(function()
-      return H.text(buf):find('and the rest', 1, true) ~= nil
-    end, 'the running turn streaming here')
+      return require('threadline.live').busy(sid)
+    end, 'the session shown as running elsewhere')
+    assert.matches('running in another editor (Threadline pid', tl.state.activity[sid] and tl.status(sid) .. ' ' .. (c.status or ''), 1, true)
+    local done = H.record('ThreadlinePromptDone')
+    tl.ask('are you there', sid)
+    H.wait(function()
+      return vim.deep_equal(c:shown_queue()[1], '⏳ queued: are you there')
+    end, 'the queued prompt shown')
+    assert.is_nil(H.text(buf):find('are you there', 1, true), 'not part of the conversation yet')
+    assert.is_nil(tl.state.running[sid])
+    -- An interrupt stops the turn there and holds what waits.
+    vim.cmd('Threadline interrupt')
+    H.wait_for(done, 1, 'the queued prompt held')
+    assert.equals('cancelled', done[1].stopReason)
+    assert.equals('held', done[1].queue)
+    H.wait(function()
+      return c:shown_queue()[1] == '⏳ held: are you there'
+    end, 'the held prompt shown')
+    vim.cmd('Threadline queue clear')
+    H.wait(function()
+      return #c:shown_queue() == 0
+    end, 'the queue emptied')
+    assert.same({}, tl.call('session/queue/list', { sessionId = sid }).prompts)
   end)
 
   it('an interrupt from here stops the turn running elsewhere and says so', function()
