@@ -364,10 +364,11 @@ function M.interrupt(session_id, clear)
   if clear then
     params._meta = { threadline = { clearQueue = true } }
   end
+  local mine = state.running[sid] -- (its answer may come after the turn's own)
   sidecar.request('session/interrupt', params, answered('interrupt', function(result)
     if not result.interrupted then
       notify('nothing was running')
-    elseif not state.running[sid] then
+    elseif not mine then
       -- The turn ran in another editor: its prompt there ends `cancelled`.
       notify('interrupted the turn running in another editor')
       local c = chat.all()[sid]

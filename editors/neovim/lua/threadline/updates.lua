@@ -90,6 +90,7 @@ function M.handle(state, params)
     end
   elseif kind == 'tool_call' then
     M.set_phase(state, sid, 'tool')
+    c:answering()
     c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
   elseif kind == 'tool_call_update' then
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
@@ -131,6 +132,7 @@ function M.watched(c, u)
     c:chunk(id, util.block_text(u.content))
   elseif kind == 'tool_call' then
     if not c.tools[u.toolCallId] then
+      c:answering()
       c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
     end
   elseif kind == 'tool_call_update' then

@@ -1,0 +1,250 @@
+-- Typing while a turn runs, and following what another window does: prompts sent
+-- while this Neovim's turn runs wait in the queue (shown under the last line, edited
+-- and removed with Q), a steer joins the running turn, a steer from another window
+-- shows here, and a turn, a rename, a model change, a rewind and a deletion made in
+-- another window show here as they happen (the sidecar's standing subscription).
+local H = require('helpers')
+
+describe('threadline while a turn runs and across windows', function()
+  local tl, other, gate
+  before_each(function()
+    gate = { open = false }
+    -- An editor tool that holds the turn until the test opens the gate (then it
+    -- answers at once): the turn is running for as long as the test needs.
+    tl = H.start({
+      tools = {
+        {
+          name = 'gate',
+          description = 'Wait for the gate',
+          handler = function()
+            gate.calls = (gate.calls or 0) + 1
+            if not gate.open then
+              require('threadline.requests').await(function(done)
+                gate.release = done
+              end)
+            end
+            return { content = { { type = 'text', text = 'through' } } }
+          end,
+        },
+      },
+    })
+    other = H.other_editor()
+  end)
+  after_each(H.stop)
+
+  -- Each turn: the gate, then an answer. `steered`: a steer after the tool result
+  -- does not start the rounds again.
+  local GATED = 'scripted:'
+    .. vim.json.encode({
+      steered = true,
+      rounds = { { { tool_call = { name = 'gate', arguments = vim.empty_dict() } } }, { { text = 'past the gate' } } },
+    })
+
+  --- The texts of a session's stored user messages, in order.
+  local function user_texts(sid)
+    local out = {}
+    for _, m in ipairs(H.history(tl, sid)) do
+      if m.role == 'user' then
+        table.insert(out, H.text_of(m))
+      end
+    end
+    return out
+  end
+
+  it('queues while the turn runs, edits and removes what waits, steers, and runs the queue in order', function()
+    local sid = H.new_session(tl, GATED)
+    local c = require('threadline.chat').all()[sid]
+    local turns = H.record('ThreadlineTurnDone')
+    local prompts = H.record('ThreadlinePromptDone')
+    tl.ask('start', sid)
+    H.wait(function()
+      return gate.release ~= nil
+    end, 'the turn at the gate')
+
+    -- Enter while it runs queues: nothing is added to the conversation yet.
+    local keys = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_keymap(c.buf, 'n')) do
+      keys[m.lhs] = m.desc
+    end
+    assert.matches('queued while a turn runs', keys['<CR>'], 1, true)
+    assert.matches('steer', keys['S'], 1, true)
+    assert.matches('queued prompts', keys['Q'], 1, true)
+    tl.ask('first queued', sid)
+    tl.ask('second queued', sid)
+    H.wait(function()
+      return #c:shown_queue() == 3
+    end, 'the queue shown')
+    assert.same({ '⏳ queued: first queued', '⏳ queued: second queued', 'Q edits or removes what waits' }, c:shown_queue())
+    assert.is_nil(H.text(c.buf):find('first queued', 1, true), 'not in the conversation yet')
+
+    -- Q: edit the second, then remove the first.
+    local inputs = {}
+    H.keep(vim.ui, 'input')
+    vim.ui.input = function(opts, on_confirm)
+      table.insert(inputs, opts)
+      vim.schedule(function()
+        on_confirm('second, edited')
+      end)
+    end
+    local target, action
+    local asked = H.answer_select(function(items, opts)
+      if opts.kind == 'threadline.queue.item' then
+        return action
+      end
+      for _, item in ipairs(items) do
+        if item.prompt and item.prompt[1].text == target then
+          return item
+        end
+      end
+    end)
+    local edited = H.record('ThreadlineQueueEdited')
+    target, action = 'second queued', 'Edit'
+    vim.api.nvim_set_current_buf(c.buf)
+    vim.api.nvim_feedkeys('Q', 'x', false)
+    H.wait_for(edited, 1, 'the edit')
+    assert.is_nil(edited[1].error)
+    assert.equals('second queued', inputs[1].default)
+    H.wait(function()
+      return c:shown_queue()[2] == '⏳ queued: second, edited'
+    end, 'the edited prompt shown')
+    target, action = 'first queued', 'Remove'
+    vim.api.nvim_feedkeys('Q', 'x', false)
+    H.wait_for(edited, 2, 'the removal')
+    H.wait(function()
+      return #c:shown_queue() == 2
+    end, 'the removed prompt gone')
+    assert.equals('⏳ queued: second, edited', c:shown_queue()[1])
+    -- The menu offered each waiting prompt and a way to remove them all.
+    local labels = vim.tbl_map(asked[1].opts.format_item, asked[1].items)
+    assert.same({ '⏳ queued: first queued', '⏳ queued: second queued', 'Remove all that waits (2)' }, labels)
+    H.wait_for(prompts, 1, 'the removed prompt answered')
+    assert.equals('removed', prompts[1].queue)
+
+    -- A steer from here and one from the other window join the running turn: each
+    -- shows as a prompt of this conversation at once.
+    vim.cmd('Threadline steer go left')
+    other.call('session/resume', { sessionId = sid, cwd = H.home, mcpServers = {} })
+    other.request('session/prompt', {
+      sessionId = sid,
+      prompt = { { type = 'text', text = 'and mind the step' } },
+      _meta = { threadline = { whileRunning = 'steer' } },
+    })
+    H.wait(function()
+      local text = H.text(c.buf)
+      return text:find('## You\n\ngo left', 1, true) and text:find('## You\n\nand mind the step', 1, true)
+    end, 'both steers shown')
+    assert.is_nil(tl.state.unsent[sid])
+
+    -- Open the gate: the turn takes the steers, ends, and the queue runs.
+    gate.open = true
+    gate.release(true)
+    H.wait_for(turns, 1, 'the first turn')
+    assert.equals('end_turn', turns[1].stopReason)
+    H.wait(function()
+      for _, p in ipairs(prompts) do
+        if p.mode == 'queue' and p.stopReason == 'end_turn' then
+          return true
+        end
+      end
+    end, 'the queued turn')
+    assert.same({ 'start', 'go left', 'and mind the step', 'second, edited' }, user_texts(sid))
+    local text = H.text(c.buf)
+    -- Each prompt once, in the order the model saw them, the queued turn's answer last.
+    local last = 0
+    for _, want in ipairs({ '## You\n\nstart', '## You\n\ngo left', 'past the gate', '## You\n\nsecond, edited' }) do
+      local at = text:find(want, last + 1, true)
+      assert.is_not_nil(at, want .. ' in ' .. text)
+      last = at
+    end
+    assert.matches('## You\n\nsecond, edited\n\n## Threadline\n\n', text, 1, true)
+    local _, n = text:gsub('## You\n\ngo left', '')
+    assert.equals(1, n, text)
+    assert.is_nil(text:find('first queued', 1, true))
+    H.wait(function()
+      return #c:shown_queue() == 0 and not require('threadline.live').busy(sid)
+    end, 'the queue gone and the session idle')
+    assert.equals('', tl.status(sid))
+  end)
+
+  it('shows live what another window does: its turn, a rename, a model change, a rewind, a deletion', function()
+    local sid = H.new_session(tl, 'scripted:echo')
+    local c = require('threadline.chat').all()[sid]
+    local states = H.record('ThreadlineState')
+    other.call('session/resume', { sessionId = sid, cwd = H.home, mcpServers = {} })
+    other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'hello from there' } } })
+    -- No sync here (no prompt, no entering the buffer): the sidecar streamed it.
+    H.wait(function()
+      return H.text(c.buf):find('## You\n\nhello from there\n\n## Threadline\n\nhello from there', 1, true) ~= nil
+    end, 'the turn made there')
+    H.wait(function()
+      return #states > 0 and states[#states].state == 'idle'
+    end, 'the session idle again')
+    local running = vim.tbl_filter(function(s)
+      return s.state == 'running'
+    end, states)
+    assert.is_true(#running >= 1, vim.inspect(states))
+    assert.is_false(running[1].owner.here)
+    other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'more from there' } } })
+    H.wait(function()
+      return H.text(c.buf):find('more from there\n\n## Threadline\n\nmore from there', 1, true) ~= nil
+    end, 'the second turn made there')
+
+    other.call('session/set_title', { sessionId = sid, title = 'Garden plans' })
+    H.wait(function()
+      return H.text(c.buf):find('_[renamed “Garden plans”]_', 1, true) ~= nil
+    end, 'the rename')
+    assert.equals('Garden plans', vim.b[c.buf].threadline_title)
+
+    local model = H.scripted({ { text = 'other model' } })
+    other.call('session/set_config_option', { sessionId = sid, configId = 'model', value = model })
+    H.wait(function()
+      return H.text(c.buf):find('(changed in another editor)]_', 1, true) ~= nil
+    end, 'the model change')
+
+    -- A rewind there to before the second prompt: the buffer shows what is left.
+    local second
+    for _, m in ipairs(H.history(tl, sid)) do
+      if m.role == 'user' and H.text_of(m) == 'more from there' then
+        second = m.messageId
+      end
+    end
+    local rewound = H.record('ThreadlineRewound')
+    other.call('session/rewind', { sessionId = sid, beforeMessageId = second, force = true })
+    H.wait_for(rewound, 1, 'the rewind shown')
+    local text = H.text(c.buf)
+    assert.is_nil(text:find('more from there', 1, true), text)
+    assert.matches('hello from there', text, 1, true)
+    assert.matches('_[rewound in another editor]_', text, 1, true)
+
+    local deleted = H.record('ThreadlineDeleted')
+    other.call('session/delete', { sessionId = sid })
+    H.wait_for(deleted, 1, 'the deletion shown')
+    assert.matches('_[this session was deleted in another editor', H.text(c.buf), 1, true)
+  end)
+
+  it(':Threadline! interrupt stops the turn and empties the queue', function()
+    local sid = H.new_session(tl, GATED)
+    local c = require('threadline.chat').all()[sid]
+    local turns = H.record('ThreadlineTurnDone')
+    local prompts = H.record('ThreadlinePromptDone')
+    tl.ask('start', sid)
+    H.wait(function()
+      return gate.release ~= nil
+    end, 'the turn at the gate')
+    tl.ask('never runs', sid)
+    H.wait(function()
+      return c:shown_queue()[1] == '⏳ queued: never runs'
+    end, 'the queued prompt')
+    vim.cmd('Threadline! interrupt')
+    H.wait_for(turns, 1, 'the interrupted turn')
+    assert.equals('cancelled', turns[1].stopReason)
+    H.wait_for(prompts, 1, 'the queued prompt answered')
+    assert.equals('cancelled', prompts[1].stopReason)
+    assert.equals('removed', prompts[1].queue)
+    H.wait(function()
+      return #c:shown_queue() == 0
+    end, 'the queue emptied')
+    assert.same({}, tl.call('session/queue/list', { sessionId = sid }).prompts)
+    assert.same({ 'start' }, user_texts(sid))
+  end)
+end)
