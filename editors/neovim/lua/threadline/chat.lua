@@ -245,7 +245,7 @@ local function queued_line(item)
   if vim.fn.strchars(text) > 70 then
     text = vim.fn.strcharpart(text, 0, 69) .. '…'
   end
-  local what = item.mode == 'steer' and 'steering' or (item.state == 'held' and 'held' or 'queued')
+  local what = item.state == 'held' and 'held' or (item.mode == 'steer' and 'steering' or 'queued')
   return ('⏳ %s: %s'):format(what, text)
 end
 M.queued_line = queued_line

@@ -116,10 +116,10 @@ end
 --- Bring a chat buffer up to date with its session: what `session/history` holds that
 --- the buffer does not (turns made in another editor), then, with `watch`, a
 --- `session/load`, after which a turn running in another editor streams into the
---- buffer (its partial answer first). The sidecar pushes nothing else: a turn started
---- elsewhere later shows at the next sync (entering the buffer, focus, a prompt).
---- A sync asked for while one runs waits for it; one for a session whose turn runs
---- here does nothing.
+--- buffer (its partial answer first). Later changes stream by themselves (the
+--- sidecar's standing subscription, see `threadline.updates`); a sync on entering the
+--- buffer, on focus and before a prompt is a second net. A sync asked for while one
+--- runs waits for it; one for a session whose turn runs here does nothing.
 ---@param sid string
 ---@param watch? boolean
 ---@param after? fun(c: threadline.Chat?)
@@ -154,7 +154,6 @@ function M.sync(sid, watch, after)
       finish()
       return
     end
-    c.watching = true
     local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
     sidecar.request('session/load', params, finish)
   end)

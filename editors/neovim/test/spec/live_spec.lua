@@ -167,14 +167,18 @@ describe('threadline while a turn runs and across windows', function()
   end)
 
   it('shows live what another window does: its turn, a rename, a model change, a rewind, a deletion', function()
-    local sid = H.new_session(tl, 'scripted:echo')
+    vim.fn.writefile({ 'x' }, H.home .. '/seed.txt')
+    local LOOK = H.scripted({ { tool_call = { name = 'list_directory', arguments = { path = '.' } } } }, { { echo = true } })
+    local sid = H.new_session(tl, LOOK)
     local c = require('threadline.chat').all()[sid]
     local states = H.record('ThreadlineState')
     other.call('session/resume', { sessionId = sid, cwd = H.home, mcpServers = {} })
     other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'hello from there' } } })
     -- No sync here (no prompt, no entering the buffer): the sidecar streamed it.
     H.wait(function()
-      return H.text(c.buf):find('## You\n\nhello from there\n\n## Threadline\n\nhello from there', 1, true) ~= nil
+      return H.text(c.buf):find('hello from there\n\n## Threadline\n\n✓ ', 1, true) ~= nil
+        and H.text(c.buf):find('(completed)', 1, true) ~= nil
+        and H.text(c.buf):find('(completed)[^\n]*\n\nhello from there') ~= nil
     end, 'the turn made there')
     H.wait(function()
       return #states > 0 and states[#states].state == 'idle'
@@ -186,7 +190,7 @@ describe('threadline while a turn runs and across windows', function()
     assert.is_false(running[1].owner.here)
     other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'more from there' } } })
     H.wait(function()
-      return H.text(c.buf):find('more from there\n\n## Threadline\n\nmore from there', 1, true) ~= nil
+      return H.text(c.buf):find('(completed)[^\n]*\n\nmore from there') ~= nil
     end, 'the second turn made there')
 
     other.call('session/set_title', { sessionId = sid, title = 'Garden plans' })
@@ -195,7 +199,7 @@ describe('threadline while a turn runs and across windows', function()
     end, 'the rename')
     assert.equals('Garden plans', vim.b[c.buf].threadline_title)
 
-    local model = H.scripted({ { text = 'other model' } })
+    local model = 'scripted:echo'
     other.call('session/set_config_option', { sessionId = sid, configId = 'model', value = model })
     H.wait(function()
       return H.text(c.buf):find('(changed in another editor)]_', 1, true) ~= nil
@@ -222,29 +226,61 @@ describe('threadline while a turn runs and across windows', function()
     assert.matches('_[this session was deleted in another editor', H.text(c.buf), 1, true)
   end)
 
-  it(':Threadline! interrupt stops the turn and empties the queue', function()
+  it('an interrupt holds the queue (queue resume runs it); :Threadline! interrupt empties it', function()
     local sid = H.new_session(tl, GATED)
     local c = require('threadline.chat').all()[sid]
     local turns = H.record('ThreadlineTurnDone')
     local prompts = H.record('ThreadlinePromptDone')
+    local function at_gate(n)
+      H.wait(function()
+        return gate.calls == n and gate.release ~= nil
+      end, 'the turn at the gate')
+    end
     tl.ask('start', sid)
+    at_gate(1)
+    tl.ask('held for later', sid)
     H.wait(function()
-      return gate.release ~= nil
-    end, 'the turn at the gate')
+      return c:shown_queue()[1] == '⏳ queued: held for later'
+    end, 'the queued prompt')
+    vim.cmd('Threadline interrupt')
+    H.wait_for(turns, 1, 'the interrupted turn')
+    assert.equals('cancelled', turns[1].stopReason)
+    H.wait_for(prompts, 1, 'the queued prompt held')
+    assert.equals('held', prompts[1].queue)
+    H.wait(function()
+      return c:shown_queue()[1] == '⏳ held: held for later'
+    end, 'the held prompt shown')
+    -- Resumed, it runs as the next turn (its request here answered 'held' already).
+    gate.release, gate.open = nil, true
+    local edited = H.record('ThreadlineQueueEdited')
+    vim.cmd('Threadline queue resume')
+    H.wait_for(edited, 1, 'queue resume')
+    assert.equals(1, #edited[1].resumed)
+    -- (It follows a tool result, so the scripted model counts it as a steer: round 2.)
+    H.wait(function()
+      return H.text(c.buf):find('## You\n\nheld for later\n\n## Threadline\n\npast the gate', 1, true) ~= nil
+        and not require('threadline.live').busy(sid)
+    end, 'the held prompt run')
+    assert.same({}, c:shown_queue())
+
+    -- Now with the clearing interrupt.
+    gate.open = false
+    tl.ask('again', sid)
+    at_gate(2)
     tl.ask('never runs', sid)
     H.wait(function()
       return c:shown_queue()[1] == '⏳ queued: never runs'
-    end, 'the queued prompt')
+    end, 'the second queued prompt')
     vim.cmd('Threadline! interrupt')
-    H.wait_for(turns, 1, 'the interrupted turn')
-    assert.equals('cancelled', turns[1].stopReason)
-    H.wait_for(prompts, 1, 'the queued prompt answered')
-    assert.equals('cancelled', prompts[1].stopReason)
-    assert.equals('removed', prompts[1].queue)
+    H.wait_for(turns, 2, 'the second interrupted turn')
+    assert.equals('cancelled', turns[2].stopReason)
+    H.wait_for(prompts, 2, 'the queued prompt answered')
+    assert.equals('cancelled', prompts[2].stopReason)
+    assert.equals('removed', prompts[2].queue)
     H.wait(function()
       return #c:shown_queue() == 0
     end, 'the queue emptied')
     assert.same({}, tl.call('session/queue/list', { sessionId = sid }).prompts)
-    assert.same({ 'start' }, user_texts(sid))
+    assert.same({ 'start', 'held for later', 'again' }, user_texts(sid))
   end)
 end)

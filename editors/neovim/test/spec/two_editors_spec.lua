@@ -81,7 +81,7 @@ describe('threadline with two editors on one session', function()
     assert.equals(8, #H.history(tl, sid))
   end)
 
-  it('a prompt while the turn runs elsewhere waits in its queue; an interrupt holds it, queue clear removes it', function()
+  it('a prompt or steer while the turn runs elsewhere waits; a refused one is queued; an interrupt holds them, queue clear removes them', function()
     local sid = running_elsewhere()
     resume(sid)
     local buf = tl.buffer(sid)
@@ -98,14 +98,43 @@ describe('threadline with two editors on one session', function()
     end, 'the queued prompt shown')
     assert.is_nil(H.text(buf):find('are you there', 1, true), 'not part of the conversation yet')
     assert.is_nil(tl.state.running[sid])
+    -- A steer from here joins the turn running there: shown as a prompt at once.
+    vim.cmd('Threadline steer hold on')
+    H.wait(function()
+      return H.text(buf):find('## You\n\nhold on', 1, true) ~= nil
+    end, 'the steer shown')
+    -- A prompt sent before the news that the session is busy came (as if the turn had
+    -- started there a moment ago) is refused, taken back, and queued.
+    tl.state.activity[sid] = nil
+    local turns = H.record('ThreadlineTurnDone')
+    tl.ask('and again', sid)
+    H.wait_for(turns, 1, 'the refusal')
+    assert.equals(false, turns[1].sent)
+    assert.is_true(turns[1].queued)
+    H.wait(function()
+      return vim.tbl_contains(c:shown_queue(), '⏳ queued: and again')
+    end, 'the refused prompt queued')
+    local text = H.text(buf)
+    assert.matches('_[busy in another editor: your prompt waits in the queue]_', text, 1, true)
+    assert.is_nil(text:find('## You\n\nand again', 1, true), 'the refused block was taken back: ' .. text)
+    assert.same(
+      { '⏳ queued: are you there', '⏳ steering: hold on', '⏳ queued: and again', 'Q edits or removes what waits' },
+      c:shown_queue()
+    )
     -- An interrupt stops the turn there and holds what waits.
     vim.cmd('Threadline interrupt')
-    H.wait_for(done, 1, 'the queued prompt held')
-    assert.equals('cancelled', done[1].stopReason)
-    assert.equals('held', done[1].queue)
+    H.wait_for(done, 3, 'every waiting prompt answered')
+    for _, d in ipairs(done) do
+      assert.equals('cancelled', d.stopReason)
+      assert.equals('held', d.queue)
+    end
     H.wait(function()
       return c:shown_queue()[1] == '⏳ held: are you there'
-    end, 'the held prompt shown')
+    end, 'the held prompts shown')
+    assert.same(
+      { '⏳ held: are you there', '⏳ held: hold on', '⏳ held: and again', 'Q edits or removes what waits' },
+      c:shown_queue()
+    )
     vim.cmd('Threadline queue clear')
     H.wait(function()
       return #c:shown_queue() == 0
