@@ -232,16 +232,25 @@ function Chat:answering()
   end
 end
 
----@param item table a waiting prompt (`{id, mode, state, prompt}`)
+--- The text of a waiting prompt (`{id, mode, state, prompt}`), its paragraphs joined
+--- by `sep`.
+---@param item table
+---@param sep string
 ---@return string
-local function queued_line(item)
+function M.prompt_text(item, sep)
   local texts = {}
   for _, b in ipairs(item.prompt or {}) do
     if b.type == 'text' then
       table.insert(texts, b.text)
     end
   end
-  local text = vim.trim((table.concat(texts, ' '):gsub('%s+', ' ')))
+  return table.concat(texts, sep)
+end
+
+---@param item table a waiting prompt
+---@return string
+local function queued_line(item)
+  local text = vim.trim((M.prompt_text(item, ' '):gsub('%s+', ' ')))
   if vim.fn.strchars(text) > 70 then
     text = vim.fn.strcharpart(text, 0, 69) .. '…'
   end

@@ -673,25 +673,25 @@ function M.keys(buf)
       M.interrupt(sid)
     end, { buffer = buf, desc = 'Threadline: interrupt the turn' })
   end
-  if keys.ask then
-    vim.keymap.set('n', keys.ask, function()
-      local busy = state.running[sid] or require('threadline.live').busy(sid)
-      vim.ui.input({ prompt = busy and 'Queue (runs next): ' or 'Ask: ', default = state.unsent[sid] }, function(text)
-        if text then
-          M.ask(text, sid)
-        end
-      end)
-    end, { buffer = buf, desc = 'Threadline: ask (queued while a turn runs)' })
+  --- A key that asks for a prompt with vim.ui.input and sends it (`mode`: see M.ask).
+  local function prompt_key(key, mode, desc, input_opts)
+    if key then
+      vim.keymap.set('n', key, function()
+        vim.ui.input(input_opts(), function(text)
+          if text then
+            M.ask(text, sid, mode)
+          end
+        end)
+      end, { buffer = buf, desc = desc })
+    end
   end
-  if keys.steer then
-    vim.keymap.set('n', keys.steer, function()
-      vim.ui.input({ prompt = 'Steer the running turn: ' }, function(text)
-        if text then
-          M.ask(text, sid, 'steer')
-        end
-      end)
-    end, { buffer = buf, desc = 'Threadline: steer the running turn' })
-  end
+  prompt_key(keys.ask, nil, 'Threadline: ask (queued while a turn runs)', function()
+    local busy = state.running[sid] or require('threadline.live').busy(sid)
+    return { prompt = busy and 'Queue (runs next): ' or 'Ask: ', default = state.unsent[sid] }
+  end)
+  prompt_key(keys.steer, 'steer', 'Threadline: steer the running turn', function()
+    return { prompt = 'Steer the running turn: ' }
+  end)
   if keys.queue then
     vim.keymap.set('n', keys.queue, function()
       require('threadline.live').queue_menu(sid)

@@ -204,18 +204,6 @@ function M.queue_menu(sid)
   end)
 end
 
----@param item table a waiting prompt
----@return string
-local function prompt_text(item)
-  local texts = {}
-  for _, b in ipairs(item.prompt or {}) do
-    if b.type == 'text' then
-      table.insert(texts, b.text)
-    end
-  end
-  return table.concat(texts, '\n')
-end
-
 --- Edit one waiting prompt (its text; what was attached stays) or remove it.
 ---@param sid string
 ---@param item table
@@ -224,7 +212,7 @@ function M.edit_or_remove(sid, item)
     if what == 'Remove' then
       M.remove(sid, item.id)
     elseif what == 'Edit' then
-      vim.ui.input({ prompt = 'Queued prompt: ', default = prompt_text(item) }, function(text)
+      vim.ui.input({ prompt = 'Queued prompt: ', default = chat.prompt_text(item, '\n') }, function(text)
         if not text or vim.trim(text) == '' then
           return
         end
@@ -240,16 +228,28 @@ function M.edit_or_remove(sid, item)
   end)
 end
 
+--- A `session/queue/*` request; `ThreadlineQueueEdited` fires with `{sessionId,
+--- error?}` and what `extra(result)` adds when it answers.
+---@param method string
+---@param params table
+---@param extra? fun(result: table): table
+local function edit_queue(method, params, extra)
+  sidecar.request(method, params, function(err, result)
+    if err then
+      notify('queue: ' .. describe_error(err), vim.log.levels.WARN)
+    end
+    local data = { sessionId = params.sessionId, error = err and describe_error(err) or nil }
+    fire('ThreadlineQueueEdited', vim.tbl_extend('force', data, (not err and extra) and extra(result) or {}))
+  end)
+end
+
 --- Replace a waiting prompt's content.
 ---@param sid string
 ---@param id string
 ---@param prompt table[]
 function M.update(sid, id, prompt)
-  sidecar.request('session/queue/update', { sessionId = sid, id = id, prompt = prompt }, function(err)
-    if err then
-      notify('the prompt could not be changed: ' .. describe_error(err), vim.log.levels.WARN)
-    end
-    fire('ThreadlineQueueEdited', { sessionId = sid, id = id, error = err and describe_error(err) })
+  edit_queue('session/queue/update', { sessionId = sid, id = id, prompt = prompt }, function()
+    return { id = id }
   end)
 end
 
@@ -257,22 +257,16 @@ end
 ---@param sid string
 ---@param id? string
 function M.remove(sid, id)
-  sidecar.request('session/queue/remove', { sessionId = sid, id = id }, function(err, result)
-    if err then
-      notify('queue: ' .. describe_error(err), vim.log.levels.WARN)
-    end
-    fire('ThreadlineQueueEdited', { sessionId = sid, removed = result and result.ids, error = err and describe_error(err) })
+  edit_queue('session/queue/remove', { sessionId = sid, id = id }, function(result)
+    return { removed = result.ids }
   end)
 end
 
 --- Let held prompts (after an interrupt, a failure or a crash) run.
 ---@param sid string
 function M.resume_queue(sid)
-  sidecar.request('session/queue/resume', { sessionId = sid }, function(err, result)
-    if err then
-      notify('queue: ' .. describe_error(err), vim.log.levels.WARN)
-    end
-    fire('ThreadlineQueueEdited', { sessionId = sid, resumed = result and result.ids, error = err and describe_error(err) })
+  edit_queue('session/queue/resume', { sessionId = sid }, function(result)
+    return { resumed = result.ids }
   end)
 end
 

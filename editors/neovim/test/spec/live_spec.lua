@@ -231,22 +231,29 @@ describe('threadline while a turn runs and across windows', function()
     local c = require('threadline.chat').all()[sid]
     local turns = H.record('ThreadlineTurnDone')
     local prompts = H.record('ThreadlinePromptDone')
-    local function at_gate(n)
+    --- Start a turn (the gate's `n`th call holds it) and queue `later` behind it.
+    local function queue_behind(start, n, later)
+      tl.ask(start, sid)
       H.wait(function()
         return gate.calls == n and gate.release ~= nil
       end, 'the turn at the gate')
+      tl.ask(later, sid)
+      H.wait(function()
+        return c:shown_queue()[1] == '⏳ queued: ' .. later
+      end, 'the queued prompt')
     end
-    tl.ask('start', sid)
-    at_gate(1)
-    tl.ask('held for later', sid)
-    H.wait(function()
-      return c:shown_queue()[1] == '⏳ queued: held for later'
-    end, 'the queued prompt')
-    vim.cmd('Threadline interrupt')
-    H.wait_for(turns, 1, 'the interrupted turn')
-    assert.equals('cancelled', turns[1].stopReason)
-    H.wait_for(prompts, 1, 'the queued prompt held')
-    assert.equals('held', prompts[1].queue)
+    --- Interrupt (`command`): the `n`th turn ends cancelled, and the queued prompt's
+    --- request answers cancelled with `queue` ('held' or 'removed').
+    local function interrupt(command, n, queue)
+      vim.cmd(command)
+      H.wait_for(turns, n, 'the interrupted turn')
+      H.wait_for(prompts, n, 'the queued prompt answered')
+      assert.equals('cancelled', turns[n].stopReason)
+      assert.equals('cancelled', prompts[n].stopReason)
+      assert.equals(queue, prompts[n].queue)
+    end
+    queue_behind('start', 1, 'held for later')
+    interrupt('Threadline interrupt', 1, 'held')
     H.wait(function()
       return c:shown_queue()[1] == '⏳ held: held for later'
     end, 'the held prompt shown')
@@ -265,18 +272,8 @@ describe('threadline while a turn runs and across windows', function()
 
     -- Now with the clearing interrupt.
     gate.open = false
-    tl.ask('again', sid)
-    at_gate(2)
-    tl.ask('never runs', sid)
-    H.wait(function()
-      return c:shown_queue()[1] == '⏳ queued: never runs'
-    end, 'the second queued prompt')
-    vim.cmd('Threadline! interrupt')
-    H.wait_for(turns, 2, 'the second interrupted turn')
-    assert.equals('cancelled', turns[2].stopReason)
-    H.wait_for(prompts, 2, 'the queued prompt answered')
-    assert.equals('cancelled', prompts[2].stopReason)
-    assert.equals('removed', prompts[2].queue)
+    queue_behind('again', 2, 'never runs')
+    interrupt('Threadline! interrupt', 2, 'removed')
     H.wait(function()
       return #c:shown_queue() == 0
     end, 'the queue emptied')
