@@ -167,7 +167,14 @@ end
 function Chat:_hint()
   local keys = require('threadline.config').options.keys
   local parts = {}
-  for _, k in ipairs({ { 'ask', 'ask' }, { 'compose', 'long prompt' }, { 'interrupt', 'interrupt' }, { 'details', 'details' } }) do
+  for _, k in ipairs({
+    { 'ask', 'ask (queues while a turn runs)' },
+    { 'steer', 'steer' },
+    { 'queue', 'queue' },
+    { 'compose', 'long prompt' },
+    { 'interrupt', 'interrupt' },
+    { 'details', 'details' },
+  }) do
     if keys[k[1]] then
       table.insert(parts, keys[k[1]] .. ' ' .. k[2])
     end

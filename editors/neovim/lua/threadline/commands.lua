@@ -818,6 +818,10 @@ function M.complete(lead, line)
     end, c and c:message_ids() or {})
   elseif sub == 'sessions' then
     return starting({ 'archived' })
+  elseif sub == 'queue' then
+    return starting({ 'clear', 'resume' })
+  elseif sub == 'interrupt' then
+    return starting({ 'clear' })
   elseif sub == 'resume' or sub == 'delete' or sub == 'archive' or sub == 'unarchive' then
     return starting(M.session_ids())
   elseif sub == 'mode' then
