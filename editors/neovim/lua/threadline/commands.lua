@@ -363,7 +363,10 @@ function M.interrupt(session_id, clear)
   if clear then
     params._meta = { threadline = { clearQueue = true } }
   end
-  local mine = state.running[sid] -- (its answer may come after the turn's own)
+  -- This Neovim's own turn, or a queued prompt's turn its sidecar runs? (Asked now:
+  -- the interrupt's answer may come after the turn's own end.)
+  local a = state.activity[sid]
+  local mine = state.running[sid] or (a ~= nil and a.state ~= 'idle' and a.owner ~= nil and a.owner.here)
   sidecar.request('session/interrupt', params, answered('interrupt', function(result)
     if not result.interrupted then
       notify('nothing was running')

@@ -157,6 +157,11 @@ function M.send(sid, prompt, mode, text)
         or {}
       outcome.stopReason, outcome.queue = result.stopReason, meta.queue
       outcome.userMessageId = meta.userMessageId
+      -- A queued prompt's own turn ran (a steer's turn says how it ended itself).
+      if c and mode == 'queue' and not meta.queue and result.stopReason ~= 'end_turn' then
+        c:close_segment()
+        c:note(result.stopReason == 'cancelled' and '[interrupted]' or ('[stopped: ' .. tostring(result.stopReason):gsub('_', ' ') .. ']'))
+      end
     end
     fire('ThreadlinePromptDone', outcome)
   end)

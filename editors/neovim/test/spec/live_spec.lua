@@ -279,5 +279,37 @@ describe('threadline while a turn runs and across windows', function()
     end, 'the queue emptied')
     assert.same({}, tl.call('session/queue/list', { sessionId = sid }).prompts)
     assert.same({ 'start', 'held for later', 'again' }, user_texts(sid))
+
+  end)
+
+  it("interrupting a queued prompt's turn that runs here is interrupting here", function()
+    local sid = H.new_session(tl, GATED)
+    local c = require('threadline.chat').all()[sid]
+    local prompts = H.record('ThreadlinePromptDone')
+    local messages = H.record_notify()
+    tl.ask('third', sid)
+    H.wait(function()
+      return gate.release ~= nil
+    end, 'the turn at the gate')
+    tl.ask('fourth', sid)
+    H.wait(function()
+      return #c:shown_queue() > 0
+    end, 'the queued prompt')
+    gate.release(true) -- 'third' goes on and ends; 'fourth' stops at the gate
+    H.wait(function()
+      return gate.calls == 2 and H.text(c.buf):find('## You\n\nfourth', 1, true) ~= nil
+    end, 'the queued turn at the gate')
+    assert.is_nil(tl.state.running[sid], 'not a prompt of this Neovim in flight')
+    assert.is_true(require('threadline.live').busy(sid))
+    assert.equals('⋯ thinking', tl.status(sid))
+    vim.cmd('Threadline interrupt')
+    H.wait_for(prompts, 1, 'the queued turn interrupted')
+    assert.equals('cancelled', prompts[1].stopReason)
+    assert.is_nil(prompts[1].queue)
+    local text = H.text(c.buf)
+    assert.matches('## You\n\nfourth\n\n## Threadline\n\n✗ gate %(failed%)[^\n]*\n\n_%[interrupted%]_', text)
+    for _, m in ipairs(messages) do
+      assert.is_nil(m.msg:find('another editor', 1, true), m.msg)
+    end
   end)
 end)
