@@ -108,7 +108,8 @@ function M.info(state, sid, u)
     fire('ThreadlineModel', { sessionId = sid, model = meta.model, elsewhere = true })
   end
   if type(meta.forked) == 'table' and meta.forked.sessionId then
-    c:note('[forked in another editor: ' .. meta.forked.sessionId .. ']')
+    -- (Made here or in another editor: the sidecar announces every fork.)
+    c:note('[forked into ' .. meta.forked.sessionId .. ']')
   end
   if meta.rewound ~= nil then
     -- The history was cut back elsewhere: show it as it is now.

@@ -166,7 +166,7 @@ describe('threadline while a turn runs and across windows', function()
     assert.equals('', tl.status(sid))
   end)
 
-  it('shows live what another window does: its turn, a rename, a model change, a rewind, a deletion', function()
+  it('shows live what another window does: its turn, a fork, a rename, a model change, a rewind, a deletion', function()
     vim.fn.writefile({ 'x' }, H.home .. '/seed.txt')
     local LOOK = H.scripted({ { tool_call = { name = 'list_directory', arguments = { path = '.' } } } }, { { echo = true } })
     local sid = H.new_session(tl, LOOK)
@@ -193,6 +193,10 @@ describe('threadline while a turn runs and across windows', function()
       return H.text(c.buf):find('(completed)[^\n]*\n\nmore from there') ~= nil
     end, 'the second turn made there')
 
+    local fork = other.call('session/fork', { sessionId = sid, cwd = H.home }).sessionId
+    H.wait(function()
+      return H.text(c.buf):find('_[forked into ' .. fork .. ']_', 1, true) ~= nil
+    end, 'the fork')
     other.call('session/set_title', { sessionId = sid, title = 'Garden plans' })
     H.wait(function()
       return H.text(c.buf):find('_[renamed “Garden plans”]_', 1, true) ~= nil
