@@ -49,6 +49,7 @@ end
 local function took_state(state, sid, c, meta)
   local a = { state = meta.state, owner = type(meta.owner) == 'table' and meta.owner or nil }
   state.activity[sid] = a
+  fire('ThreadlineState', { sessionId = sid, state = a.state, owner = a.owner })
   local updates = require('threadline.updates')
   if state.running[sid] then
     return -- this Neovim's own turn says its phase itself
@@ -70,7 +71,6 @@ local function took_state(state, sid, c, meta)
       c:set_status(elsewhere(a))
     end
   end
-  fire('ThreadlineState', { sessionId = sid, state = a.state, owner = a.owner })
 end
 
 --- A `session_info_update` of an open session.
