@@ -720,6 +720,9 @@ function Chat:replay(messages)
   end
   self:_reset()
   self:catch_up(messages)
+  -- What was shown under the last line goes under the new last line.
+  self:set_status(self.status)
+  self:_show_queue()
 end
 
 --- Show what `session/history` holds that the buffer does not (turns made in another
