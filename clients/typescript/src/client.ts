@@ -67,6 +67,8 @@ import {
   type WriteTextFileResult,
   type ParamsOf,
   type ResultOf,
+  type CreateElicitationParams,
+  type CreateElicitationResult,
   type CreateTerminalParams,
   type CreateTerminalResult,
   type EmptyResult,
@@ -89,6 +91,7 @@ export interface ServerRequests {
   "terminal/wait_for_exit": [TerminalRef, WaitForExitResult];
   "terminal/kill": [TerminalRef, EmptyResult];
   "terminal/release": [TerminalRef, EmptyResult];
+  "elicitation/create": [CreateElicitationParams, CreateElicitationResult];
 }
 export type ServerRequestName = keyof ServerRequests;
 
@@ -102,6 +105,7 @@ const SERVER_REQUESTS: ServerRequestName[] = [
   "terminal/wait_for_exit",
   "terminal/kill",
   "terminal/release",
+  "elicitation/create",
 ];
 
 /** `session/new` params with the Threadline options spelled out instead of `_meta`. */
@@ -252,6 +256,14 @@ export class ThreadlineClient implements Disposable {
     return this.handle("tool/call", handler);
   }
 
+  /**
+   * Answer the agent's questions (ACP `elicitation/create`, form mode); register before
+   * `initialize` so the capabilities advertise `elicitation: {form: {}}`.
+   */
+  onElicitation(handler: ServerRequestHandler<CreateElicitationParams, CreateElicitationResult>): Disposable {
+    return this.handle("elicitation/create", handler);
+  }
+
   onReadTextFile(handler: ServerRequestHandler<ReadTextFileParams, ReadTextFileResult>): Disposable {
     return this.handle("fs/read_text_file", handler);
   }
@@ -323,6 +335,8 @@ export class ThreadlineClient implements Disposable {
         // Progress of compactions arrives as ACP's `compaction_update`.
         session: { compaction: {} },
         terminal: this.handlers.has("terminal/create"),
+        // Form questions from `ask_user`, only when someone answers them.
+        ...(this.handlers.has("elicitation/create") ? { elicitation: { form: {} } } : {}),
       },
       clientInfo: this.clientInfo,
       ...params,

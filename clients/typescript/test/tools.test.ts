@@ -162,3 +162,27 @@ test("interrupting during a client tool cancels the tool/call request's token", 
   assert.ok(toolResult.type === "tool_result");
   assert.equal(toolResult.status, "cancelled");
 });
+
+test("onElicitation: registered before initialize, form elicitation is advertised and ask_user's question answered", async (t) => {
+  const asked: { message: string; properties: unknown }[] = [];
+  const { client } = await startServer(t, {
+    setup: (c) => {
+      c.onElicitation(async (p) => {
+        asked.push({ message: p.message, properties: p.requestedSchema.properties });
+        return { action: "accept", content: { answer: "blue" } };
+      });
+    },
+  });
+  const model = scripted({
+    rounds: [
+      [{ tool_call: { name: "ask_user", arguments: { question: "Which colour?", choices: ["red", "blue"] } } }],
+      [{ text: "Blue." }],
+    ],
+  });
+  const { sessionId } = await client.newSession({ cwd: CWD, threadline: { model } });
+  const result = await client.prompt(sessionId, "paint it");
+  assert.equal(result.stopReason, "end_turn");
+  assert.deepEqual(asked, [{ message: "Which colour?", properties: { answer: { type: "string", title: "Answer", enum: ["red", "blue"] } } }]);
+  const { messages } = await client.history(sessionId);
+  assert.match(JSON.stringify(messages), /The user answered: blue/);
+});

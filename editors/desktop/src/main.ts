@@ -5,7 +5,7 @@
  * pane's context. Talks to its own `threadline serve` through `threadline desktop`'s
  * WebSocket bridge.
  */
-import type { Message, SearchHit, SessionInfo } from "@threadline/client";
+import type { CreateElicitationParams, Message, SearchHit, SessionInfo } from "@threadline/client";
 import { ChatController } from "../../vscode/src/core/chatController";
 import { mountChat, type MountedChat } from "../../vscode/webview/src/chat";
 import { editInPlace, snippetNodes } from "../../vscode/webview/src/find";
@@ -44,7 +44,12 @@ class Pane {
     this.controller = new ChatController(
       client,
       { post: (m) => this.receive(m) },
-      { cwd: () => cwd, tools: () => [], defaultModel: () => undefined },
+      {
+        cwd: () => cwd,
+        tools: () => [],
+        defaultModel: () => undefined,
+        confirm: async (question) => window.confirm(question),
+      },
     );
     $<HTMLButtonElement>(".close-pane", this.root).addEventListener("click", () => app.closePane(this));
     this.root.addEventListener("focusin", () => app.focus(this));
@@ -261,6 +266,11 @@ class App {
     for (const p of this.panes) p.root.classList.toggle("focused", p === pane);
   }
 
+  /** The pane that answers a question about `sessionId`: one showing it, else the focused one. */
+  paneFor(sessionId: string): Pane | null {
+    return this.panes.find((p) => p.sessionId === sessionId) ?? this.focused ?? this.panes[0] ?? null;
+  }
+
   /** Open a session in the focused pane, or beside it in a new one (at a search hit's message). */
   async open(sessionId: string, beside: boolean, messageId: string | null = null): Promise<void> {
     const pane = beside || !this.focused ? this.addPane() : this.focused;
@@ -405,8 +415,16 @@ async function start(): Promise<void> {
   const status = $("#connection");
   const token = new URLSearchParams(location.search).get("token") ?? "";
   let client: WsClient;
+  let app: App | undefined;
   try {
     client = await WsClient.connect(`ws://${location.host}/rpc?token=${encodeURIComponent(token)}`);
+    // The agent's questions (`ask_user`) are answered in a form in the pane showing the
+    // session; registered before `initialize`, which then advertises form elicitation.
+    client.onServerRequest("elicitation/create", async (params) => {
+      const p = params as CreateElicitationParams;
+      const pane = app?.paneFor(p.sessionId);
+      return pane ? pane.controller.elicit(p) : { action: "decline" };
+    });
     await client.initialize();
   } catch (err) {
     status.textContent = `Not connected: ${err instanceof Error ? err.message : String(err)}`;
@@ -419,7 +437,7 @@ async function start(): Promise<void> {
   client.onClose((why) => {
     status.textContent = `Disconnected: ${why}. Press Restart in a pane to reconnect.`;
     status.classList.add("error");
-    for (const pane of app.panes) pane.chat.receive({ type: "sidecar", down: why });
+    for (const pane of app?.panes ?? []) pane.chat.receive({ type: "sidecar", down: why });
   });
   client.onServerRequest("session/request_permission", async (params) => {
     const p = params as { toolCall?: { title?: string }; options: { optionId: string; kind: string; name: string }[] };
@@ -427,16 +445,17 @@ async function start(): Promise<void> {
     const option = p.options.find((o) => o.kind === (allow ? "allow_once" : "reject_once"));
     return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
   });
-  const app = new App(client);
-  (window as unknown as { threadline: App }).threadline = app;
+  const shown = new App(client);
+  app = shown;
+  (window as unknown as { threadline: App }).threadline = shown;
   const remembered = App.remembered();
-  if (!remembered.length) app.addPane();
+  if (!remembered.length) shown.addPane();
   for (const sessionId of remembered) {
-    const pane = app.addPane();
+    const pane = shown.addPane();
     if (sessionId) await pane.open(sessionId).catch(() => undefined);
   }
-  app.remember();
-  app.refreshTree();
+  shown.remember();
+  shown.refreshTree();
 }
 
 void start();

@@ -16,6 +16,7 @@ import type {
   ListSessionsParams,
   ListSessionsResult,
   LoadSessionParams,
+  LoadSessionResult,
   NewSessionOptions,
   NewSessionParams,
   NewSessionResult,
@@ -24,6 +25,10 @@ import type {
   SearchResult,
   SessionNotification,
   SetConfigOptionResult,
+  ParamsOf,
+  QueueChangeResult,
+  QueueUpdateResult,
+  ResultOf,
 } from "@threadline/client";
 import type { ChatClient } from "../../vscode/src/core/chatController";
 
@@ -172,7 +177,12 @@ export class WsClient implements ChatClient {
     this.serverInfo = await this.request<InitializeResult>("initialize", {
       protocolVersion: 1,
       // `session.compaction`: a compaction's summary comes as `compaction_update`.
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, session: { compaction: {} } },
+      // `elicitation.form`: the agent's questions are answered in a form in the pane.
+      clientCapabilities: {
+        fs: { readTextFile: false, writeTextFile: false },
+        session: { compaction: {} },
+        ...(this.handlers.has("elicitation/create") ? { elicitation: { form: {} } } : {}),
+      },
       clientInfo: { name: "threadline-desktop", version: "0.1.0" },
     });
     return this.serverInfo;
@@ -186,13 +196,50 @@ export class WsClient implements ChatClient {
     return this.request("session/new", params);
   }
 
-  prompt(sessionId: string, prompt: string | { type: "text"; text: string }[]): Promise<PromptResult> {
+  /** `whileRunning`: a prompt for a session that works queues (`queue`) or joins the turn (`steer`). */
+  prompt(
+    sessionId: string,
+    prompt: string | { type: "text"; text: string }[],
+    _token?: unknown,
+    whileRunning?: "steer" | "queue" | "refuse",
+  ): Promise<PromptResult> {
     const blocks = typeof prompt === "string" ? [{ type: "text", text: prompt }] : prompt;
-    return this.request("session/prompt", { sessionId, prompt: blocks });
+    const params: Record<string, unknown> = { sessionId, prompt: blocks };
+    if (whileRunning) params._meta = { threadline: { whileRunning } };
+    return this.request("session/prompt", params);
   }
 
-  interrupt(sessionId: string): Promise<InterruptResult> {
-    return this.request("session/interrupt", { sessionId });
+  /** `clearQueue`: the prompts waiting are removed too. */
+  interrupt(sessionId: string, _token?: unknown, clearQueue = false): Promise<InterruptResult> {
+    return this.request("session/interrupt", clearQueue ? { sessionId, _meta: { threadline: { clearQueue: true } } } : { sessionId });
+  }
+
+  editQueued(sessionId: string, id: string, prompt: string): Promise<QueueUpdateResult> {
+    return this.request("session/queue/update", { sessionId, id, prompt: [{ type: "text", text: prompt }] });
+  }
+
+  removeQueued(sessionId: string, id?: string): Promise<QueueChangeResult> {
+    return this.request("session/queue/remove", id ? { sessionId, id } : { sessionId });
+  }
+
+  resumeQueue(sessionId: string): Promise<QueueChangeResult> {
+    return this.request("session/queue/resume", { sessionId });
+  }
+
+  setMode(sessionId: string, modeId: string): Promise<ResultOf<"session/set_mode">> {
+    return this.request("session/set_mode", { sessionId, modeId });
+  }
+
+  diff(params: ParamsOf<"session/diff">): Promise<ResultOf<"session/diff">> {
+    return this.request("session/diff", params);
+  }
+
+  rewind(params: ParamsOf<"session/rewind">): Promise<ResultOf<"session/rewind">> {
+    return this.request("session/rewind", params);
+  }
+
+  unrewind(params: ParamsOf<"session/unrewind">): Promise<ResultOf<"session/unrewind">> {
+    return this.request("session/unrewind", params);
   }
 
   fork(params: ForkParams): Promise<ForkResult> {
@@ -211,8 +258,9 @@ export class WsClient implements ChatClient {
     return this.request("session/list", params);
   }
 
-  async load(params: LoadSessionParams): Promise<void> {
-    await this.request("session/load", { mcpServers: [], ...params });
+  /** `session/load`: the replay streams as updates; the result carries the session's modes. */
+  load(params: LoadSessionParams): Promise<LoadSessionResult> {
+    return this.request("session/load", { mcpServers: [], ...params });
   }
 
   history(sessionId: string): Promise<HistoryResult> {

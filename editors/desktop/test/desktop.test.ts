@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -419,6 +419,157 @@ test("two panes on one session, a summary, figures that agree, a lost sidecar, a
   const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, view: window.innerWidth }));
   assert.ok(widths.page <= widths.view, `the page scrolls sideways: ${JSON.stringify(widths)}`);
   await page.screenshot({ path: join(outDir, "desktop-800px.png") });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("typing while a turn runs: Enter queues (edited, removed), Ctrl+Enter steers; another tab's turn shows live", async () => {
+  const { page, errors } = await openApp();
+  const pane = page.locator(".pane").first();
+  const input = pane.locator("#input");
+  const users = () => pane.locator(".entry.user .body").allInnerTexts();
+  const queued = () => pane.locator("#queue .queued-text").allInnerTexts();
+  const generating = async () => (await pane.locator("#status").innerText()).includes("Generating");
+
+  await input.fill("Name the primary colours.");
+  await input.press("Enter");
+  await until(page, "the turn to start", generating);
+  assert.equal(await pane.locator("#send").innerText(), "Queue");
+  assert.equal(await pane.locator("#steer").isVisible(), true);
+  await input.fill("Mention mixing.");
+  await input.press("Control+Enter");
+  await until(page, "the steer shown", async () => (await users()).includes("Mention mixing."));
+  await input.fill("Now the secondary ones.");
+  await input.press("Enter");
+  await input.fill("And tertiary?");
+  await input.press("Enter");
+  await until(page, "two queued", async () => (await queued()).length === 2).catch(async (err: Error) => {
+    throw new Error(`${err.message}: users ${JSON.stringify(await users())}, queued ${JSON.stringify(await queued())}, notices ${JSON.stringify(await pane.locator(".notice").allInnerTexts())}, status ${await pane.locator("#status").innerText()}`);
+  });
+  assert.deepEqual(await queued(), ["Now the secondary ones.", "And tertiary?"]);
+  await page.screenshot({ path: join(outDir, "desktop-queue.png") });
+  await pane.locator("#queue .queued").nth(1).locator(".queued-remove").click();
+  await until(page, "one queued", async () => (await queued()).length === 1);
+  await pane.locator("#queue .queued-edit").click();
+  await pane.locator("#queue .rename-input").fill("Now the secondary colours.");
+  await pane.locator("#queue .rename-input").press("Enter");
+  await until(page, "the edit", async () => (await queued())[0] === "Now the secondary colours.");
+  await until(page, "the queue to run", async () => (await users()).length === 3 && !(await generating()), 60_000);
+  assert.deepEqual(await users(), ["Name the primary colours.", "Mention mixing.", "Now the secondary colours."]);
+  assert.equal(await pane.locator("#queue").isHidden(), true);
+  assert.equal(await pane.locator("#send").innerText(), "Send");
+  const answers = await pane.locator(".entry.assistant").count();
+
+  // A second tab is a second sidecar on the same store: its turn shows here as it runs.
+  await until(page, "the session in the tree", async () => (await page.locator("#tree button.node").count()) > 0);
+  const sid = await page.evaluate(() => (window as unknown as { threadline: { panes: { sessionId: string }[] } }).threadline.panes[0]!.sessionId);
+  const other = await openApp();
+  await other.page.locator(`#tree button.node[data-session-id="${sid}"]`).click();
+  const there = other.page.locator(".pane").first();
+  await until(other.page, "the replay there", async () => (await there.locator(".entry.user").count()) === 3);
+  await there.locator("#input").fill("Asked in the other tab.");
+  await there.locator("#input").press("Enter");
+  await until(page, "the other tab's prompt here", async () => (await users()).includes("Asked in the other tab."));
+  await until(page, "shown as running there", async () => /in another window/.test(await pane.locator("#status").innerText()));
+  assert.equal(await pane.locator("#interrupt").isEnabled(), true, "it can be interrupted from here");
+  await page.screenshot({ path: join(outDir, "desktop-other-tab.png") });
+  await until(page, "its answer here", async () => (await pane.locator(".entry.assistant").count()) === answers + 1, 60_000);
+  await until(page, "idle here", async () => !/in another window/.test(await pane.locator("#status").innerText()));
+  assert.match(await pane.locator(".entry.assistant").last().innerText(), /secondary colour/);
+  assert.deepEqual(other.errors, []);
+  assert.deepEqual(errors, []);
+  await other.page.close();
+  await page.close();
+});
+
+test("the agent's work on the desktop: plan checklist, an edit's coloured diff, a question form, the turn's diff, rewind and undo, the mode picker", async () => {
+  const file = join(home, "calc.py");
+  writeFileSync(file, "def add(a, b):\n    return a - b\n");
+  const call = (name: string, args: Record<string, unknown>) => ({ tool_call: { name, arguments: args } });
+  const script = join(home, "work.json");
+  writeFileSync(
+    script,
+    JSON.stringify({
+      rounds: [
+        [call("update_plan", { entries: [{ content: "Fix add()", priority: "high", status: "in_progress" }, { content: "Run the tests", priority: "medium", status: "pending" }] })],
+        [call("edit_file", { path: "calc.py", edits: [{ oldText: "a - b", newText: "a + b" }] })],
+        [call("ask_user", { question: "Which colour should the button be?", choices: ["red", "blue"] })],
+        [{ text: "Done: add() adds." }],
+      ],
+    }),
+  );
+  const { page, errors } = await openApp();
+  const dialogs: string[] = [];
+  page.on("dialog", (d) => {
+    dialogs.push(d.message());
+    void d.accept();
+  });
+  const pane = page.locator(".pane").first();
+  // The pane's model: the work script (the picker lists the configured models only).
+  await page.evaluate(
+    (model) =>
+      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
+        type: "setModel",
+        model,
+      }),
+    `scripted:${script}`,
+  );
+  await pane.locator("#input").fill("Fix add() in calc.py");
+  await pane.locator("#input").press("Enter");
+
+  // The plan, above the input.
+  await until(page, "the plan", async () => (await pane.locator("#plan .plan-text").count()) === 2);
+  assert.deepEqual(await pane.locator("#plan .plan-text").allInnerTexts(), ["Fix add()", "Run the tests"]);
+
+  // The edit asked first (code mode); its card shows the change as a coloured diff.
+  const card = pane.locator(".entry.tool", { hasText: "calc.py" });
+  await until(page, "the edit's card", async () => (await card.locator(".diff-line").count()) > 0);
+  assert.deepEqual(await card.locator(".diff-line.del").allInnerTexts(), ["-    return a - b"]);
+  assert.deepEqual(await card.locator(".diff-line.add").allInnerTexts(), ["+    return a + b"]);
+
+  // The agent asks: a form in the pane.
+  const form = pane.locator("#elicitation");
+  await until(page, "the question", async () => await form.isVisible());
+  assert.equal(await form.locator(".elicitation-question").innerText(), "Which colour should the button be?");
+  await form.locator('select[name="answer"]').selectOption("blue");
+  await page.screenshot({ path: join(outDir, "desktop-question.png") });
+  await form.locator("button.primary").click();
+  await until(page, "the answer", async () => (await pane.locator(".entry.assistant").last().innerText()).includes("Done: add() adds."));
+  assert.equal(await form.isHidden(), true);
+  assert.equal(await pane.locator(".entry.tool", { hasText: "The user answered: blue" }).count(), 1);
+  assert.ok(dialogs.some((d) => /calc\.py/.test(d)), `the edit asked first: ${dialogs.join(" | ")}`);
+  assert.equal(readFileSync(file, "utf8"), "def add(a, b):\n    return a + b\n");
+
+  // The turn's diff: the file, its counts, its diff unfolded in colour.
+  await until(page, "the turn's files", async () => (await pane.locator("#turn-diff .diff-file").count()) === 1);
+  assert.equal(await pane.locator("#turn-diff .diff-path").innerText(), "calc.py");
+  assert.equal(await pane.locator("#turn-diff .diff-counts").innerText(), "modified +1 −1");
+  await pane.locator("#turn-diff details.diff-inline summary").click();
+  assert.deepEqual(await pane.locator("#turn-diff .diff-line.add").allInnerTexts(), ["+    return a + b"]);
+  await page.screenshot({ path: join(outDir, "desktop-work.png") });
+
+  // Rewind to before the prompt, files too; then undo it.
+  const user = pane.locator(".entry.user").last();
+  await user.hover();
+  await user.locator("button.rewind").click();
+  await until(page, "the rewind", async () => (await pane.locator(".entry.user").count()) === 0);
+  assert.equal(readFileSync(file, "utf8"), "def add(a, b):\n    return a - b\n");
+  assert.match(await pane.locator(".notice").last().innerText(), /Rewound.*1 file restored/);
+  await pane.locator("#turn-diff .undo-rewind").click();
+  await until(page, "the undo", async () => (await pane.locator(".entry.user").count()) === 1);
+  assert.equal(readFileSync(file, "utf8"), "def add(a, b):\n    return a + b\n");
+
+  // The mode picker: the server's modes; a switch is kept with the session (a reload shows it).
+  const mode = pane.locator("#mode");
+  assert.equal(await mode.isVisible(), true);
+  assert.deepEqual(await mode.locator("option").evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value)), ["ask", "plan", "code", "auto"]);
+  assert.equal(await mode.inputValue(), "code");
+  await mode.selectOption("plan");
+  await until(page, "the switch", async () => (await mode.inputValue()) === "plan");
+  await page.reload();
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  await until(page, "the session back", async () => (await page.locator(".pane").first().locator(".entry.user").count()) === 1);
+  await until(page, "the mode back", async () => (await page.locator(".pane").first().locator("#mode").inputValue()) === "plan");
   assert.deepEqual(errors, []);
   await page.close();
 });

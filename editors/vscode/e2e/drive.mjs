@@ -223,7 +223,9 @@ try {
 
   await step("prompt-streams-answer", async () => {
     await send("Name the primary colours.");
-    assert.equal(await chat().locator("#send").isDisabled(), true, "Send enabled during a turn");
+    // Typing goes on during a turn: Send queues, Steer joins the turn.
+    assert.equal(await chat().locator("#send").innerText(), "Queue", "Send is not Queue during a turn");
+    assert.equal(await chat().locator("#steer").isVisible(), true, "no Steer during a turn");
     await until("the red Interrupt button while running", interruptButtonShown, 10_000);
     await waitStreaming(2);
     const early = await chat().locator(".entry.assistant").last().innerText();
@@ -286,7 +288,7 @@ try {
     assert.match(contextBefore, /context [\d,]+/);
     await chat().locator("#compact").click();
     await until("compacting to show", async () => (await statusText()).includes("Compacting"), 10_000);
-    assert.equal(await chat().locator("#send").isDisabled(), true, "Send enabled while compacting");
+    assert.equal(await chat().locator("#send").innerText(), "Queue", "a prompt typed while compacting is not queued");
     await snap("compacting");
     await until("the compaction to end", async () => !(await statusText()).includes("Compacting"), 30_000);
     const notice = await chat().locator(".notice").last().innerText();
@@ -476,6 +478,59 @@ try {
     await chat().locator("#restart-sidecar").click();
     await until("the banner to go", async () => !(await chat().locator("#sidecar-banner").isVisible()), 30_000);
     await until("the transcript", async () => (await chat().locator(".entry.user").count()) >= 4, 30_000);
+  });
+
+  // Typed while a turn runs: Enter queues; the queue shows above the input and runs next.
+  await step("queue-while-running", async () => {
+    const users = () => chat().locator(".entry.user .body").allInnerTexts();
+    await send("Tell me about blue.");
+    await waitStreaming(2);
+    const input = chat().locator("#input");
+    await input.fill("And about red?");
+    await input.press("Enter");
+    const queued = chat().locator("#queue .queued-text");
+    await until("the queued prompt above the input", async () => (await queued.allInnerTexts()).includes("And about red?"), 10_000);
+    await snap("queued-while-running");
+    await until("the queued prompt to run", async () => (await users()).at(-1) === "And about red?", 30_000);
+    await until("the queue to empty", async () => !(await chat().locator("#queue").isVisible()), 10_000);
+    await waitIdle();
+    const texts = await users();
+    assert.deepEqual(texts.slice(-2), ["Tell me about blue.", "And about red?"]);
+    assert.match(await chat().locator(".entry.assistant").last().innerText(), /secondary colours orange, green and purple/);
+  });
+
+  // Another window: a second sidecar on the same data runs a turn on the session on
+  // screen; the chat shows its prompt, its answer and that it runs elsewhere, live.
+  await step("second-sidecar-turn-shown-live", async () => {
+    const { ThreadlineClient } = await import("@threadline/client");
+    const other = ThreadlineClient.spawn({
+      command: must("THREADLINE_E2E_SIDECAR"),
+      args: ["serve"],
+      env: { THREADLINE_HOME: join(WORK, "home") },
+    });
+    try {
+      await other.initialize();
+      const title = await chat().locator("#title").innerText();
+      const { sessions } = await other.list({});
+      const session = sessions.find((s) => s.title === title);
+      assert.ok(session, `no session titled ${title} in ${sessions.map((s) => s.title)}`);
+      const answers = await assistantCount();
+      const turn = other.prompt(session.sessionId, "Asked from a second sidecar.");
+      await until("the other sidecar's prompt in the chat", async () =>
+        (await chat().locator(".entry.user .body").allInnerTexts()).includes("Asked from a second sidecar."),
+      );
+      await until("running in another window", async () => /in another window/.test(await statusText()), 10_000);
+      await until("the Interrupt title button for a turn elsewhere", interruptButtonShown, 10_000);
+      await snap("turn-in-another-sidecar");
+      const result = await turn;
+      assert.equal(result.stopReason, "end_turn");
+      await until("its answer streamed here", async () => (await assistantCount()) > answers, 30_000);
+      await until("idle here again", async () => !/in another window/.test(await statusText()), 10_000);
+      assert.match(await chat().locator(".entry.assistant").last().innerText(), /secondary colours orange, green and purple/);
+      await until("the Interrupt title button to go", async () => !(await interruptButtonShown()), 10_000);
+    } finally {
+      await other.stop(5000);
+    }
   });
 
   // The agent's work: a plan, an edit proposed in a diff editor, a command in a VS Code

@@ -52,16 +52,26 @@ test("ready then prompt: session, turnStarted, streamed updates equal to history
   assert.equal(order.at(-1), "turnEnded");
 });
 
-test("interrupt during a turn ends it with cancelled; a second prompt while running is refused", async (t) => {
+test("interrupt during a turn ends it with cancelled; a second prompt while running is queued, and held by the interrupt", async (t) => {
   const { client } = await sidecar(t);
   const { chat, sink } = controller(client, { model: scripted({ rounds: [[{ text: "partial" }, { hang: true }]] }) });
   const turn = chat.handle({ type: "prompt", text: "go" });
   await waitFor(() => sink.of("update").length > 0, 5000, "first update");
   assert.equal(chat.isRunning, true);
-  await chat.handle({ type: "prompt", text: "again" });
-  assert.match(sink.of("notice").at(-1)?.text ?? "", /already running/);
+  const again = chat.handle({ type: "prompt", text: "again" });
+  await waitFor(
+    () =>
+      sink.of("update").some((m) => {
+        const u = m.notification.update;
+        return u.sessionUpdate === "session_info_update" && (u._meta?.threadline?.queue?.length ?? 0) > 0;
+      }),
+    5000,
+    "queued",
+  );
   await chat.handle({ type: "interrupt" });
-  await turn;
+  await Promise.all([turn, again]);
+  const { prompts } = await client.queue(chat.currentSessionId!);
+  assert.deepEqual(prompts.map((p) => p.state), ["held"]);
   assert.equal(sink.of("turnEnded").at(-1)?.stopReason, "cancelled");
   assert.equal(chat.isRunning, false);
 });

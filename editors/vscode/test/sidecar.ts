@@ -7,7 +7,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import type {
+  CancellationToken,
   ChildProcessTerminals,
+  CreateElicitationParams,
+  CreateElicitationResult,
   RequestPermissionParams,
   RequestPermissionResult,
   ThreadlineClient,
@@ -33,6 +36,7 @@ export interface TestHandlers {
   toolCall?: (p: ToolCallCall) => Promise<ToolCallCallResult>;
   documents?: DocumentSource & DocumentWriter;
   terminals?: ChildProcessTerminals;
+  elicitation?: (p: CreateElicitationParams, token: CancellationToken) => Promise<CreateElicitationResult>;
 }
 
 const noDocuments: DocumentSource & DocumentWriter = {
@@ -64,6 +68,7 @@ export async function sidecar(
         (async (p) => ({ content: [{ type: "text", text: `no tool ${p.name}` }], isError: true })),
       documents: handlers.documents ?? noDocuments,
       terminals: handlers.terminals,
+      elicitation: handlers.elicitation,
     },
   );
   t.after(async () => {

@@ -128,7 +128,10 @@ test("the chat page renders a recorded session: streaming, thoughts, tool call, 
   const interrupt = page.locator("#interrupt");
   assert.equal(await interrupt.isEnabled(), true, "interrupt is live while a turn runs");
   assert.match((await interrupt.getAttribute("class")) ?? "", /active/);
-  assert.equal(await page.locator("#send").isEnabled(), false);
+  // Typing goes on while the turn runs: Send queues, Steer joins the turn.
+  assert.equal(await page.locator("#send").isEnabled(), true);
+  assert.equal(await page.locator("#send").innerText(), "Queue");
+  assert.equal(await page.locator("#steer").isVisible(), true);
   assert.match(await page.locator("#status").innerText(), /Generating/);
   const partial = page.locator(".entry.assistant").last();
   assert.equal(await partial.locator(".body").textContent(), "Writing a long story about ");
@@ -343,10 +346,11 @@ test("rough edges: narrow picker, whole badges, notes, summaries, replay marks, 
   await typed.locator(".fork").click();
   assert.deepEqual((await posted(page)).at(-1), { type: "fork", messageId: "msg_u3" });
 
-  // Compaction: Send is off while it runs; one that changed nothing says so; a real
-  // one updates the context figure.
+  // Compaction: a prompt typed meanwhile is queued (no steering a compaction); one
+  // that changed nothing says so; a real one updates the context figure.
   await feed(page, [update(sid, { sessionUpdate: "usage_update", used: 1404, size: 8192 }), { type: "compacting", active: true }]);
-  assert.equal(await page.locator("#send").isDisabled(), true);
+  assert.equal(await page.locator("#send").innerText(), "Queue");
+  assert.equal(await page.locator("#steer").isHidden(), true);
   assert.equal(await page.locator("#compact").isDisabled(), true);
   assert.match(await page.locator("#status").innerText(), /Compacting…/);
   const noop = {
@@ -359,7 +363,7 @@ test("rough edges: narrow picker, whole badges, notes, summaries, replay marks, 
   };
   await feed(page, [{ type: "compacted", result: noop }, { type: "compacting", active: false }]);
   assert.equal(await page.locator(".notice").last().innerText(), "Nothing to compact: nothing old enough to summarise.");
-  assert.equal(await page.locator("#send").isDisabled(), false);
+  assert.equal(await page.locator("#send").innerText(), "Send");
   const real = { summary: "Short.", tokensBefore: 1404, tokensAfter: 610, messagesBefore: 8, messagesAfter: 5, _meta: { threadline: { compacted: true } } };
   await feed(page, [
     update(sid, { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "completed", summary: "Short." }),
@@ -643,6 +647,176 @@ test("the agent's work: mode picker, plan checklist above the input, the last tu
     });
     assert.equal(overflows, false, `at ${width}px the toolbar overflows`);
   }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("typing while the session works: Enter queues, Ctrl+Enter steers, the queue is edited and removed; another window's turn; a question form; an edit's diff", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  const info = (threadline: Record<string, unknown>): HostMessage => ({
+    type: "update",
+    notification: { sessionId: "s1", update: { sessionUpdate: "session_info_update", _meta: { threadline } } },
+  });
+  await feed(page, [
+    { type: "session", sessionId: "s1", models: [{ id: "m", name: "Model" }], currentModel: "m" },
+    { type: "turnStarted", text: "first" },
+    info({ state: "running", owner: { pid: 11, host: "vm", since: "2026-01-01T00:00:00Z", here: true } }),
+  ]);
+  const input = page.locator("#input");
+  await input.fill("then this");
+  await input.press("Enter");
+  assert.deepEqual((await posted(page)).at(-1), { type: "prompt", text: "then this", whileRunning: "queue" });
+  assert.equal(await input.inputValue(), "", "the box is emptied for the next prompt");
+  await input.fill("look at b.py too");
+  await input.press("Control+Enter");
+  assert.deepEqual((await posted(page)).at(-1), { type: "prompt", text: "look at b.py too", whileRunning: "steer" });
+  await input.fill("via the button");
+  await page.locator("#steer").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "prompt", text: "via the button", whileRunning: "steer" });
+
+  // The server's queue, shown above the input; edit in place and remove.
+  const queued = (id: string, text: string, state = "queued") => ({
+    id,
+    mode: "queue",
+    state,
+    prompt: [{ type: "text", text }],
+    createdAt: "2026-01-01T00:00:00Z",
+  });
+  await feed(page, [info({ queue: [queued("q1", "then this"), queued("q2", "and that")] })]);
+  const queue = page.locator("#queue");
+  assert.equal(await queue.isVisible(), true);
+  assert.deepEqual(await queue.locator(".queued-text").allInnerTexts(), ["then this", "and that"]);
+  const above = await page.evaluate(
+    () => document.querySelector("#queue")!.getBoundingClientRect().bottom <= document.querySelector("#input")!.getBoundingClientRect().top,
+  );
+  assert.ok(above, "the queue sits above the input");
+  await queue.locator(".queued").first().locator(".queued-edit").click();
+  await queue.locator(".rename-input").fill("then this, but shorter");
+  await queue.locator(".rename-input").press("Enter");
+  assert.deepEqual((await posted(page)).at(-1), { type: "queueEdit", id: "q1", text: "then this, but shorter" });
+  await queue.locator(".queued").nth(1).locator(".queued-remove").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "queueRemove", id: "q2" });
+  await queue.locator(".queue-clear").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "queueRemove" });
+  await queue.locator(".queue-stop").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "interrupt", clearQueue: true }, "Stop all: interrupt and clear the queue");
+  await page.screenshot({ path: join(outDir, "chat-queue.png") });
+
+  // Interrupted: the queue is held until resumed.
+  await feed(page, [
+    { type: "turnEnded", stopReason: "cancelled" },
+    info({ state: "idle" }),
+    info({ queue: [queued("q1", "then this, but shorter", "held")] }),
+  ]);
+  assert.equal(await page.locator("#send").innerText(), "Send");
+  assert.match(await queue.innerText(), /Held/);
+  await queue.locator(".queue-resume").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "queueResume" });
+  await feed(page, [info({ queue: [] })]);
+  assert.equal(await queue.isHidden(), true);
+
+  // A turn another window started: its prompt and answer stream in, the chat shows it
+  // running there, and what is typed now is queued.
+  await feed(page, [
+    info({ state: "running", owner: { pid: 4242, host: "laptop", since: "2026-01-01T00:00:00Z", here: false } }),
+    {
+      type: "update",
+      notification: { sessionId: "s1", update: { sessionUpdate: "user_message_chunk", messageId: "msg_u9", content: { type: "text", text: "from the other window" } } },
+    },
+    {
+      type: "update",
+      notification: { sessionId: "s1", update: { sessionUpdate: "agent_message_chunk", messageId: "msg_a9", content: { type: "text", text: "answering there" } } },
+    },
+  ]);
+  assert.equal(await page.locator(".entry.user").last().locator(".body").innerText(), "from the other window");
+  assert.equal(await page.locator(".entry.assistant").last().locator(".body").innerText(), "answering there");
+  assert.match(await page.locator("#status").innerText(), /running in another window \(pid 4242 on laptop\)/);
+  assert.equal(await page.locator("#interrupt").isEnabled(), true);
+  await input.fill("after theirs");
+  await input.press("Enter");
+  assert.deepEqual((await posted(page)).at(-1), { type: "prompt", text: "after theirs", whileRunning: "queue" });
+  await page.locator("#interrupt").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "interrupt" });
+  await feed(page, [info({ state: "idle" }), info({ model: "m2" })]);
+  assert.equal(await page.locator("#send").innerText(), "Send");
+  assert.equal(await page.locator("#model").inputValue(), "m2", "a model picked in the other window");
+
+  // An edit's tool card: a coloured unified diff of its ACP diff content.
+  await feed(page, [
+    {
+      type: "update",
+      notification: {
+        sessionId: "s1",
+        update: {
+          sessionUpdate: "tool_call",
+          toolCallId: "call_e",
+          title: "Edit calc.py",
+          kind: "edit",
+          status: "pending",
+          content: [{ type: "diff", path: "calc.py", oldText: "def add(a, b):\n    return a - b\n", newText: "def add(a, b):\n    return a + b\n" }],
+        },
+      },
+    },
+  ]);
+  const card = page.locator('.entry.tool[data-tool-call-id="call_e"]');
+  assert.equal(await card.locator(".tool-diff-path").innerText(), "calc.py");
+  assert.deepEqual(await card.locator(".diff-line.del").allInnerTexts(), ["-    return a - b"]);
+  assert.deepEqual(await card.locator(".diff-line.add").allInnerTexts(), ["+    return a + b"]);
+  assert.equal(await card.locator(".diff-line.hunk").innerText(), "@@ -1,2 +1,2 @@");
+  const colours = await card.locator(".diff-line.add, .diff-line.del").evaluateAll((lines) => lines.map((l) => getComputedStyle(l).backgroundColor));
+  assert.notEqual(colours[0], colours[1], "additions and deletions are coloured apart");
+  assert.equal(await card.locator(".tool-output").isHidden(), true, "no raw text for the diff");
+
+  // The turn's files unfold their diff in place; a rewind offers its undo.
+  await feed(page, [
+    { type: "turnDiff", files: [{ path: "calc.py", status: "modified", additions: 1, deletions: 1, diff: "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n" }] },
+    { type: "rewound", rewindId: "sess_rw" },
+  ]);
+  await page.locator("#turn-diff details.diff-inline summary").click();
+  assert.deepEqual(await page.locator("#turn-diff .diff-line.add").allInnerTexts(), ["+    return a + b"]);
+  await page.locator("#turn-diff .undo-rewind").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "unrewind", rewindId: "sess_rw" });
+
+  // The agent asks: a form above the input; a required field is asked again.
+  await feed(page, [
+    {
+      type: "elicitation",
+      request: {
+        id: 7,
+        params: {
+          sessionId: "s1",
+          mode: "form",
+          message: "Which database should I use?",
+          requestedSchema: {
+            type: "object",
+            properties: {
+              engine: { type: "string", title: "engine", enum: ["sqlite", "postgres"] },
+              replicas: { type: "integer", title: "replicas" },
+              tls: { type: "boolean", title: "tls" },
+            },
+            required: ["engine", "replicas"],
+          },
+        },
+      },
+    },
+  ]);
+  const form = page.locator("#elicitation");
+  assert.equal(await form.isVisible(), true);
+  assert.equal(await form.locator(".elicitation-question").innerText(), "Which database should I use?");
+  await form.locator('select[name="engine"]').selectOption("postgres");
+  await form.locator("button.primary").click();
+  assert.match(await form.locator(".elicitation-problem").innerText(), /replicas/);
+  await form.locator('input[name="replicas"]').fill("2");
+  await form.locator('input[name="tls"]').check();
+  await page.screenshot({ path: join(outDir, "chat-question.png") });
+  await form.locator("button.primary").click();
+  assert.deepEqual((await posted(page)).at(-1), {
+    type: "elicitationAnswer",
+    id: 7,
+    result: { action: "accept", content: { engine: "postgres", replicas: 2, tls: true } },
+  });
+  await feed(page, [{ type: "elicitation", request: null }]);
+  assert.equal(await form.isHidden(), true);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -199,6 +199,21 @@ test("the last turn's diff lists its files, each opens a diff editor, and a rewi
   );
   const { messages } = await client.history(chat.currentSessionId!);
   assert.equal(messages.length, 0);
+
+  // "Undo rewind": the turns and the files come back.
+  const rewindId = sink.of("rewound").at(-1)!.rewindId!;
+  assert.ok(rewindId);
+  assert.equal(state.rewindId, rewindId, "the view offers the undo");
+  await chat.handle({ type: "unrewind", rewindId });
+  assert.equal(readFileSync(join(cwd, "notes.txt"), "utf8"), now);
+  assert.equal(readFileSync(join(cwd, "new.txt"), "utf8"), "brand new\n");
+  assert.match(sink.of("notice").at(-1)!.text, /Rewind undone/);
+  const back = viewState(sink);
+  assert.equal(back.rewindId, null);
+  assert.deepEqual(
+    back.entries.filter((e) => e.kind === "user").map((e) => (e as { text: string }).text),
+    ["edit the notes"],
+  );
 });
 
 test("a rewind the user does not confirm changes nothing", async (t) => {

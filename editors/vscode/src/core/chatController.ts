@@ -4,16 +4,20 @@
  * view is anything with `post`, so the whole flow runs in Node against a real sidecar.
  */
 import type {
+  CancellationToken,
+  CreateElicitationParams,
+  CreateElicitationResult,
   Disposable,
   FileDiff,
   LoadSessionParams,
   LoadSessionResult,
+  SessionInfoUpdateInfo,
   SessionModeState,
   ThreadlineClient,
   ThreadlineSessionOptions,
   ToolDefinition,
 } from "@threadline/client";
-import type { HostMessage, ModeChoice, ModelChoice, WebviewMessage } from "../../webview/src/messages";
+import type { HostMessage, ModeChoice, ModelChoice, WebviewMessage, WhileRunning } from "../../webview/src/messages";
 import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
@@ -68,7 +72,9 @@ export type ChatClient = Pick<
   | "setTitle"
   | "archive"
 > &
-  Partial<Pick<ThreadlineClient, "history" | "setMode" | "diff" | "rewind">> & {
+  Partial<
+    Pick<ThreadlineClient, "history" | "setMode" | "diff" | "rewind" | "unrewind" | "editQueued" | "removeQueued" | "resumeQueue">
+  > & {
     /** `session/load`; its result carries the session's modes (a client may drop it). */
     load(params: LoadSessionParams): Promise<LoadSessionResult | void>;
   };
@@ -123,6 +129,17 @@ export class ChatController implements Disposable {
   /** The last turn's diff, as shown (its files open diff editors). */
   private lastDiff: FileDiff[] = [];
   private running = false;
+  /** The session's state as the server last said it (a turn in any window counts). */
+  private sessionState: string = "idle";
+  /** Ids of the prompts the server showed in the current session (queued and steered ones too). */
+  private readonly shownPrompts = new Set<string>();
+  /** What `onRunning` last said. */
+  private reportedBusy = false;
+  /** A rewind this controller is making: its own `rewound` notice is not a reload. */
+  private rewinding = false;
+  /** Questions the agent asks (`elicitation/create`) that wait for the user's form. */
+  private readonly questions = new Map<number, { params: CreateElicitationParams; answer(result: CreateElicitationResult): void }>();
+  private static questionIds = 0;
   /** The sessions list shows the archived sessions (toggled in the list). */
   private listArchived = false;
   private readonly subscription: Disposable;
@@ -146,7 +163,10 @@ export class ChatController implements Disposable {
       }
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
-      if (notification.sessionId === this.sessionId) sink.post({ type: "update", notification });
+      if (notification.sessionId !== this.sessionId) return;
+      if (u.sessionUpdate === "user_message_chunk" && u.messageId) this.shownPrompts.add(u.messageId);
+      sink.post({ type: "update", notification });
+      if (u.sessionUpdate === "session_info_update") this.follow(u._meta?.threadline ?? null);
     });
     const meta = client.serverInfo?.agentCapabilities?._meta as { threadline?: ThreadlineInfo } | null | undefined;
     const info = meta?.threadline ?? {};
@@ -183,6 +203,35 @@ export class ChatController implements Disposable {
     this.peers.controllers.delete(this);
   }
 
+  /**
+   * What another window did to the session on screen (the server's standing
+   * subscription): its state (a turn running elsewhere shows as running here), a model
+   * change, a rewind (the transcript is replayed again) and a deletion.
+   */
+  private follow(info: SessionInfoUpdateInfo | null): void {
+    if (!info) return;
+    if (info.state) {
+      this.sessionState = info.state;
+      this.reportRunning();
+    }
+    if (info.model) this.model = info.model;
+    const sessionId = this.sessionId;
+    if (!sessionId) return;
+    if (info.deleted) {
+      this.newSession();
+      this.notice("info", "That session was deleted in another window; this is a new one.");
+    } else if (typeof info.rewound === "number" && !this.rewinding && !this.peers.loading.has(sessionId)) {
+      void this.show(sessionId)
+        .then(() => this.notice("info", "The session was rewound in another window."))
+        .catch((err: unknown) => this.notice("error", errorText(err)));
+    }
+  }
+
+  /** The session works (a turn here or in another window, a compaction): prompts queue or steer. */
+  private get busy(): boolean {
+    return this.running || this.sessionState !== "idle";
+  }
+
   /** Tell the other controllers showing this session (`turnStarted`, `turnEnded`…). */
   private toPeers(message: HostMessage): void {
     for (const peer of this.peers.others(this, this.sessionId)) peer.sink.post(message);
@@ -195,9 +244,19 @@ export class ChatController implements Disposable {
         case "ready":
           return await this.ready();
         case "prompt":
-          return await this.prompt(message.text);
+          return await this.prompt(message.text, message.whileRunning);
         case "interrupt":
-          return await this.interrupt();
+          return await this.interrupt(message.clearQueue);
+        case "queueEdit":
+          return await this.editQueued(message.id, message.text);
+        case "queueRemove":
+          return await this.removeQueued(message.id);
+        case "queueResume":
+          return await this.resumeQueue();
+        case "unrewind":
+          return await this.unrewind(message.rewindId);
+        case "elicitationAnswer":
+          return this.answer(message.id, message.result);
         case "fork":
           return await this.fork(message.messageId);
         case "compact":
@@ -259,7 +318,15 @@ export class ChatController implements Disposable {
 
   private setRunning(running: boolean): void {
     this.running = running;
-    this.options.onRunning?.(running);
+    this.reportRunning();
+  }
+
+  /** Tell the editor when the session starts or stops working (a turn here or elsewhere). */
+  private reportRunning(): void {
+    const busy = this.busy;
+    if (busy === this.reportedBusy) return;
+    this.reportedBusy = busy;
+    this.options.onRunning?.(busy);
   }
 
   /** The webview (re)loaded: send the picker state and replay the current session. */
@@ -296,11 +363,13 @@ export class ChatController implements Disposable {
     return this.sessionId;
   }
 
-  async prompt(text: string): Promise<void> {
-    if (this.running) {
-      this.notice("info", "A turn is already running: interrupt it first.");
-      return;
-    }
+  /**
+   * Send a prompt. While the session works (here or in another window) it is queued as
+   * the next turn (the default) or, with `steer`, joins the running turn; the server
+   * shows either to every window (`queue` in `session_info_update`, a user message).
+   */
+  async prompt(text: string, whileRunning?: WhileRunning): Promise<void> {
+    if (this.sessionId && this.busy) return this.promptWhileRunning(this.sessionId, text, whileRunning ?? "queue");
     this.setRunning(true);
     try {
       const sessionId = await this.ensureSession();
@@ -328,6 +397,61 @@ export class ChatController implements Disposable {
     } finally {
       this.setRunning(false);
     }
+  }
+
+  private async promptWhileRunning(sessionId: string, text: string, whileRunning: WhileRunning): Promise<void> {
+    const result = await this.client.prompt(sessionId, text, undefined, whileRunning);
+    const meta = (result._meta as { threadline?: { queue?: string; userMessageId?: string } } | null | undefined)?.threadline;
+    // Removed from the queue, or held by an interrupt: the queue box said so already.
+    if (meta?.queue || sessionId !== this.sessionId) return;
+    // The work ended just before it arrived, so it ran at once as a turn of this
+    // window's, which the server does not echo: replay, so the prompt is shown.
+    if (meta?.userMessageId && !this.shownPrompts.has(meta.userMessageId)) await this.show(sessionId);
+    if (result.stopReason !== "end_turn" && result.stopReason !== "cancelled") {
+      this.notice("info", `The turn that ran “${text.slice(0, 40)}” stopped: ${result.stopReason}.`);
+    }
+    if (!this.running) await this.postTurnDiff(sessionId);
+  }
+
+  async editQueued(id: string, text: string): Promise<void> {
+    if (this.sessionId && this.client.editQueued) await this.client.editQueued(this.sessionId, id, text);
+  }
+
+  async removeQueued(id?: string): Promise<void> {
+    if (this.sessionId && this.client.removeQueued) await this.client.removeQueued(this.sessionId, id);
+  }
+
+  async resumeQueue(): Promise<void> {
+    if (this.sessionId && this.client.resumeQueue) await this.client.resumeQueue(this.sessionId);
+  }
+
+  /**
+   * The agent asks the user (`elicitation/create`): the form is shown in this chat and
+   * the answer returned; the server withdrawing it (an interrupt) closes the form.
+   */
+  elicit(params: CreateElicitationParams, token?: CancellationToken): Promise<CreateElicitationResult> {
+    const id = ++ChatController.questionIds;
+    return new Promise((resolve) => {
+      const done = (result: CreateElicitationResult) => {
+        if (!this.questions.delete(id)) return;
+        listener?.dispose();
+        this.sink.post({ type: "elicitation", request: this.pendingQuestion() });
+        resolve(result);
+      };
+      this.questions.set(id, { params, answer: done });
+      const listener = token?.onCancellationRequested(() => done({ action: "cancel" }));
+      this.sink.post({ type: "elicitation", request: { id, params } });
+    });
+  }
+
+  private answer(id: number, result: CreateElicitationResult): void {
+    this.questions.get(id)?.answer(result);
+  }
+
+  /** The oldest question still waiting for the session on screen (null: none). */
+  private pendingQuestion(): { id: number; params: CreateElicitationParams } | null {
+    for (const [id, q] of this.questions) if (q.params.sessionId === this.sessionId) return { id, params: q.params };
+    return null;
   }
 
   /** The files the last turn changed, listed under the transcript (checkpoints on). */
@@ -369,15 +493,38 @@ export class ChatController implements Disposable {
     const ok = (await this.options.confirm?.("Rewind the session to before this message, and its files too?")) ?? true;
     if (!ok) return;
     const sessionId = this.sessionId;
-    const result = await this.client.rewind({ sessionId, beforeMessageId: messageId, restoreFiles: true });
-    await this.show(sessionId);
+    this.rewinding = true;
+    let result;
+    try {
+      result = await this.client.rewind({ sessionId, beforeMessageId: messageId, restoreFiles: true });
+      await this.show(sessionId);
+    } finally {
+      this.rewinding = false;
+    }
     const restored = (result.files.written?.length ?? 0) + (result.files.deleted?.length ?? 0);
     this.lastDiff = [];
     this.sink.post({ type: "turnDiff", files: [] });
+    if (this.client.unrewind) this.sink.post({ type: "rewound", rewindId: result.rewindId });
     this.notice(
       "info",
-      `Rewound to before that message: ${restored} file${restored === 1 ? "" : "s"} restored. The later turns are kept in the session “… · rewound”.`,
+      `Rewound to before that message: ${restored} file${restored === 1 ? "" : "s"} restored. The later turns are kept in the session “… · rewound” until “Undo rewind” or the next prompt.`,
     );
+  }
+
+  /** "Undo rewind": the cut turns come back, and their files, until the next prompt. */
+  async unrewind(rewindId: string): Promise<void> {
+    if (!this.sessionId || !this.client.unrewind) return;
+    const sessionId = this.sessionId;
+    this.rewinding = true;
+    let result;
+    try {
+      result = await this.client.unrewind({ sessionId, rewindId, restoreFiles: true });
+      await this.show(sessionId);
+    } finally {
+      this.rewinding = false;
+    }
+    const restored = (result.files.written?.length ?? 0) + (result.files.deleted?.length ?? 0);
+    this.notice("info", `Rewind undone: ${result.messageCount} messages, ${restored} file${restored === 1 ? "" : "s"} back.`);
   }
 
   async openDiff(path: string): Promise<void> {
@@ -386,9 +533,10 @@ export class ChatController implements Disposable {
     await this.options.openDiff(file, this.sessionCwd ?? this.options.cwd());
   }
 
-  async interrupt(): Promise<void> {
+  /** Stop the turn (wherever it runs); `clearQueue` removes the waiting prompts too. */
+  async interrupt(clearQueue = false): Promise<void> {
     if (!this.sessionId) return;
-    await this.client.interrupt(this.sessionId);
+    await this.client.interrupt(this.sessionId, undefined, clearQueue);
   }
 
   async fork(messageId?: string): Promise<void> {
@@ -508,6 +656,9 @@ export class ChatController implements Disposable {
     this.parentSessionId = null;
     this.mode = null;
     this.lastDiff = [];
+    this.sessionState = "idle";
+    this.shownPrompts.clear();
+    this.reportRunning();
     this.sink.post({ type: "reset" });
     this.postSession();
   }
@@ -533,7 +684,12 @@ export class ChatController implements Disposable {
       : null;
     if (meta.model) this.model = meta.model;
     this.sink.post({ type: "reset" });
+    this.shownPrompts.clear();
+    this.sessionState = "idle";
+    this.reportRunning();
     this.postSession(info?.title, parentTitle);
+    const question = this.pendingQuestion();
+    if (question) this.sink.post({ type: "elicitation", request: question });
     this.peers.loading.set(sessionId, this);
     this.sessionCwd = info?.cwd ?? this.options.cwd();
     this.lastDiff = [];

@@ -7,6 +7,8 @@ import {
   ThreadlineClient,
   type CancellationToken,
   type ChildProcessTerminals,
+  type CreateElicitationParams,
+  type CreateElicitationResult,
   type RequestPermissionParams,
   type RequestPermissionResult,
   type ToolCallCall,
@@ -29,6 +31,8 @@ export interface SidecarHandlers {
   documents: DocumentSource & DocumentWriter;
   /** Run the sidecar's commands here (ACP `terminal/*`, advertised as `terminal: true`). */
   terminals?: ChildProcessTerminals;
+  /** Answer the agent's questions (`elicitation/create`); advertised only when given. */
+  elicitation?(params: CreateElicitationParams, token: CancellationToken): Promise<CreateElicitationResult>;
 }
 
 export async function startSidecar(config: SidecarConfig, handlers: SidecarHandlers): Promise<ThreadlineClient> {
@@ -47,6 +51,8 @@ export async function startSidecar(config: SidecarConfig, handlers: SidecarHandl
   client.onReadTextFile((params) => readTextFile(handlers.documents, params));
   client.onWriteTextFile((params) => writeTextFile(handlers.documents, params));
   if (handlers.terminals) client.useTerminals(handlers.terminals);
+  const elicitation = handlers.elicitation;
+  if (elicitation) client.onElicitation((params, token) => elicitation(params, token));
   const failed = new Promise<never>((_, reject) => {
     client.process?.once("error", (err) => reject(new Error(`cannot start ${config.command}: ${err.message}`)));
   });

@@ -30,6 +30,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     private readonly sidecar: SidecarService,
     private readonly diffs: DiffEditors,
   ) {
+    // The agent's questions are answered in the chat's form: the view is brought up first.
+    sidecar.answerQuestions(async (params, token) => {
+      const chat = await this.chat();
+      await this.reveal().catch(() => undefined);
+      return chat.elicit(params, token);
+    });
     this.disposables.push(
       sidecar.onState((down) => {
         if (down !== null) void setRunning(false);

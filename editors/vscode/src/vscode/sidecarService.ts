@@ -5,7 +5,15 @@
  * the sidecar is down next to the transcript.
  */
 import * as vscode from "vscode";
-import { ChildProcessTerminals, type ThreadlineClient, type ToolCallCall, type ToolCallCallResult } from "@threadline/client";
+import {
+  ChildProcessTerminals,
+  type CancellationToken,
+  type CreateElicitationParams,
+  type CreateElicitationResult,
+  type ThreadlineClient,
+  type ToolCallCall,
+  type ToolCallCallResult,
+} from "@threadline/client";
 import type { EditorTools } from "../core/editorTools";
 import { startSidecar } from "../core/sidecar";
 import { settings, workspaceCwd } from "./config";
@@ -21,6 +29,8 @@ export class SidecarService implements vscode.Disposable {
   private current: Promise<ThreadlineClient> | undefined;
   private stopping = false;
   private readonly stateListeners = new Set<(down: string | null) => void>();
+  /** Who answers the agent's questions (the chat view's form). */
+  private questions: ((params: CreateElicitationParams, token: CancellationToken) => Promise<CreateElicitationResult>) | undefined;
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
@@ -33,6 +43,11 @@ export class SidecarService implements vscode.Disposable {
   client(): Promise<ThreadlineClient> {
     this.current ??= this.start();
     return this.current;
+  }
+
+  /** Route the agent's questions (`elicitation/create`) to `answer` (the chat's form). */
+  answerQuestions(answer: (params: CreateElicitationParams, token: CancellationToken) => Promise<CreateElicitationResult>): void {
+    this.questions = answer;
   }
 
   /** `down` is why the sidecar is not running, or null once it runs. */
@@ -77,6 +92,7 @@ export class SidecarService implements vscode.Disposable {
         toolCall: (call) => this.runTool(call),
         documents: this.host,
         terminals,
+        elicitation: async (params, token) => (this.questions ? this.questions(params, token) : { action: "decline" }),
       },
     );
     void started.then(

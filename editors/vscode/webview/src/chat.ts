@@ -3,8 +3,8 @@
  * events. The VS Code webview mounts one on its page (main.ts); the desktop app mounts
  * one per pane. Returns the function that feeds it host messages.
  */
-import type { HostMessage, WebviewMessage } from "./messages";
-import { initialState, reduce, type ChatState } from "./state";
+import type { HostMessage, WebviewMessage, WhileRunning } from "./messages";
+import { initialState, isBusy, reduce, type ChatState } from "./state";
 import { ChatView, findElements } from "./view";
 
 export interface MountedChat {
@@ -26,17 +26,23 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
     });
   };
 
-  const submit = () => {
+  /**
+   * Send what was typed. While the session works (a turn here or in another window, a
+   * compaction) it is queued as the next turn, or with `steer` given to the running turn.
+   */
+  const submit = (gesture: WhileRunning = "queue") => {
     const text = els.input.value.trim();
-    if (!text || state.running || state.compacting || state.sidecarDown !== null) return;
-    post({ type: "prompt", text });
+    if (!text || state.sidecarDown !== null) return;
+    post(isBusy(state) ? { type: "prompt", text, whileRunning: gesture } : { type: "prompt", text });
     els.input.value = "";
   };
-  els.send.addEventListener("click", submit);
+  els.send.addEventListener("click", () => submit("queue"));
+  els.steer.addEventListener("click", () => submit("steer"));
   els.input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      submit();
+      // Enter queues; Ctrl/Cmd+Enter steers the running turn.
+      submit(event.ctrlKey || event.metaKey ? "steer" : "queue");
     }
   });
   els.interrupt.addEventListener("click", () => post({ type: "interrupt" }));

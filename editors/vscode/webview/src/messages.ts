@@ -4,6 +4,8 @@
  */
 import type {
   CompactResult,
+  CreateElicitationParams,
+  CreateElicitationResult,
   FileDiff,
   SearchHit,
   SessionInfo,
@@ -66,13 +68,32 @@ export type HostMessage =
   | { type: "sidecar"; down: string | null }
   /** The files the last turn changed (`session/diff`); empty: none. */
   | { type: "turnDiff"; files: FileDiff[]; notice?: string | null }
+  /** A rewind this window made can be undone (`session/unrewind`) until the next prompt; null: no more. */
+  | { type: "rewound"; rewindId: string | null }
+  /** The agent asks the user (`elicitation/create`): show a form; null closes it (answered or withdrawn). */
+  | { type: "elicitation"; request: { id: number; params: CreateElicitationParams } | null }
   | { type: "notice"; level: "info" | "error"; text: string };
+
+/** How a prompt typed while the session works is sent: queued as the next turn, or joining the turn. */
+export type WhileRunning = "queue" | "steer";
 
 /** Webview → host. */
 export type WebviewMessage =
   | { type: "ready" }
-  | { type: "prompt"; text: string }
-  | { type: "interrupt" }
+  /** `whileRunning`: typed while the session works (Enter queues, Ctrl/Cmd+Enter steers). */
+  | { type: "prompt"; text: string; whileRunning?: WhileRunning }
+  /** `clearQueue`: the prompts waiting are removed too. */
+  | { type: "interrupt"; clearQueue?: boolean }
+  /** Replace a waiting prompt's text (`session/queue/update`). */
+  | { type: "queueEdit"; id: string; text: string }
+  /** Remove one waiting prompt, or (no id) all (`session/queue/remove`). */
+  | { type: "queueRemove"; id?: string }
+  /** Let held prompts run (`session/queue/resume`). */
+  | { type: "queueResume" }
+  /** Undo this window's last rewind, files too (`session/unrewind`). */
+  | { type: "unrewind"; rewindId: string }
+  /** The user's answer to an `elicitation` form. */
+  | { type: "elicitationAnswer"; id: number; result: CreateElicitationResult }
   | { type: "fork"; messageId: string }
   | { type: "compact"; instructions?: string }
   | { type: "setModel"; model: string }

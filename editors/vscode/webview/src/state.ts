@@ -2,10 +2,34 @@
  * The chat's state as a pure reducer over host messages, so the rendering stays dumb
  * and the logic can be reasoned about (and tested) without a DOM.
  */
-import type { FileDiff, PlanEntry, SearchHit, SessionInfo, SessionUpdate, Usage } from "@threadline/client";
+import type {
+  CreateElicitationParams,
+  FileDiff,
+  OwnerInfo,
+  PlanEntry,
+  QueuedPrompt,
+  SearchHit,
+  SessionInfo,
+  SessionInfoUpdateInfo,
+  SessionUpdate,
+  Usage,
+} from "@threadline/client";
 import type { HostMessage, ModeChoice, ModelChoice } from "./messages";
+import { contentText } from "./content";
+
+export { contentText };
 
 export type ToolStatus = "pending" | "in_progress" | "completed" | "failed";
+
+/** One file an edit tool call changes: ACP's `{type: "diff", path, oldText, newText}`. */
+export interface ToolDiff {
+  path: string;
+  oldText: string | null;
+  newText: string;
+}
+
+/** The session's state as the server says it (`session_info_update`), whoever runs the turn. */
+export type SessionState = NonNullable<SessionInfoUpdateInfo["state"]>;
 
 /** `compacted`: a compaction took the message out of the model's context. */
 export type Entry =
@@ -25,6 +49,8 @@ export type Entry =
       status: ToolStatus;
       input: unknown;
       output: string;
+      /** ACP `diff` content of an edit (shown as a coloured unified diff). */
+      diffs: ToolDiff[];
       cancelled: boolean;
       version: number;
     }
@@ -37,6 +63,16 @@ export interface ChatState {
   parentTitle: string | null;
   entries: Entry[];
   running: boolean;
+  /** The session's state as the server says it: `running` for a turn in any window. */
+  sessionState: SessionState;
+  /** The editor process whose sidecar runs the session's turn (null: idle). */
+  owner: OwnerInfo | null;
+  /** Prompts typed while the session worked, waiting (or held) in order. */
+  queue: QueuedPrompt[];
+  /** A question the agent asks (`elicitation/create`), answered in a form. */
+  elicitation: { id: number; params: CreateElicitationParams } | null;
+  /** This window's last rewind, which "Undo rewind" brings back (until the next prompt). */
+  rewindId: string | null;
   models: ModelChoice[];
   currentModel: string | null;
   /** The session's modes (empty: the server offers none) and the one it is in. */
@@ -74,6 +110,11 @@ export function initialState(): ChatState {
     parentTitle: null,
     entries: [],
     running: false,
+    sessionState: "idle",
+    owner: null,
+    queue: [],
+    elicitation: null,
+    rewindId: null,
     models: [],
     currentModel: null,
     modes: [],
@@ -153,25 +194,20 @@ function appendText(
   if (marks.truncated && kind === "assistant") notice(state, "info", "Interrupted.");
 }
 
-/** Text of ACP content (a block, or tool-call content items) for display. */
-export function contentText(content: unknown): string {
-  if (Array.isArray(content)) return content.map(contentText).filter(Boolean).join("\n");
-  if (!content || typeof content !== "object") return "";
-  const c = content as { type?: string; text?: string; content?: unknown; path?: string; newText?: string; uri?: string };
-  switch (c.type) {
-    case "text":
-      return c.text ?? "";
-    case "content":
-      return contentText(c.content);
-    case "diff":
-      return `diff ${c.path ?? ""}\n${c.newText ?? ""}`;
-    case "resource_link":
-      return c.uri ?? "";
-    case "terminal":
-      return "(running in a Threadline terminal: see the Terminal panel)";
-    default:
-      return "";
+/** The `diff` items of tool-call content. */
+function diffsOf(content: unknown): ToolDiff[] {
+  if (!Array.isArray(content)) return [];
+  const out: ToolDiff[] = [];
+  for (const item of content) {
+    const c = item as { type?: string; path?: string; oldText?: string | null; newText?: string };
+    if (c?.type === "diff" && typeof c.path === "string") out.push({ path: c.path, oldText: c.oldText ?? null, newText: c.newText ?? "" });
   }
+  return out;
+}
+
+/** The session is working, in this window or another: prompts typed now queue or steer. */
+export function isBusy(state: ChatState): boolean {
+  return state.running || state.compacting || (state.sessionState !== "idle" && state.sessionId !== null);
 }
 
 function findTool(state: ChatState, toolCallId: string) {
@@ -209,6 +245,7 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
         status: update.status ?? "pending",
         input: update.rawInput ?? null,
         output: contentText(update.content ?? []),
+        diffs: diffsOf(update.content ?? []),
         cancelled: false,
         version: 0,
       });
@@ -226,6 +263,7 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
           status: "pending",
           input: null,
           output: "",
+          diffs: [],
           cancelled: false,
           version: 0,
         };
@@ -234,7 +272,11 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       if (update.title) tool.title = update.title;
       if (update.status) tool.status = update.status;
       if (update.rawInput !== undefined && update.rawInput !== null) tool.input = update.rawInput;
-      if (update.content) tool.output = contentText(update.content);
+      if (update.content) {
+        tool.output = contentText(update.content);
+        const diffs = diffsOf(update.content);
+        if (diffs.length) tool.diffs = diffs;
+      }
       const meta = update._meta as { threadline?: { cancelled?: boolean } } | null | undefined;
       if (meta?.threadline?.cancelled) tool.cancelled = true;
       tool.version += 1;
@@ -244,9 +286,18 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       state.contextUsed = update.used;
       state.contextSize = update.size;
       return;
-    case "session_info_update":
+    case "session_info_update": {
       if (update.title !== undefined) state.title = update.title ?? null;
+      const info = update._meta?.threadline;
+      if (!info) return;
+      if (info.state) {
+        state.sessionState = info.state;
+        state.owner = info.state === "idle" ? null : (info.owner ?? state.owner);
+      }
+      if (info.queue) state.queue = info.queue;
+      if (info.model) state.currentModel = info.model;
       return;
+    }
     case "compaction_update": {
       // Read loosely: the summary has been a string and is becoming content blocks,
       // the failure text `message` and then `error`.
@@ -316,6 +367,11 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.lastUsage = null;
       state.plan = [];
       state.turnDiff = null;
+      state.sessionState = "idle";
+      state.owner = null;
+      state.queue = [];
+      state.elicitation = null;
+      state.rewindId = null;
       break;
     case "update":
       if (state.sessionId && message.notification.sessionId !== state.sessionId) return state;
@@ -327,6 +383,7 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
     case "turnStarted":
       state.running = true;
       state.turnDiff = null;
+      state.rewindId = null;
       state.entries.push({ kind: "user", key: nextKey("user"), messageId: null, text: message.text, version: 0 });
       break;
     case "turnEnded": {
@@ -386,6 +443,12 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
         state.running = false;
         state.compacting = false;
       }
+      break;
+    case "rewound":
+      state.rewindId = message.rewindId;
+      break;
+    case "elicitation":
+      state.elicitation = message.request;
       break;
     case "notice":
       notice(state, message.level, message.text);

@@ -3,8 +3,11 @@
  * token re-renders one element, not the transcript. The static skeleton (toolbar,
  * composer) lives in media/chat.html; this module only fills it.
  */
-import type { ChatState, Entry } from "./state";
+import type { FileDiff } from "@threadline/client";
+import { isBusy, type ChatState, type Entry, type ToolDiff } from "./state";
 import { renderMarkdown } from "./markdown";
+import { renderElicitation } from "./elicitation";
+import { parseUnified, unifiedDiff, type DiffLine } from "./unifiedDiff";
 import type { WebviewMessage } from "./messages";
 import { editInPlace, snippetNodes } from "./find";
 import { describeHit, describeSessions } from "./sessions";
@@ -15,7 +18,10 @@ export interface Elements {
   modeSelect: HTMLSelectElement;
   plan: HTMLElement;
   turnDiff: HTMLElement;
+  queue: HTMLElement;
+  elicitation: HTMLFormElement;
   interrupt: HTMLButtonElement;
+  steer: HTMLButtonElement;
   send: HTMLButtonElement;
   input: HTMLTextAreaElement;
   compact: HTMLButtonElement;
@@ -42,7 +48,10 @@ export function findElements(root: ParentNode = document): Elements {
     modeSelect: byId<HTMLSelectElement>("mode"),
     plan: byId("plan"),
     turnDiff: byId("turn-diff"),
+    queue: byId("queue"),
+    elicitation: byId<HTMLFormElement>("elicitation"),
     interrupt: byId<HTMLButtonElement>("interrupt"),
+    steer: byId<HTMLButtonElement>("steer"),
     send: byId<HTMLButtonElement>("send"),
     input: byId<HTMLTextAreaElement>("input"),
     compact: byId<HTMLButtonElement>("compact"),
@@ -62,6 +71,30 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, t
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+/** Marked diff lines as a coloured block (`+` green, `-` red, hunk headers muted). */
+export function diffBlock(lines: DiffLine[]): HTMLElement {
+  const pre = el("pre", "diff-lines");
+  const cls: Record<string, string> = { "+": "add", "-": "del", "@": "hunk", " ": "ctx" };
+  pre.append(
+    ...lines.map((line) => el("span", `diff-line ${cls[line.mark]}`, line.mark === "@" ? line.text : `${line.mark}${line.text}`)),
+  );
+  return pre;
+}
+
+/** An edit's diffs on its tool card: per file, its path and the unified diff. */
+function toolDiffNodes(diffs: ToolDiff[]): HTMLElement[] {
+  return diffs.flatMap((d) => [el("div", "tool-diff-path", d.oldText === null ? `${d.path} (new file)` : d.path), diffBlock(unifiedDiff(d.oldText, d.newText))]);
+}
+
+/** A file of the turn's diff, unfolded in place: its unified diff in colour. */
+function inlineDiff(file: FileDiff): HTMLElement[] {
+  if (!file.diff) return [];
+  const details = el("details", "diff-inline");
+  details.dataset.path = file.path;
+  details.append(el("summary", undefined, "Show the diff"), diffBlock(parseUnified(file.diff)));
+  return [details];
 }
 
 function pretty(value: unknown): string {
@@ -102,6 +135,8 @@ export class ChatView {
     this.renderToolbar(state);
     this.renderPlan(state);
     this.renderTurnDiff(state);
+    this.renderQueue(state);
+    renderElicitation(this.els.elicitation, state.elicitation, this.post);
     this.renderSessions(state);
     this.renderReveal(state);
   }
@@ -166,7 +201,7 @@ export class ChatView {
         head.append(el("span", "tool-icon", "⚙"), el("span", "tool-title"), el("span", "badge"));
         const input = el("details", "tool-input");
         input.append(el("summary", undefined, "Input"), el("pre", "json"));
-        card.append(head, input, el("pre", "tool-output"));
+        card.append(head, input, el("div", "tool-diff"), el("pre", "tool-output"));
         return card;
       }
       case "notice":
@@ -207,6 +242,13 @@ export class ChatView {
         const output = node.querySelector<HTMLElement>(".tool-output")!;
         output.textContent = entry.output;
         output.hidden = entry.output === "";
+        const diff = node.querySelector<HTMLElement>(".tool-diff")!;
+        const signature = JSON.stringify(entry.diffs);
+        if (diff.dataset.signature !== signature) {
+          diff.dataset.signature = signature;
+          diff.replaceChildren(...toolDiffNodes(entry.diffs));
+        }
+        diff.hidden = entry.diffs.length === 0;
         return;
       }
       case "notice":
@@ -289,12 +331,14 @@ export class ChatView {
   private renderTurnDiff(state: ChatState): void {
     const box = this.els.turnDiff;
     const diff = state.turnDiff;
-    const signature = JSON.stringify(diff);
+    const signature = JSON.stringify([diff, state.rewindId]);
     if (box.dataset.signature === signature) return;
     box.dataset.signature = signature;
-    box.hidden = !diff || diff.files.length === 0;
+    const rewindId = state.rewindId;
+    const undo = rewindId ? [this.undoRewindButton(rewindId)] : [];
+    box.hidden = (!diff || diff.files.length === 0) && !rewindId;
     if (!diff || diff.files.length === 0) {
-      box.replaceChildren();
+      box.replaceChildren(...undo);
       return;
     }
     const n = diff.files.length;
@@ -307,16 +351,80 @@ export class ChatView {
       button.append(el("span", "diff-path", file.path), el("span", "diff-counts", `${file.status} ${counts}`));
       button.title = "Open a diff editor: the file before the turn and now";
       button.addEventListener("click", () => this.post({ type: "openDiff", path: file.path }));
-      return button;
+      return [button, ...inlineDiff(file)];
     });
-    box.replaceChildren(heading, ...files);
+    box.replaceChildren(...undo, heading, ...files.flat());
+  }
+
+  private undoRewindButton(rewindId: string): HTMLButtonElement {
+    const button = el("button", "undo-rewind", "Undo rewind");
+    button.title = "Bring back the turns the rewind cut, and their files (until the next prompt)";
+    button.addEventListener("click", () => this.post({ type: "unrewind", rewindId }));
+    return button;
+  }
+
+  /**
+   * The prompts waiting while the session works, in the order they run: each can be
+   * edited in place or removed; held ones (after an interrupt or a crash) can be resumed.
+   */
+  private renderQueue(state: ChatState): void {
+    const box = this.els.queue;
+    const signature = JSON.stringify([state.queue, state.running, state.sessionState]);
+    if (box.dataset.signature === signature) return;
+    box.dataset.signature = signature;
+    // A steer waiting for the turn's next step is in the transcript already (the server
+    // shows it there when it is sent): the box lists what runs as turns of its own.
+    const waiting = state.queue.filter((q) => q.state !== "taken" && q.mode === "queue");
+    box.hidden = waiting.length === 0;
+    if (!waiting.length) {
+      box.replaceChildren();
+      return;
+    }
+    const heading = el("div", "queue-heading");
+    const held = waiting.some((q) => q.state === "held");
+    heading.append(el("span", undefined, held ? `Held (${waiting.length}): run them with Resume` : `Queued (${waiting.length})`));
+    if (held) {
+      const resume = el("button", "queue-resume", "Resume");
+      resume.title = "Run the held prompts, in order";
+      resume.addEventListener("click", () => this.post({ type: "queueResume" }));
+      heading.append(resume);
+    }
+    const clear = el("button", "queue-clear", "Clear");
+    clear.title = "Remove every waiting prompt (the running turn goes on)";
+    clear.addEventListener("click", () => this.post({ type: "queueRemove" }));
+    heading.append(clear);
+    if (state.running || state.sessionState === "running" || state.sessionState === "requires_action") {
+      const stop = el("button", "queue-stop", "Stop all");
+      stop.title = "Interrupt the running turn and clear the queue";
+      stop.addEventListener("click", () => this.post({ type: "interrupt", clearQueue: true }));
+      heading.append(stop);
+    }
+    const rows = waiting.map((q) => {
+      const row = el("div", `queued ${q.state}`);
+      row.dataset.id = q.id;
+      const text = el("span", "queued-text", q.prompt.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("\n"));
+      const mode = el("span", "queued-mode", q.state);
+      const edit = el("button", "queued-edit", "Edit");
+      edit.title = "Change this prompt before it runs";
+      edit.addEventListener("click", () =>
+        editInPlace(row, text, text.textContent ?? "", (value) => this.post({ type: "queueEdit", id: q.id, text: value })),
+      );
+      const remove = el("button", "queued-remove", "Remove");
+      remove.title = "Take this prompt out of the queue";
+      remove.addEventListener("click", () => this.post({ type: "queueRemove", id: q.id }));
+      row.append(text, mode, edit, remove);
+      return row;
+    });
+    box.replaceChildren(heading, ...rows);
   }
 
   private renderToolbar(state: ChatState): void {
-    const { modelSelect, interrupt, send, compact, status, title, banner, bannerText } = this.els;
+    const { modelSelect, interrupt, send, steer, compact, status, title, banner, bannerText } = this.els;
     banner.hidden = state.sidecarDown === null;
     bannerText.textContent = state.sidecarDown ? `The Threadline sidecar is not running: ${state.sidecarDown}` : "";
-    const busy = state.running || state.compacting;
+    const busy = isBusy(state);
+    // A turn runs (here or in another window): it can be interrupted and steered.
+    const turn = state.running || state.sessionState === "running" || state.sessionState === "requires_action";
     const options = state.models.map((m) => {
       const option = el("option", undefined, m.name);
       option.value = m.id;
@@ -353,17 +461,26 @@ export class ChatView {
     if (state.currentMode) modeSelect.value = state.currentMode;
     modeSelect.disabled = busy || !state.sessionId;
 
-    interrupt.disabled = !state.running;
-    interrupt.classList.toggle("active", state.running);
-    send.disabled = busy || state.sidecarDown !== null;
+    interrupt.disabled = !turn;
+    interrupt.classList.toggle("active", turn);
+    // Typing never stops: while the session works, Send queues and Steer joins the turn.
+    send.disabled = state.sidecarDown !== null;
+    send.textContent = busy ? "Queue" : "Send";
+    send.title = busy ? "Run this after the current work (Enter)" : "Send (Enter)";
+    steer.hidden = !turn;
+    steer.disabled = state.sidecarDown !== null;
     compact.disabled = busy || !state.sessionId;
-    (this.els.transcript.parentElement ?? document.body).classList.toggle("running", state.running);
+    (this.els.transcript.parentElement ?? document.body).classList.toggle("running", turn);
 
     title.textContent = state.title ?? (state.sessionId ? "Untitled session" : "New session");
     title.title = state.sessionId ?? "";
 
     const parts: string[] = [];
-    if (state.running) parts.push("Generating…");
+    const owner = state.owner;
+    if (owner && !owner.here && state.sessionState !== "idle") {
+      parts.push(`${state.sessionState.replace("_", " ")} in another window (pid ${owner.pid}${owner.host ? ` on ${owner.host}` : ""})`);
+    } else if (state.sessionState === "requires_action") parts.push("Waiting for you…");
+    else if (turn) parts.push("Generating…");
     if (state.compacting) parts.push("Compacting…");
     if (state.contextUsed !== null) {
       const size = state.contextSize ? ` / ${state.contextSize.toLocaleString("en-US")}` : "";
