@@ -39,6 +39,7 @@ end
 ---@field current string? messageId of the text segment being streamed
 ---@field tools table<string, {mark: integer, title: string, input: any, output: string, status: string}>
 ---@field status string? what the status line of the buffer shows ('thinking…')
+---@field sticky boolean? the status stays while text streams
 ---@field order threadline.ChatMessage[] the messages shown, in buffer order
 ---@field known table<string, boolean> message ids shown (from history or as they streamed)
 ---@field compactions table<string, boolean> compaction ids whose summary is shown
@@ -223,6 +224,9 @@ function Chat:append(text)
   local last = vim.api.nvim_buf_line_count(self.buf)
   for _, win in ipairs(follow) do
     vim.api.nvim_win_set_cursor(win, { last, 0 })
+  end
+  if self.sticky then
+    self:set_status(self.status, true) -- stays under the last line
   end
   if self.queue and #self.queue > 0 then
     self:_show_queue() -- stays under the last line
@@ -485,9 +489,12 @@ function Chat:quote(id)
 end
 
 --- A line under the text that says what is happening (`thinking…`), or nothing.
+--- `sticky`: it stays (under the last line) while text streams, until it is replaced
+--- (who runs a turn in another editor); else the first words take it away.
 ---@param text string?
-function Chat:set_status(text)
-  self.status = text
+---@param sticky? boolean
+function Chat:set_status(text, sticky)
+  self.status, self.sticky = text, text ~= nil and sticky == true
   vim.api.nvim_buf_clear_namespace(self.buf, status_ns, 0, -1)
   if text then
     local row = self:_end()
@@ -501,7 +508,7 @@ end
 ---@param message_id string
 ---@param text string
 function Chat:chunk(message_id, text)
-  if self.status then
+  if self.status and not self.sticky then
     self:set_status(nil)
   end
   if self.current ~= message_id then
@@ -591,7 +598,7 @@ function Chat:tool(id, title, status, detail, input)
     vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
     return
   end
-  if self.status then
+  if self.status and not self.sticky then
     self:set_status(nil)
   end
   self:block(line)
@@ -721,7 +728,7 @@ function Chat:replay(messages)
   self:_reset()
   self:catch_up(messages)
   -- What was shown under the last line goes under the new last line.
-  self:set_status(self.status)
+  self:set_status(self.status, self.sticky)
   self:_show_queue()
 end
 
