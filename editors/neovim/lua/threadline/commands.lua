@@ -238,7 +238,7 @@ refused = function(sid, c, entry, text, prompt, err)
   updates.set_phase(state, sid, nil)
   c:unsay(entry)
   local why = describe_error(err)
-  c:note('[busy in another editor: your prompt waits in the queue]')
+  c:note('[the session was busy: your prompt waits in the queue]')
   local outcome = { sessionId = sid, error = why, sent = false, queued = true }
   state.last[sid] = outcome
   fire('ThreadlineTurnDone', outcome)

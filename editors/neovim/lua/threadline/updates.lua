@@ -156,6 +156,12 @@ function M.turn_done(state, sid, c, err, result)
     return -- the sidecar died meanwhile: already reported
   end
   state.running[sid] = nil
+  local a = state.activity[sid]
+  if a and a.owner and a.owner.here then
+    -- This sidecar's work ended with the turn (the `idle` news normally comes first;
+    -- if a queued turn starts next, its own news says so).
+    state.activity[sid] = { state = 'idle' }
+  end
   M.set_phase(state, sid, nil)
   c:set_status(nil)
   c:close_segment()
