@@ -32,8 +32,15 @@ class ThreadlineClientCapabilities(StrictWireModel):
 
 class ClientSessionCapabilities(WireModel):
     compaction: dict[str, Any] | None = None
-    """ACP's ``session.compaction``: ``{}`` when the client shows ``compaction_update``.
-    Without it a compaction shows only its summary, as an agent message."""
+    """ACP's ``session.compaction`` (unstable): ``{}`` when the client shows
+    ``compaction_update``. Without it a compaction shows only its summary, as an agent
+    message."""
+    notices: dict[str, Any] | None = None
+    """``session.notices`` (the ACP SDK's unstable schema): ``{}`` when the client shows
+    ``notice`` updates. Without it a provider's status notice is only
+    ``session_info_update`` ``_meta.threadline.status``."""
+    config_options: dict[str, Any] | None = None
+    """ACP's ``session.configOptions`` (``boolean``: the client shows boolean options)."""
 
 
 class ElicitationCapabilities(WireModel):
@@ -127,6 +134,8 @@ class SessionCapabilities(WireModel):
     close: dict[str, Any] | None = None
     delete: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
+    additional_directories: dict[str, Any] | None = None
+    """``{}``: ``additionalDirectories`` is honoured on new, load, resume and fork."""
 
 
 class AgentCapabilities(WireModel):

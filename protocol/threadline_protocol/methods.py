@@ -279,6 +279,10 @@ def _m(
     )
 
 
+method_spec = _m
+"""One row of a method table (the v2 table, ``acp_v2_methods.py``, is made the same way)."""
+
+
 METHODS: dict[str, MethodSpec] = {
     m.name: m
     for m in (

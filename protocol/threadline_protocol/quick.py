@@ -76,6 +76,8 @@ def certainly_valid_initialize(params: dict[str, Any]) -> bool:
     version = params.get("protocolVersion", 1)
     if not _opt(version, int) or version is None or abs(version) >= 1 << 63:
         return False
+    if version >= 2:  # ACP v2 is negotiated by the full server (``rpc/v2``)
+        return False
     if not _opt(params.get("processId"), int) or abs(params.get("processId") or 0) >= 1 << 63:
         return False
     for key in ("capabilities", "initializationOptions", "_meta"):

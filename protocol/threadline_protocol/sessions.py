@@ -87,8 +87,17 @@ def _absolute(cwd: str) -> str:
     return cwd
 
 
+def _all_absolute(paths: list[str]) -> list[str]:
+    for path in paths:
+        _absolute(path)
+    return paths
+
+
 class NewSessionParams(StrictWireModel):
     cwd: str
+    additional_directories: list[str] = Field(default_factory=list)
+    """ACP's extra workspace roots: the tools may read and write under them as under
+    ``cwd`` (which stays the base of relative paths). Each must be absolute."""
     mcp_servers: list[McpServer] = Field(default_factory=list)
     meta: dict[str, Any] | None = meta_field()
 
@@ -96,6 +105,11 @@ class NewSessionParams(StrictWireModel):
     @classmethod
     def _cwd_is_absolute(cls, value: str) -> str:
         return _absolute(value)
+
+    @field_validator("additional_directories")
+    @classmethod
+    def _roots_are_absolute(cls, value: list[str]) -> list[str]:
+        return _all_absolute(value)
 
     def threadline(self) -> ThreadlineSessionOptions:
         raw = (self.meta or {}).get("threadline") or {}
@@ -114,7 +128,8 @@ class ConfigSelectOption(WireModel):
 
 
 class SessionConfigOption(WireModel):
-    """ACP select config option; Threadline offers ``model``."""
+    """ACP select config option; Threadline offers ``model``, ``mode`` and
+    ``builtinTools`` (``on``/``off``)."""
 
     id: str
     name: str
@@ -227,6 +242,10 @@ class ForkParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     message_id: str | None = None
     cwd: str | None = None
+    additional_directories: list[str] | None = None
+    """The fork's extra workspace roots (ACP: the complete list); unset: the parent's."""
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    """MCP servers the fork connects to (as ``session/new``'s)."""
     restore_files: bool = False
     """The workspace goes back to the fork point (as ``session/rewind`` does)."""
     materialize_files: bool = False
@@ -239,6 +258,11 @@ class ForkParams(StrictWireModel):
     def _cwd_is_absolute(cls, value: str | None) -> str | None:
         return None if value is None else _absolute(value)
 
+    @field_validator("additional_directories")
+    @classmethod
+    def _roots_are_absolute(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else _all_absolute(value)
+
 
 class ForkResult(WireModel):
     session_id: str
@@ -246,6 +270,10 @@ class ForkResult(WireModel):
     forked_at_message_id: str | None
     files: RestoredFiles | None = None
     """With ``restoreFiles`` or ``materializeFiles``: what was written and deleted."""
+    modes: SessionModeState | None = None
+    config_options: list[SessionConfigOption] | None = None
+    """The fork's mode and options (ACP's ``ForkSessionResponse``)."""
+    meta: McpMeta | None = meta_field()
 
 
 class CompactParams(StrictWireModel):
@@ -292,12 +320,19 @@ class ContextResult(WireModel):
 class LoadSessionParams(StrictWireModel):
     session_id: str = Field(min_length=1)
     cwd: str | None = None
+    additional_directories: list[str] = Field(default_factory=list)
+    """ACP: the complete list of extra roots from now on (empty: none)."""
     mcp_servers: list[McpServer] = Field(default_factory=list)
 
     @field_validator("cwd")
     @classmethod
     def _cwd_is_absolute(cls, value: str | None) -> str | None:
         return None if value is None else _absolute(value)
+
+    @field_validator("additional_directories")
+    @classmethod
+    def _roots_are_absolute(cls, value: list[str]) -> list[str]:
+        return _all_absolute(value)
 
 
 class ListSessionsParams(StrictWireModel):
@@ -331,6 +366,8 @@ class SessionInfoMeta(ThreadlineBlock):
 class SessionInfo(WireModel):
     session_id: str
     cwd: str
+    additional_directories: list[str] | None = None
+    """The session's extra workspace roots (ACP 1.21); absent when it has none."""
     title: str | None = None
     updated_at: str
     meta: SessionInfoMeta | None = meta_field()

@@ -13,6 +13,7 @@ from pydantic import Field
 from .base import WireModel, meta_field
 from .content import ContentBlock
 from .meta import ChunkMeta, SessionInfoUpdateMeta, ToolCallMeta, ToolCallUpdateMeta
+from .sessions import SessionConfigOption
 from .work import CurrentModeUpdate as CurrentModeUpdate
 from .work import DiffToolCallContent as DiffToolCallContent
 from .work import PlanEntry as PlanEntry
@@ -141,6 +142,26 @@ class CompactionUpdate(WireModel):
     meta: dict[str, Any] | None = meta_field()
 
 
+class ConfigOptionUpdate(WireModel):
+    """ACP's ``config_option_update``: every option with its value now, sent when one
+    changed (here or in another window)."""
+
+    session_update: Literal["config_option_update"] = "config_option_update"
+    config_options: list[SessionConfigOption]
+    meta: dict[str, Any] | None = meta_field()
+
+
+class NoticeUpdate(WireModel):
+    """ACP's unstable ``notice``: advisory and live only (a provider's retry…), sent
+    only to a client that advertised ``session.notices``."""
+
+    session_update: Literal["notice"] = "notice"
+    severity: Literal["info", "warning", "error"]
+    title: str = Field(min_length=1)
+    description: str | None = None
+    meta: dict[str, Any] | None = meta_field()
+
+
 SessionUpdate = Annotated[
     AgentMessageChunk
     | AgentThoughtChunk
@@ -152,7 +173,9 @@ SessionUpdate = Annotated[
     | SessionInfoUpdate
     | UsageUpdate
     | CompactionUpdate
-    | CurrentModeUpdate,
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | NoticeUpdate,
     Field(discriminator="session_update"),
 ]
 

@@ -1,5 +1,5 @@
 """Every message the sidecar sends in this suite is checked against ACP's official
-schema and Threadline's own (``tests/conformance.py``)."""
+schema and Threadline's own (``tests/conformance/__init__.py``)."""
 
 from tests.conformance import acp_conformance
 

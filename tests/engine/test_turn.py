@@ -100,7 +100,7 @@ async def test_a_tool_round_commits_the_call_its_result_and_the_answer() -> None
     # Announced as typed events (the text and usage around them left out)...
     assert [
         type(e) for e in host.events if not isinstance(e, (events.MessageChunk, events.Usage))
-    ] == [events.ToolCallStarted, events.ToolProgress, events.ToolFinished]
+    ] == [events.PromptStored, events.ToolCallStarted, events.ToolProgress, events.ToolFinished]
     # ...which a client is shown as: pending call, in progress, completed with the result.
     calls = [u for u in host.updates if u["sessionUpdate"].startswith("tool_call")]
     assert [(u["sessionUpdate"], u["status"]) for u in calls] == [

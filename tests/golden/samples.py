@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from threadline.engine.blocks import call_block, summary_block
+from threadline.engine.modes import mode_option
+from threadline_protocol.sessions import ConfigSelectOption, SessionConfigOption
 
 SID = "sess_01a20b0c5e7f3b2a9c4d1e6f8a0b"
 MID = "msg_01a20b0c5e80aa11bb22cc33dd44"
@@ -61,3 +63,28 @@ PLAN_ENTRIES: list[dict[str, Any]] = [
     {"content": "Read main.py", "priority": "high", "status": "completed"},
     {"content": "Explain what it does", "priority": "medium", "status": "pending"},
 ]
+
+
+def config_options() -> tuple[SessionConfigOption, ...]:
+    """A session's options as ``config_option_update`` lists them (model, mode and
+    built-in tools)."""
+    model = SessionConfigOption(
+        id="model",
+        name="Model",
+        category="model",
+        current_value="openai:gpt-4o-mini",
+        options=[
+            ConfigSelectOption(value="openai:gpt-4o-mini", name="GPT-4o mini"),
+            ConfigSelectOption(value="anthropic:claude-sonnet-4", name="Claude Sonnet 4"),
+        ],
+    )
+    tools = SessionConfigOption(
+        id="builtinTools",
+        name="Built-in tools",
+        current_value="off",
+        options=[
+            ConfigSelectOption(value="on", name="On"),
+            ConfigSelectOption(value="off", name="Off"),
+        ],
+    )
+    return (model, mode_option("plan"), tools)

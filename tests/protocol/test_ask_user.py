@@ -54,14 +54,25 @@ async def test_the_answer_of_an_elicitation_is_the_calls_result(home: Path) -> N
     try:
         asked: list[dict[str, Any]] = []
 
+        def states() -> list[str]:
+            return [
+                u["update"]["_meta"]["threadline"]["state"]
+                for u in client.updates
+                if u["update"]["sessionUpdate"] == "session_info_update"
+                and "state" in u["update"].get("_meta", {}).get("threadline", {})
+            ]
+
         async def answer(params: dict[str, Any]) -> dict[str, Any]:
             asked.append(params)
+            # While the question waits, the session requires the user's action.
+            await client.wait_update(lambda _: states()[-1:] == ["requires_action"], 10)
             return {"action": "accept", "content": {"answer": "blue"}}
 
         client.on_request("elicitation/create", answer)
         sid = await client.new_session(model=scripted([ASK], [{"text": "Blue it is."}]))
         result = await client.prompt(sid, "Paint the button.")
         assert result["stopReason"] == "end_turn"
+        assert states() == ["running", "requires_action", "running", "idle"]
         [params] = asked
         [call] = [
             u["update"] for u in client.updates if u["update"]["sessionUpdate"] == "tool_call"

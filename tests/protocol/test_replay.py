@@ -141,7 +141,7 @@ async def test_load_after_a_restart_replays_what_the_live_client_saw(
     again: SidecarClient = await start_sidecar(home)
     try:
         loaded = await again.call("session/load", {"sessionId": sid, "cwd": str(workspace)})
-        assert [o["id"] for o in loaded["configOptions"]] == ["model", "mode"]
+        assert [o["id"] for o in loaded["configOptions"]] == ["model", "mode", "builtinTools"]
         assert loaded["modes"]["currentModeId"] == "code"
         replayed = shown(again.updates, sid)
     finally:

@@ -160,7 +160,7 @@ async def test_list_load_resume_close_delete(sidecar: SidecarClient) -> None:
     loaded = await sidecar.call("session/load", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
     assert set(loaded) == {"modes", "configOptions"}  # the session's mode and options
     assert loaded["modes"]["currentModeId"] == "code"
-    assert [o["id"] for o in loaded["configOptions"]] == ["model", "mode"]
+    assert [o["id"] for o in loaded["configOptions"]] == ["model", "mode", "builtinTools"]
     replay = [u["update"] for u in sidecar.updates[before:] if u["sessionId"] == sid]
     kinds = [u["sessionUpdate"] for u in replay]
     assert kinds[:2] == ["user_message_chunk", "agent_message_chunk"]
@@ -168,7 +168,11 @@ async def test_list_load_resume_close_delete(sidecar: SidecarClient) -> None:
     assert replay[1]["content"]["text"] == "Hello, world!"
 
     resumed = await sidecar.call("session/resume", {"sessionId": sid, "cwd": "/tmp"})
-    assert [o["id"] for o in resumed["configOptions"]] == ["model", "mode"]  # as ACP 1.21
+    assert [o["id"] for o in resumed["configOptions"]] == [
+        "model",
+        "mode",
+        "builtinTools",
+    ]  # as ACP 1.21
     assert resumed == loaded
     assert await sidecar.call("session/close", {"sessionId": sid}) == {}
     # closed is unloaded, not gone: it reloads on use

@@ -28,6 +28,7 @@ from tests.golden.samples import (
     RESULT,
     SID,
     SUMMARY,
+    config_options,
 )
 from threadline.engine import events
 from threadline.rpc import projection as updates
@@ -65,6 +66,8 @@ BUILT: dict[str, dict[str, Any]] = {
     ),
     "plan": updates.plan(PLAN_ENTRIES),
     "current_mode_update": updates.current_mode("plan"),
+    "config_option_update": updates.config_options(config_options()),
+    "notice": updates.notice("retrying in 2 s"),
     "tool_call_update.cancelled": updates.tool_result(
         {
             **RESULT,

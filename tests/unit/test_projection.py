@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.samples import CALL, CMP, MID, NOW, READ, RESULT, SUMMARY
+from tests.golden.samples import CALL, CMP, MID, NOW, READ, RESULT, SUMMARY, config_options
 from threadline.engine import events
 from threadline.rpc.projection import Projection
 
@@ -44,6 +44,8 @@ EVENTS: dict[str, tuple[events.Event, bool]] = {
         True,
     ),
     "usage_update": (events.Usage(876, 8192), True),
+    "config_option_update": (events.ConfigOptions(config_options()), False),
+    "current_mode_update": (events.ModeChanged("plan"), False),
     "session_info_update": (events.SessionInfo(NOW, title="Read main.py"), True),
     "session_info_update.status": (events.SessionInfo(NOW, status="retrying in 2 s"), True),
     "available_commands_update": (
@@ -78,6 +80,22 @@ def test_compaction_progress_is_not_shown_to_a_client_that_did_not_ask() -> None
     assert shown.variant is True
     assert shown.updates(event) == [
         {"sessionUpdate": "compaction_update", "compactionId": CMP, "status": "in_progress"}
+    ]
+
+
+def test_a_status_notice_is_an_acp_notice_only_for_a_client_that_opted_in() -> None:
+    """``notice`` is unstable: a client that advertised ``session.notices`` gets it
+    beside the ``session_info_update``; a stable-only client never does."""
+    event = events.SessionInfo(NOW, status="retrying in 2 s")
+    info = json.loads((UPDATES / "session_info_update.status.json").read_text())["update"]
+    notice = json.loads((UPDATES / "notice.json").read_text())["update"]
+    assert Projection.for_client({}).updates(event) == [info]
+    assert Projection.for_client({"session": {"compaction": {}}}).updates(event) == [info]
+    assert Projection.for_client({"session": {"notices": None}}).updates(event) == [info]
+    opted = Projection.for_client({"session": {"notices": {}}})
+    assert opted.updates(event) == [info, notice]
+    assert opted.updates(events.SessionInfo(NOW, title="t")) == [
+        {"sessionUpdate": "session_info_update", "updatedAt": NOW, "title": "t"}
     ]
 
 

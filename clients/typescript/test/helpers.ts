@@ -86,6 +86,23 @@ export function streamedText(notifications: SessionNotification[], sessionId: st
   return byMessage;
 }
 
+/** A temporary folder, removed when the test ends. */
+export function tempDir(t: TestContext, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Whether a process is still there. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Resolves when `predicate` holds, polling; rejects after `ms`. */
 export async function waitFor(predicate: () => boolean, ms = 5000, what = "condition") {
   const deadline = Date.now() + ms;

@@ -4,9 +4,6 @@
  * then `terminal/release`).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import {
   ChildProcessTerminals,
@@ -14,7 +11,7 @@ import {
   type TerminalRef,
   type ThreadlineClient,
 } from "../src/index";
-import { scripted, startServer, waitFor } from "./helpers";
+import { alive, scripted, startServer, tempDir, waitFor } from "./helpers";
 
 /** Records the `terminal/*` requests in the order the server sent them. */
 class RecordingTerminals extends ChildProcessTerminals {
@@ -59,18 +56,7 @@ function runCommand(command: string): string {
 }
 
 function workspace(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), "threadline-ts-term-"));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return tempDir(t, "threadline-ts-term-");
 }
 
 test("without opting in, terminal is not advertised: the sidecar runs the command itself", async (t) => {

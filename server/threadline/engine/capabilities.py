@@ -29,6 +29,7 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
                 "close": {},
                 "delete": {},
                 "fork": {},
+                "additionalDirectories": {},
             },
             "_meta": {
                 "threadline": {

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
+from threadline_protocol import work as pw
 from threadline_protocol.meta import (
     CompactResultInfo,
     McpInfo,
@@ -24,9 +25,9 @@ from threadline_protocol.meta import (
     ToolOffer,
 )
 
-from ..providers.registry import ProviderRegistry, UnknownModel
-from ..store.base import PendingPrompt, SessionStore
-from . import capabilities, events
+from ..providers.registry import ProviderRegistry
+from ..store.base import PendingPrompt, SessionRow, SessionStore
+from . import capabilities, events, options
 from . import modes as session_modes
 from .catalog import Catalog
 from .commands import SLASH_COMMANDS
@@ -36,7 +37,7 @@ from .errors import InvalidParams
 from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
-from .inbox import Inbox
+from .inbox import Inbox, Stored
 from .link import ClientLink
 from .listing import SessionPages
 from .live import LiveSessions
@@ -56,7 +57,7 @@ from .rewind import Files
 from .session import Session
 from .workspace import Workspaces
 
-SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult)
+SetUp = TypeVar("SetUp", pm.NewSessionResult, pm.LoadSessionResult, pm.ForkResult)
 """The results that start a session's MCP servers (and so report their failures)."""
 
 
@@ -127,6 +128,7 @@ class Engine:
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
             mode=opts.mode,
+            roots=list(params.additional_directories),
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
@@ -135,7 +137,7 @@ class Engine:
         asyncio.get_running_loop().call_soon(
             session.announce, events.AvailableCommands(SLASH_COMMANDS)
         )
-        models = self._models(config.model)
+        models = options.models(self.providers, config.model)
         result = pm.NewSessionResult(
             session_id=row.id,
             modes=session_modes.mode_state(config.mode),
@@ -146,13 +148,18 @@ class Engine:
             return result
         return self._with_mcp(session, params.mcp_servers, result)
 
-    async def prompt(self, params: pm.PromptParams) -> pm.PromptResult:
+    async def prompt(
+        self, params: pm.PromptParams, accepted: Stored | None = None
+    ) -> pm.PromptResult:
         """Run a turn, or, while the session works, steer it, queue behind it or
-        refuse (``whileRunning``; `inbox.py`)."""
+        refuse (``whileRunning``; `inbox.py`). ``accepted`` is told the prompt's message
+        id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
         content = [b.wire() for b in params.prompt]
-        outcome = await self.inbox.prompt(session, content, mode, accepted=self.feed.subscribe)
+        outcome = await self.inbox.prompt(
+            session, content, mode, accepted=self.feed.subscribe, stored=accepted
+        )
         return _prompt_result(outcome)
 
     def _client_default(self) -> str:
@@ -196,22 +203,49 @@ class Engine:
 
     def fork(self, params: pm.ForkParams) -> pm.ForkResult | Awaitable[pm.ForkResult]:
         """Synchronous, unless the fork's files are asked for (restored or written into
-        its new folder): then the result comes from the returned awaitable."""
+        its new folder) or MCP servers must start: then the result comes from the
+        returned awaitable. The fork has its parent's extra roots unless
+        ``additionalDirectories`` names others."""
         if params.materialize_files and params.cwd is None:
             raise InvalidParams("materializeFiles needs the fork's new cwd", {})
         forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
-        if not (params.restore_files or params.materialize_files):
-            return _fork_result(forked, None)
-        return self._fork_files(forked, params)
+        child = self.live.open(forked.session_id)
+        if params.additional_directories is not None:
+            options.set_roots(child, params.additional_directories)
+        self.feed.subscribe(child)
+        if not (params.restore_files or params.materialize_files or params.mcp_servers):
+            return self._fork_result(child, forked, None)
+        return self._fork_files(child, forked, params)
 
-    async def _fork_files(self, forked: Forked, params: pm.ForkParams) -> pm.ForkResult:
-        files = await self.files.fork_files(
-            forked,
-            restore_files=params.restore_files,
-            materialize_files=params.materialize_files,
-            force=params.force,
+    async def _fork_files(
+        self, child: Session, forked: Forked, params: pm.ForkParams
+    ) -> pm.ForkResult:
+        files = None
+        if params.restore_files or params.materialize_files:
+            files = await self.files.fork_files(
+                forked,
+                restore_files=params.restore_files,
+                materialize_files=params.materialize_files,
+                force=params.force,
+            )
+        result = self._fork_result(child, forked, files)
+        return await self._with_mcp(child, params.mcp_servers, result)
+
+    def _fork_result(
+        self, child: Session, forked: Forked, files: RestoredFiles | None
+    ) -> pm.ForkResult:
+        result = pm.ForkResult(
+            session_id=forked.session_id,
+            parent_session_id=forked.parent_session_id,
+            forked_at_message_id=forked.forked_at_message_id,
+            modes=session_modes.mode_state(child.config.mode),
+            config_options=self._config_options(child),
         )
-        return _fork_result(forked, files)
+        if files is not None:
+            result.files = pm.RestoredFiles(
+                written=list(files.written), deleted=list(files.deleted)
+            )
+        return result
 
     async def diff(self, params: pm.DiffParams) -> pm.DiffResult:
         got = await self.files.diff(params.session_id, params.from_message_id, params.to_message_id)
@@ -277,8 +311,9 @@ class Engine:
     def load(
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
-        """ACP replay: every message as updates, then ``{}``."""
+        """ACP replay: every message as updates, then the mode and options."""
         session = self.live.open(params.session_id)
+        options.set_roots(session, params.additional_directories)
         projection = self.link.projection
         made = session.transcript.replay_json(projection.replay, variant=projection.variant)
         if made is not None:
@@ -295,31 +330,13 @@ class Engine:
         self, params: pm.LoadSessionParams
     ) -> pm.LoadSessionResult | Awaitable[pm.LoadSessionResult]:
         session = self.live.open(params.session_id)
+        options.set_roots(session, params.additional_directories)
         self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
-        out = pm.ListSessionsResult(
-            sessions=[
-                pm.SessionInfo(
-                    session_id=r.id,
-                    cwd=r.cwd,
-                    title=r.title,
-                    updated_at=r.updated_at,
-                    meta=pm.SessionInfoMeta(
-                        parent_session_id=r.parent_id,
-                        forked_at_message_id=r.forked_at_message_id,
-                        message_count=r.message_count,
-                        model=r.config.get("model"),
-                        preview=r.preview,
-                        archived=r.archived,
-                        tags=list(r.tags),
-                    ),
-                )
-                for r in rows
-            ]
-        )
+        out = pm.ListSessionsResult(sessions=[_listed(r) for r in rows])
         if next_cursor is not None:
             out.next_cursor = next_cursor
         return out
@@ -356,69 +373,34 @@ class Engine:
         return self.catalog.import_log(params)
 
     def set_config_option(self, params: pm.SetConfigOptionParams) -> pm.SetConfigOptionResult:
+        """Change one option; every client of the session, here and in other windows,
+        is sent ``config_option_update`` (and ``current_mode_update`` for the mode)."""
         session = self.live.open(params.session_id)
-        if params.config_id == "mode":
-            session_modes.change_mode(session, params.value)
-            return pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if params.config_id == "builtinTools":
-            if not isinstance(params.value, bool):
-                raise InvalidParams("builtinTools must be true or false", {"value": params.value})
-            session.check_idle("change the tools")
-            self.live.leases.check_free(session.id)
-            session.set_builtin_tools(params.value)
-            self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
-            return pm.SetConfigOptionResult(config_options=self._config_options(session))
-        if params.config_id != "model":
-            raise InvalidParams(
-                f"unknown config option {params.config_id!r}", {"configId": params.config_id}
-            )
-        if not isinstance(params.value, str):
-            raise InvalidParams("model must be a string", {"value": params.value})
-        session.check_idle("change the model")
-        self.live.leases.check_free(session.id)
-        session.config.model = session.shown.model = self._validated_model(params.value)
-        self.store.update_session(session.id, config=session.config.to_json(), now=now_iso())
+        self.feed.subscribe(session)
+        options.set_option(
+            self.providers, session, params.config_id, params.value, self.live.leases.check_free
+        )
+        self.feed.refresh(session)
         return pm.SetConfigOptionResult(config_options=self._config_options(session))
 
-    # -- models and MCP servers, as the results show them -----------------------------
+    def set_mode(self, params: pw.SetModeParams) -> pw.SetModeResult:
+        session = self.live.open(params.session_id)
+        self.feed.subscribe(session)
+        session_modes.change_mode(session, params.mode_id)
+        self.feed.refresh(session)
+        return pw.SetModeResult()
 
-    def _models(self, current: str) -> list[pm.ModelInfo]:
-        """The configured models, and the session's own if it is no longer one of them."""
-        models = [pm.ModelInfo.model_validate(m) for m in self.providers.available()]
-        if all(m.model_id != current for m in models):
-            models.append(pm.ModelInfo(model_id=current, name=current))
-        return models
+    # -- options and MCP servers, as the results show them -----------------------------
 
-    @staticmethod
-    def _model_config_option(
-        current: str, models: list[pm.ModelInfo]
-    ) -> list[pm.SessionConfigOption]:
-        return [
-            pm.SessionConfigOption(
-                id="model",
-                name="Model",
-                type="select",
-                category="model",
-                current_value=current,
-                options=[pm.ConfigSelectOption(value=m.model_id, name=m.name) for m in models],
-            )
-        ]
+    def config_options(self, session_id: str) -> list[pm.SessionConfigOption]:
+        """A session's options as they are now (model, mode)."""
+        return self._config_options(self.live.open(session_id))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
-        current = session.config.model
-        options = self._model_config_option(current, self._models(current))
-        return [*options, session_modes.mode_option(session.config.mode)]
+        return options.config_options(self.providers, session)
 
     def _validated_model(self, model: str | None) -> str:
-        """A model that cannot answer for want of a key is refused when it is chosen
-        (session/new, a model change), not discovered at the next prompt."""
-        try:
-            valid = self.providers.validate(model or self.providers.default_model)
-        except UnknownModel as exc:
-            raise InvalidParams(str(exc), {"model": model}) from exc
-        if problem := self.providers.key_problem(valid):
-            raise InvalidParams(problem, {"model": valid, "reason": "no_api_key"})
-        return valid
+        return options.validated_model(self.providers, model)
 
     def _set_up(
         self, session: Session, servers: Sequence[pm.McpServer]
@@ -435,6 +417,8 @@ class Engine:
         self, session: Session, servers: Sequence[pm.McpServer], result: SetUp
     ) -> SetUp:
         """Start the session's MCP servers; one that fails is reported, not fatal."""
+        if not servers:
+            return result
         await session.toolset.add_mcp_servers([s.wire() for s in servers])
         failures = session.toolset.failures
         if failures:
@@ -486,15 +470,25 @@ def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
     )
 
 
-def _fork_result(forked: Forked, files: RestoredFiles | None) -> pm.ForkResult:
-    result = pm.ForkResult(
-        session_id=forked.session_id,
-        parent_session_id=forked.parent_session_id,
-        forked_at_message_id=forked.forked_at_message_id,
+def _listed(r: SessionRow) -> pm.SessionInfo:
+    info = pm.SessionInfo(
+        session_id=r.id,
+        cwd=r.cwd,
+        title=r.title,
+        updated_at=r.updated_at,
+        meta=pm.SessionInfoMeta(
+            parent_session_id=r.parent_id,
+            forked_at_message_id=r.forked_at_message_id,
+            message_count=r.message_count,
+            model=r.config.get("model"),
+            preview=r.preview,
+            archived=r.archived,
+            tags=list(r.tags),
+        ),
     )
-    if files is not None:
-        result.files = pm.RestoredFiles(written=list(files.written), deleted=list(files.deleted))
-    return result
+    if roots := r.config.get("roots"):
+        info.additional_directories = list(roots)
+    return info
 
 
 def _files(rewound: Rewound) -> pm.RestoredFiles:

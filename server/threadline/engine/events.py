@@ -13,6 +13,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from threadline_protocol.sessions import SessionConfigOption
+
 from .blocks import Block
 from .mutations import Msg
 
@@ -137,11 +139,38 @@ class ModeChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigOptions:
+    """One of the session's config options changed (here or in another window): all
+    of them as they are now."""
+
+    options: tuple[SessionConfigOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Replayed:
     """A committed message shown as ``session/load`` shows it (the messages of a turn
     another process runs, as they land)."""
 
     message: Msg
+
+
+@dataclass(frozen=True, slots=True)
+class PromptStored:
+    """A turn stored its prompt (the user message, under its id): the prompt is in the
+    session's history from here on. Clients that learn of their own prompt only from
+    the agent are shown it; others already have it."""
+
+    message: Msg
+
+
+@dataclass(frozen=True, slots=True)
+class WorkEnded:
+    """The session's foreground work (a turn, a compaction, a command) ended, before
+    the session is shown idle: ``stop_reason`` as a turn reports it (``end_turn`` for
+    work that is not a turn), or None when it failed (``error``: code and message)."""
+
+    stop_reason: str | None
+    error: tuple[int, str] | None = None
 
 
 Event = (
@@ -155,7 +184,10 @@ Event = (
     | Compacted
     | AvailableCommands
     | ModeChanged
+    | ConfigOptions
     | Replayed
+    | PromptStored
+    | WorkEnded
 )
 
 

@@ -25,7 +25,7 @@ import time
 
 from ..store.base import Lease, StoreError, Watched
 from ..store.owners import owner_is_dead
-from . import events
+from . import events, options
 from .blocks import user_message
 from .errors import SessionNotFound
 from .ids import now_iso
@@ -186,6 +186,7 @@ class Feed:
         if model != shown.model:
             shown.model = model
             session.announce(events.SessionInfo(now_iso(), model=model))
+        self._options(session)
         self._state(session, remote, seen.lease)
         self._queue(session, seen, remote)
         known = {fork_id for fork_id, _ in seen.forks}
@@ -195,6 +196,21 @@ class Feed:
             if fork_id not in shown.forks:
                 shown.forks.add(fork_id)
                 session.announce(events.SessionInfo(now_iso(), forked=(fork_id, at)))
+
+    def _options(self, session: Session) -> None:
+        """ACP's ``config_option_update`` (all the options) when one changed, and
+        ``current_mode_update`` when the mode did. Built-in tools switched in another
+        window are switched here too (the stored config was read, the tools not)."""
+        now, before = session.options_shown(), session.shown.options
+        if now == before:
+            return
+        session.shown.options = now
+        if now[2] != before[2] and session.running is None:
+            session.set_builtin_tools(now[2])
+        if now[1] != before[1]:
+            session.announce(events.ModeChanged(now[1]))
+        listed = options.config_options(self.live.providers, session)
+        session.announce(events.ConfigOptions(tuple(listed)))
 
     def _remote(self, lease: Lease | None) -> Lease | None:
         """The lease of another live process, if one works on the session."""

@@ -52,6 +52,9 @@ process wakes it sooner, through the feed)."""
 
 MODES = ("steer", "queue", "refuse")
 
+Stored = Callable[[str | None], None]
+"""Told that a prompt was accepted: the message id it is stored or waits under."""
+
 
 def outcome_json(outcome: PromptOutcome) -> dict[str, Any]:
     """How a prompt's work ended, as its pending row keeps it for whoever waits."""
@@ -115,11 +118,13 @@ class Tracked:
         own: str | None = None,
         *,
         accepted: Callable[[Session], None] | None = None,
+        stored: Stored | None = None,
     ) -> None:
         self.task = task
         self.session = session
         self.own = own
         self.accepted = accepted
+        self.stored = stored
         self.started = False
         self.ended_well = False
         self._finished = False
@@ -143,6 +148,11 @@ class Tracked:
         self.started = True
         if self.accepted is not None:
             self.accepted(self.session)
+        if self.stored is not None:
+            if isinstance(self.task, Turn):
+                self.task.on_stored = self.stored  # once its prompt is stored
+            else:
+                self.stored(None)  # a command: accepted as it starts
         try:
             outcome = await self.task.run()
         except anyio.get_cancelled_exc_class():
@@ -195,9 +205,12 @@ class Inbox:
         mode: str,
         *,
         accepted: Callable[[Session], None],
+        stored: Stored | None = None,
     ) -> PromptOutcome | NotRun:
         """Run the prompt now if the session is idle; else steer, queue or refuse.
-        ``accepted`` is called once the prompt runs or waits (not when it is refused)."""
+        ``accepted`` is called once the prompt runs or waits (not when it is refused);
+        ``stored`` once it is in the session's history or waits in its inbox, with the
+        message id it has there (None for a slash command, as it starts)."""
         command = slash_command(content)
         if command is not None and command[0] == "fork":
             mode = "refuse"  # a fork runs beside whatever runs
@@ -205,7 +218,8 @@ class Inbox:
             mode = "queue"  # a command cannot join a turn
         if mode == "refuse" or not (self._busy(session) or self._head(session)):
             # (a prompt that may wait never overtakes one that waits already)
-            tracked = Tracked(prompt_task(session, content, self.fork), session, accepted=accepted)
+            task = prompt_task(session, content, self.fork)
+            tracked = Tracked(task, session, accepted=accepted, stored=stored)
             try:
                 return await self.run(session, tracked)
             except SessionBusy:
@@ -217,6 +231,8 @@ class Inbox:
             session.id, new_id("msg"), mode, content, self.live.owner.id, now_iso()
         )
         accepted(session)
+        if stored is not None:
+            stored(prompt.id)
         self.feed.refresh(session)
         return await self.wait(session, prompt.id)
 

@@ -22,7 +22,8 @@ import anyio
 
 from ..store.base import SessionRow, SessionStore
 from ..store.owners import current_owner
-from .errors import SessionBusy, SessionNotFound
+from . import events
+from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
 from .mutations import Msg, Mutation
@@ -249,7 +250,14 @@ class LiveSessions:
         session.running = running
         session.changed(session)
         try:
-            return await running.run()
+            result = await running.run()
+        except BaseException as exc:
+            session.announce(work_ended(exc))
+            raise
+        else:
+            stop = getattr(result, "stop_reason", None)
+            session.announce(events.WorkEnded(stop if isinstance(stop, str) else "end_turn"))
+            return result
         finally:
             session.running = None
             session.changed(session)
@@ -335,3 +343,14 @@ def _mid_turn(transcript: Transcript) -> bool:
         return True
     last = transcript.messages[-1] if transcript.messages else None
     return last is not None and last["role"] in ("user", "tool")
+
+
+def work_ended(exc: BaseException) -> events.WorkEnded:
+    """How work that raised ended: cancelled (its request withdrawn, the process
+    stopping), or failed with the error its request answers."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return events.WorkEnded("cancelled")
+    err = as_engine_error(exc)
+    if err is None:
+        return events.WorkEnded(None, (-32603, str(exc) or type(exc).__name__))
+    return events.WorkEnded(None, (int(err.code), err.message))

@@ -12,7 +12,6 @@ from threadline_protocol import methods as pm
 from threadline_protocol import work as pw
 
 from ..tools.modes import MODES
-from . import events
 from .errors import InvalidParams
 
 if TYPE_CHECKING:
@@ -50,20 +49,15 @@ def mode_option(mode: str) -> pm.SessionConfigOption:
 
 
 def change_mode(session: Session, mode_id: object) -> None:
-    """Switch, store and announce; the next tool call is decided under the new mode
-    (a running turn included)."""
+    """Switch and store; the next tool call is decided under the new mode (a running
+    turn included). Every client of the session is shown it (`feed.py`:
+    ``current_mode_update`` and ``config_option_update``)."""
     if not isinstance(mode_id, str) or mode_id not in MODES:
         raise InvalidParams(
             f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}", {"modeId": mode_id}
         )
     session.config.mode = mode_id
     session.save_config()
-    session.announce(events.ModeChanged(mode_id))
-
-
-def set_mode(engine: Sessions, params: pw.SetModeParams) -> pw.SetModeResult:
-    change_mode(engine.get(params.session_id), params.mode_id)
-    return pw.SetModeResult()
 
 
 def approvals(engine: Sessions, params: pm.SessionRef) -> pw.ApprovalsResult:

@@ -9,7 +9,8 @@ the permissions only through it. Loading, freshness and leases are `live.py`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,8 @@ class Shown:
 
     title: str | None
     model: str
+    options: tuple[str, str, bool]
+    """``(model, mode, built-in tools on)``: the config options as last shown."""
     state: str = "idle"
     owner: tuple[str, str] | None = None
     """The owner id and lease start of the work shown as running."""
@@ -135,7 +138,7 @@ class Session:
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
         """Permission requests of its turn waiting for the user (``requires_action``)."""
-        self.shown = Shown(title=row.title, model=self.config.model)
+        self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
@@ -193,6 +196,13 @@ class Session:
         )
         registry.visible = lambda tool: modes.offers(self.config.mode, tool)
         return registry
+
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.config.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.config.model, self.config.mode, on)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
@@ -271,8 +281,27 @@ class Session:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
         return ToolContext(
-            self.id, call_id, self.cwd, tuple(self.config.roots), self.link, progress, confined
+            self.id,
+            call_id,
+            self.cwd,
+            tuple(self.config.roots),
+            self.link,
+            progress,
+            confined,
+            self.asking_user,
         )
+
+    @contextmanager
+    def asking_user(self) -> Generator[None]:
+        """While a call waits for the user (a permission, ``ask_user``'s question),
+        every window shows the session as ``requires_action``."""
+        self.awaiting += 1
+        self.changed(self)
+        try:
+            yield
+        finally:
+            self.awaiting -= 1
+            self.changed(self)
 
     async def authorize(
         self, tool: Tool, call: ToolCallFinal, shown: Sequence[dict[str, Any]] = ()
@@ -291,13 +320,8 @@ class Session:
         if decision.action != "ask":
             return decision
         ctx = self.tool_context(call.id)
-        self.awaiting += 1  # every window shows the session as requires_action
-        self.changed(self)
-        try:
+        with self.asking_user():
             allowed = await self.permissions.ask(tool, call, ctx, list(shown), now=now_iso())
-        finally:
-            self.awaiting -= 1
-            self.changed(self)
         if allowed:
             return modes.Decision("run")
         return modes.Decision(

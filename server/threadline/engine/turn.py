@@ -11,6 +11,7 @@ journal, assembly) is `stream.py`'s.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import anyio
 
@@ -68,6 +69,8 @@ class Turn:
         self.totals = Usage()
         self.last_message_id: str | None = None
         self.user_message_id: str | None = None
+        self.on_stored: Callable[[str], None] | None = None
+        """Told the prompt's message id once it is stored (its sender's acceptance)."""
         self._answers: list[Answer] = []
         self._offers: list[dict[str, object]] = []
         self._offered_tools = True
@@ -137,6 +140,9 @@ class Turn:
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
         self.host.commit((UserMessage(message),))
+        self.host.announce(events.PromptStored(message))
+        if self.on_stored is not None:
+            self.on_stored(message["messageId"])
         if self.message_id is not None:  # a queued prompt: its sender saw it wait, not start
             self.host.show_prompt(message)
         self.host.maybe_title(self.prompt)

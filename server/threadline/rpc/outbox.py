@@ -149,6 +149,14 @@ class Outbox:
             self._queue.append(message)
             self._cond.notify()
 
+    def send_json(self, body: bytes) -> None:
+        """Queue a message already written as JSON (a batch's array of answers)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._queue.append(_Raw(body))
+            self._cond.notify()
+
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         """Queue a ``session/update``; text chunks merge with a queued chunk of the same message."""
         with self._cond:

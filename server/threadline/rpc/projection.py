@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from threadline_protocol.sessions import SessionConfigOption
+
 from ..engine import events
 from ..engine.blocks import Block, shown_text
 from ..engine.mutations import Msg
@@ -153,11 +155,18 @@ def compaction(
     return u
 
 
-def shows_compaction(client_capabilities: dict[str, Any]) -> bool:
-    """ACP lets an agent send ``compaction_update`` only to a client that advertised
-    ``session.compaction``."""
+def opted_in(client_capabilities: dict[str, Any], name: str) -> bool:
+    """Whether a client advertised ``session.<name>`` (present and not null): ACP lets
+    an agent send ``compaction_update`` only to a client that advertised
+    ``session.compaction``, and (the SDK's schema) ``notice`` only with
+    ``session.notices``."""
     session = client_capabilities.get("session")
-    return isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+    return isinstance(session, dict) and isinstance(session.get(name), dict)
+
+
+def notice(text: str) -> Update:
+    """ACP's unstable ``notice``: a status notice as an advisory, live only."""
+    return {"sessionUpdate": "notice", "severity": "info", "title": text}
 
 
 def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Update:
@@ -227,6 +236,11 @@ def current_mode(mode_id: str) -> Update:
     return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
 
 
+def config_options(listed: Sequence[SessionConfigOption]) -> Update:
+    """ACP's ``config_option_update``: every option as it is now."""
+    return {"sessionUpdate": "config_option_update", "configOptions": [o.wire() for o in listed]}
+
+
 def replay(message: Msg, *, compaction: bool) -> list[Update]:
     """One stored message as the updates a live client was shown for it;
     ``compaction``: the client shows ``compaction_update``. Text chunks also carry
@@ -257,18 +271,25 @@ def replay(message: Msg, *, compaction: bool) -> list[Update]:
 
 class Projection:
     """One client's projection: what it is shown for each engine event, and for each
-    stored message on ``session/load`` (`engine.events.ReplayProjection`). The one
-    difference between clients is whether they show ``compaction_update`` (else a
-    summary is an agent message, and compaction progress is not shown)."""
+    stored message on ``session/load`` (`engine.events.ReplayProjection`). Clients
+    differ only in the unstable updates they opted in to, each by the capability
+    that names it: ``compaction_update`` (``session.compaction``; else a summary is an
+    agent message, and compaction progress is not shown) and ``notice``
+    (``session.notices``; else a status notice is only ``session_info_update``
+    ``_meta``). A client that advertised neither gets ACP's stable updates only."""
 
-    __slots__ = ("shows_compaction",)
+    __slots__ = ("shows_compaction", "shows_notices")
 
-    def __init__(self, *, shows_compaction: bool) -> None:
+    def __init__(self, *, shows_compaction: bool, shows_notices: bool = False) -> None:
         self.shows_compaction = shows_compaction
+        self.shows_notices = shows_notices
 
     @classmethod
     def for_client(cls, client_capabilities: dict[str, Any]) -> Projection:
-        return cls(shows_compaction=shows_compaction(client_capabilities))
+        return cls(
+            shows_compaction=opted_in(client_capabilities, "compaction"),
+            shows_notices=opted_in(client_capabilities, "notices"),
+        )
 
     @property
     def variant(self) -> bool:
@@ -276,6 +297,11 @@ class Projection:
 
     def replay(self, message: Msg) -> list[Update]:
         return replay(message, compaction=self.shows_compaction)
+
+    def session_updates(self, session_id: str, event: events.Event) -> list[Update]:
+        """`updates`; the session matters only to a projection that keeps state per
+        session (v2's, ``rpc/v2/projection.py``)."""
+        return self.updates(event)
 
     def updates(self, event: events.Event) -> list[Update]:
         """The ``session/update`` payloads a live event is shown as (none for progress
@@ -292,7 +318,9 @@ class Projection:
                 return tool_finished(block)
             case events.Usage(used, size):
                 return [usage_update(used, size)]
-            case events.SessionInfo():
+            case events.SessionInfo(status=status):
+                if status and self.shows_notices:
+                    return [session_info(event), notice(status)]
                 return [session_info(event)]
             case events.CompactionProgress(compaction_id, status, error):
                 if not self.shows_compaction:
@@ -304,5 +332,9 @@ class Projection:
                 return [available_commands(commands)]
             case events.ModeChanged(mode_id):
                 return [current_mode(mode_id)]
+            case events.ConfigOptions(listed):
+                return [config_options(listed)]
             case events.Replayed(message):
                 return self.replay(message)
+            case events.PromptStored() | events.WorkEnded():
+                return []  # a v1 client sent the prompt and gets its end as the answer

@@ -106,7 +106,7 @@ CALLS: dict[str, Call] = {
     "session/close": by_id(Engine.close),
     "session/delete": by_id(Engine.delete),
     "session/set_config_option": Engine.set_config_option,
-    "session/set_mode": session_modes.set_mode,
+    "session/set_mode": Engine.set_mode,
     "session/approvals": session_modes.approvals,
     "session/remove_approval": session_modes.remove_approval,
     "session/fork": Engine.fork,

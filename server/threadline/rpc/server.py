@@ -24,9 +24,9 @@ from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from threadline_protocol import acp_v2 as v2
 from threadline_protocol import methods as pm
 from threadline_protocol import work as pw
-from threadline_protocol.base import Prewritten
 from threadline_protocol.errors import ErrorCode
 from threadline_protocol.methods import ClientCapabilities
 
@@ -34,10 +34,15 @@ from ..engine.engine import Engine
 from ..engine.errors import EngineError, as_engine_error
 from ..engine.events import Event
 from .framing import FrameDecoder, FrameError
-from .outbox import Outbox
+from .outbox import Outbox, dumps
 from .pending import PendingRequests
 from .projection import Projection
 from .routes import Route
+from .v2 import connection as v2_connection
+from .v2.batch import Batches
+from .v2.projection import ProjectionV2
+from .v2.routes import ROUTES_V2
+from .wire import wire
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +58,6 @@ def cancel_notification(method: CancelMethod, request_id: str | int) -> dict[str
     if method == "$/cancel_request":
         return {"jsonrpc": "2.0", "method": method, "params": {"requestId": request_id}}
     return {"jsonrpc": "2.0", "method": method, "params": {"id": request_id}}
-
-
-def wire(model: BaseModel | None) -> Any:
-    """A protocol model as it goes on the wire: the keys its builder set, by alias.
-    What the builder left unset is left out (an optional the engine had nothing for),
-    what it set to None is a JSON null (``forkedAtMessageId`` of a fork at the start).
-    A ``Prewritten`` model's values are wire data already, handed to the outbox as is."""
-    if model is None:
-        return None
-    if isinstance(model, Prewritten):
-        return model.written()
-    return model.model_dump(by_alias=True, exclude_unset=True)
 
 
 class ThreadlineServer:
@@ -86,8 +79,12 @@ class ThreadlineServer:
         self.initialized = False
         self.shutting_down = False
         self.client_caps: dict[str, Any] = {}
-        self.projection = Projection.for_client(self.client_caps)
+        self.projection: Projection | ProjectionV2 = Projection.for_client(self.client_caps)
         """What this client is shown of engine events and of history (``initialize``)."""
+        self.version = 1
+        """The ACP version ``initialize`` negotiated (2: ``rpc/v2``)."""
+        self.batches = Batches(lambda replies: self.outbox.send_json(dumps(replies)))
+        """JSON-RPC batches, which v2 accepts."""
         self.cancel_method: CancelMethod | None = None
         """Set by ``initialize`` when the client names it; else the framing decides."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
@@ -98,7 +95,7 @@ class ThreadlineServer:
     # -- ClientLink ----------------------------------------------------------------------
 
     def announce(self, session_id: str, event: Event) -> None:
-        for update in self.projection.updates(event):
+        for update in self.projection.session_updates(session_id, event):
             self.outbox.send_update(session_id, update)
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
@@ -152,7 +149,10 @@ class ThreadlineServer:
         """Send a request to the client and wait for its answer's ``result``; a request
         this task stops waiting for is withdrawn (the client may drop its prompt or
         tool run)."""
-        return await self.pending.ask(method, wire(params), self._withdraw)
+        payload = wire(params)
+        if self.version == 2:
+            method, payload = v2_connection.outgoing(method, payload)
+        return await self.pending.ask(method, payload, self._withdraw)
 
     def _withdraw(self, msg_id: str) -> None:
         self.outbox.send(cancel_notification(self.withdraw_method(), msg_id))
@@ -171,12 +171,24 @@ class ThreadlineServer:
         self.cancel_method = capabilities.threadline().cancel_method
         self.initialized = True
 
+    def client_connected_v2(self, params: v2.InitializeRequestV2) -> None:
+        """``initialize`` asked for ACP v2: this connection is served v2's methods and
+        shown v2's updates from here on (``rpc/v2``); the engine is the same."""
+        self.version = 2
+        self.routes = ROUTES_V2
+        self.client_caps = v2_connection.client_capabilities(params)
+        self.projection = ProjectionV2()
+        self.cancel_method = "$/cancel_request"
+        self.initialized = True
+
     def note(self, method: str, params: BaseModel | None) -> None:
         """What the connection itself keeps of a request, before the engine serves it:
         the client's capabilities from ``initialize``; that ``shutdown`` began (later
         requests are refused)."""
         if isinstance(params, pm.InitializeParams):
             self.client_connected(params.client_capabilities)
+        elif isinstance(params, v2.InitializeRequestV2):
+            self.client_connected_v2(params)
         elif method == "shutdown":
             self.shutting_down = True
 
@@ -290,8 +302,18 @@ class ThreadlineServer:
                 self._send_error(mid, ErrorCode.INTERNAL_ERROR, "internal error")
 
     def _on_message(self, message: Any) -> None:
+        # v2 accepts batches (a batch inside a batch is an invalid entry)
+        if isinstance(message, list) and message and self.version == 2 and not self.batches.current:
+            with self.batches.collecting():
+                for entry in message:
+                    self._on_message(entry)
+            return
         if not isinstance(message, dict):
-            detail = "batches are not supported" if isinstance(message, list) else "not an object"
+            detail = "not an object"
+            if isinstance(message, list):
+                detail = (
+                    "batches are not supported" if self.version != 2 else "an empty or nested batch"
+                )
             self._send_error(None, ErrorCode.INVALID_REQUEST, f"invalid request: {detail}")
             return
         msg_id = message.get("id")
@@ -359,7 +381,8 @@ class ThreadlineServer:
         if self.shutting_down:
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "server is shutting down")
             return
-        route = self.routes.get(method)
+        v2_asked = method == "initialize" and v2_connection.wants_v2(params)
+        route = (ROUTES_V2 if v2_asked else self.routes).get(method)
         if route is None or route.spec.kind != "request":
             self._send_error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
             return
@@ -373,6 +396,7 @@ class ThreadlineServer:
             self._answer(msg_id, call)
             return
         self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, call))
+        self.batches.later(msg_id)
 
     def _answer(self, msg_id: Any, call: Callable[[], Any]) -> None:
         """Serve a request inline. One that still has slow work to do (say, starting
@@ -382,12 +406,18 @@ class ThreadlineServer:
             if inspect.isawaitable(result):
                 awaitable = result
                 self._tasks[msg_id] = asyncio.ensure_future(self._run(msg_id, lambda: awaitable))
+                self.batches.later(msg_id)
                 return
             payload = wire(result)
         except Exception as exc:
             self._send_failure(msg_id, exc)
             return
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+        self._reply({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+
+    def _reply(self, reply: dict[str, Any]) -> None:
+        """Every answer to a request goes out here (kept for its batch's array, if any)."""
+        if not self.batches.take(reply):
+            self.outbox.send(reply)
 
     def _send_failure(self, msg_id: Any, exc: Exception) -> None:
         """Answer a failed request. The last resort is a bare -32603: building the
@@ -432,7 +462,7 @@ class ThreadlineServer:
             self._send_failure(msg_id, exc)
         else:
             answered = True
-            self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "result": payload})
+            self._reply({"jsonrpc": "2.0", "id": msg_id, "result": payload})
         finally:
             self._tasks.pop(msg_id, None)
             if not answered:  # a BaseException other than cancellation
@@ -442,7 +472,7 @@ class ThreadlineServer:
         error: dict[str, Any] = {"code": int(code), "message": message}
         if data is not None:
             error["data"] = data
-        self.outbox.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self._reply({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     async def cancel_all_requests(self) -> None:
         tasks = [t for t in self._tasks.values() if not t.done()]

@@ -171,4 +171,6 @@ class AskUser:
             message=str(arguments["question"]),
             requested_schema=schema,
         )
-        return answer_text(await ctx.link.create_elicitation(params), schema)
+        with ctx.asking():
+            answer = await ctx.link.create_elicitation(params)
+        return answer_text(answer, schema)

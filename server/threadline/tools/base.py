@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -83,6 +84,9 @@ class ToolContext:
     confined: bool = False
     """Run in the sandbox (``commands/confine.py``): the session's mode let the call run
     unasked on that condition."""
+    asking: Callable[[], AbstractContextManager[None]] = nullcontext
+    """Held while the call waits for the user (``ask_user``'s question): every window
+    shows the session as ``requires_action`` meanwhile."""
 
     def report(self, content: list[ShownContent]) -> None:
         if self.progress is not None:

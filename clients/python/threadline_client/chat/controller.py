@@ -170,6 +170,8 @@ class Chat:
             if mode != self.mode and self.command is None:  # switched in another window
                 self.console.print(Text(f"  mode {mode}", style="dim"), highlight=False)
             self.mode = mode
+        elif kind == "config_option_update":  # the model, changed here or elsewhere
+            self._take_config(update.get("configOptions"))
         elif kind == "usage_update" and view is not None:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
         elif kind == "compaction_update":

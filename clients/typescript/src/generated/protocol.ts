@@ -161,6 +161,8 @@ export interface ClientCapabilities {
 
 export interface ClientSessionCapabilities {
   compaction?: { [key: string]: unknown } | null;
+  configOptions?: { [key: string]: unknown } | null;
+  notices?: { [key: string]: unknown } | null;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -215,6 +217,18 @@ export interface CompactionUpdate {
   sessionUpdate: "compaction_update";
   status: "in_progress" | "completed" | "failed" | "cancelled";
   summary?: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[] | null;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's ``config_option_update``: every option with its value now, sent when one
+ * changed (here or in another window).
+ */
+export interface ConfigOptionUpdate {
+  _meta?: { [key: string]: unknown } | null;
+  configOptions: SessionConfigOption[];
+  sessionUpdate: "config_option_update";
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -452,11 +466,13 @@ export interface ForkInfo {
 }
 
 export interface ForkParams {
+  additionalDirectories?: string[] | null;
   cwd?: string | null;
   /** @default false */
   force?: boolean;
   /** @default false */
   materializeFiles?: boolean;
+  mcpServers?: (McpServerHttp | McpServerStdio)[];
   messageId?: string | null;
   /** @default false */
   restoreFiles?: boolean;
@@ -465,8 +481,11 @@ export interface ForkParams {
 }
 
 export interface ForkResult {
+  _meta?: McpMeta | null;
+  configOptions?: SessionConfigOption[] | null;
   files?: RestoredFiles | null;
   forkedAtMessageId: string | null;
+  modes?: SessionModeState | null;
   parentSessionId: string;
   sessionId: string;
   /** Peers may add fields (ACP extensibility). */
@@ -568,6 +587,7 @@ export interface ListSessionsResult {
 }
 
 export interface LoadSessionParams {
+  additionalDirectories?: string[];
   cwd?: string | null;
   mcpServers?: (McpServerHttp | McpServerStdio)[];
   /** Constraints: minLength 1. */
@@ -661,6 +681,7 @@ export interface ModelInfo {
 
 export interface NewSessionParams {
   _meta?: { [key: string]: unknown } | null;
+  additionalDirectories?: string[];
   cwd: string;
   mcpServers?: (McpServerHttp | McpServerStdio)[];
 }
@@ -671,6 +692,21 @@ export interface NewSessionResult {
   models?: SessionModelState | null;
   modes?: SessionModeState | null;
   sessionId: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+/**
+ * ACP's unstable ``notice``: advisory and live only (a provider's retry…), sent
+ * only to a client that advertised ``session.notices``.
+ */
+export interface NoticeUpdate {
+  _meta?: { [key: string]: unknown } | null;
+  description?: string | null;
+  sessionUpdate: "notice";
+  severity: "info" | "warning" | "error";
+  /** Constraints: minLength 1. */
+  title: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -949,6 +985,7 @@ export interface SearchResult {
 }
 
 export interface SessionCapabilities {
+  additionalDirectories?: { [key: string]: unknown } | null;
   close?: { [key: string]: unknown } | null;
   delete?: { [key: string]: unknown } | null;
   fork?: { [key: string]: unknown } | null;
@@ -958,7 +995,10 @@ export interface SessionCapabilities {
   [key: string]: unknown;
 }
 
-/** ACP select config option; Threadline offers ``model``. */
+/**
+ * ACP select config option; Threadline offers ``model``, ``mode`` and
+ * ``builtinTools`` (``on``/``off``).
+ */
 export interface SessionConfigOption {
   category?: string | null;
   currentValue: string;
@@ -973,6 +1013,7 @@ export interface SessionConfigOption {
 
 export interface SessionInfo {
   _meta?: SessionInfoMeta | null;
+  additionalDirectories?: string[] | null;
   cwd: string;
   sessionId: string;
   title?: string | null;
@@ -1045,7 +1086,7 @@ export interface SessionModelState {
 /** Params of the ``session/update`` notification. */
 export interface SessionNotification {
   sessionId: string;
-  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate;
+  update: AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress | Plan | AvailableCommandsUpdate | SessionInfoUpdate | UsageUpdate | CompactionUpdate | CurrentModeUpdate | ConfigOptionUpdate | NoticeUpdate;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }

@@ -29,7 +29,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ACP_SCHEMA = ROOT / "protocol" / "acp" / "v1" / "schema.json"
 THREADLINE_SCHEMA = ROOT / "protocol" / "schema.json"
 
