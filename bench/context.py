@@ -14,6 +14,8 @@ class Context:
     quick: bool
     scratch: Scratch
     started: float = field(default_factory=time.monotonic)
+    scale: tuple[int, int] | None = None
+    """``--scale SxN``: the scale figure's sidecars and sessions each."""
 
     def n(self, full: int, quick: int) -> int:
         """A count: ``full`` for a real run, ``quick`` for the CI smoke run."""

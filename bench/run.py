@@ -31,6 +31,7 @@ from .figures import (
     modelserver,
     promptcache,
     restart,
+    scale,
     search,
     sessionlist,
     sharing,
@@ -61,7 +62,10 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "checkpoints": checkpoints.run,
     "restart": restart.run,
     "promptcache": promptcache.run,
+    "scale": scale.run,
 }
+OPT_IN = {"scale"}
+"""Figures run only when named with ``--only`` (51 processes at full size)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,12 +78,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", metavar="PATH", type=Path, help="also write the rows as JSON")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, stores)")
+    p.add_argument(
+        "--scale",
+        metavar="SxN",
+        help="the scale figure's size: S sidecars x N sessions each (default 50x20)",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    names = list(FIGURES)
+    names = [n for n in FIGURES if n not in OPT_IN]
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in FIGURES]
@@ -89,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     described = machine.describe()
     scratch = Scratch(keep=args.keep)
     ctx = Context(quick=args.quick, scratch=scratch)
+    if args.scale:
+        sidecars, _, per = args.scale.lower().partition("x")
+        ctx.scale = (int(sidecars), int(per))
     rows: list[Row] = []
     timings: list[tuple[str, float]] = []
     try:

@@ -6,7 +6,8 @@ The peer of a checkpoint is ``git add -A && git write-tree`` with the same shado
 repository, index and environment (what a checkpoint adds: the file-count and size
 checks, the excludes, the lock). The peer of a restore is ``git checkout-index -f`` of
 the same 3 files from a tree read into a scratch index (what the restore adds: the
-snapshot that finds which files differ, the journal, the atomic writes with fsync).
+comparison of each named file with the tree, the journal, the atomic writes with
+fsync, and the tree it leaves, recorded without a walk).
 Both start from a warm shadow index (the first checkpoint of a workspace reads every
 file once; that one is shown apart).
 """
@@ -71,16 +72,17 @@ def run(ctx: Context) -> list[Row]:
         git.run(["add", "-A"])
         git.run(["write-tree"])
         plain.append((time.perf_counter() - t0) * 1000)
-        # restore the 3 files to the checkpoint `after`, then the same with plain git
+        # restore the 3 files to the checkpoint `after` (a rewind names the files the
+        # session changed, as here), then the same with plain git
+        rel = [os.path.relpath(p, root) for p in changed]
         t0 = time.perf_counter()
-        done = restore(repo, after)
+        done = restore(repo, after, rel)
         restores.append((time.perf_counter() - t0) * 1000)
         assert len(done.written) == 3, done
         for p in changed:
             p.write_text(p.read_text() + f"third {r}\n")
         index = base / "peer.index"
         env = git.env(index=index)
-        rel = [os.path.relpath(p, root) for p in changed]
         t0 = time.perf_counter()
         git.run(["read-tree", after], env=env)
         git.run(["checkout-index", "-f", "--", *rel], env=env)

@@ -23,6 +23,7 @@ VERBS: dict[str, str] = {
     "compact": "session/compact",
     "history": "session/history",
     "context": "session/context",
+    "blob": "session/blob",
     "diff": "session/diff",
     "rewind": "session/rewind",
     "unrewind": "session/unrewind",

@@ -27,11 +27,20 @@ class TextContent(WireModel):
 
 
 class ImageContent(WireModel):
+    """An image: base64 ``data``, or (in a prompt) a ``uri`` of a file inside the
+    session's workspace folders, or a ``threadline-blob:<sha256>`` one (a stored image).
+    The server checks the bytes (PNG, JPEG, GIF, WebP; size and pixel limits) and sets
+    ``mimeType`` from them. In history and replay ``data`` holds the bytes, unless the
+    client asked for references (``imageReferences``): then ``data`` is empty and
+    ``uri`` names the blob (``session/blob`` fetches it); ``_meta.threadline.image``
+    gives ``blob``, ``width``, ``height`` and ``size`` either way."""
+
     type: Literal["image"] = "image"
-    data: str
+    data: str = ""
     mime_type: str
     uri: str | None = None
     annotations: Annotations | None = None
+    meta: dict[str, Any] | None = meta_field()
 
 
 class AudioContent(WireModel):

@@ -28,6 +28,10 @@ class ThreadlineClientCapabilities(StrictWireModel):
     works: ``queue`` (run it next), ``steer`` (join the running turn) or ``refuse``
     (-32010, ACP v1's rule). Unset: ``refuse``, since an ACP client that has not said it
     shows a queue would otherwise have prompts run that it never shows as waiting."""
+    image_references: bool | None = None
+    """``true``: images in ``session/history``, ``session/load``'s replay and live updates
+    come as ``threadline-blob:<sha256>`` references (``data`` empty), fetched with
+    ``session/blob``. Unset: inline, base64 ``data``."""
 
 
 class ClientSessionCapabilities(WireModel):

@@ -108,6 +108,9 @@ class SessionInfoUpdateInfo(ThreadlineBlock):
     rewound: int | None = None
     """The session was rewound in another window: the messages it holds now (reload
     them with ``session/load`` or ``session/history``)."""
+    warning: str | None = None
+    """Said once per session: its model cannot see images, and reads a placeholder
+    (``[image: 1280×720 PNG, 84 KB — this model cannot see images]``) for each."""
 
 
 class ToolOffer(ThreadlineBlock):
@@ -141,6 +144,12 @@ class McpInfo(ThreadlineBlock):
 
     mcp_failures: dict[str, str] | None = None
     """MCP servers that did not start, with the reason."""
+    checkpoints: Literal["off"] | None = None
+    """``off`` when this sidecar keeps no checkpoints of files (no ``git`` on its
+    ``PATH``): ``session/diff`` lists nothing, a rewind or fork cannot bring files
+    back. Absent when they are on."""
+    checkpoints_reason: str | None = None
+    """Why checkpoints are off, for the user."""
 
 
 class ChunkMeta(WireModel):

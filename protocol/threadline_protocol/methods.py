@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, model_validator
 
 from . import catalog as cat
+from .blobs import BlobParams, BlobResult
 from .checkpoints import (
     CheckpointUnavailableData,
     DiffParams,
@@ -126,6 +127,8 @@ __all__ = [
     "THREADLINE_PROTOCOL_VERSION",
     "AgentCapabilities",
     "AgentCapabilitiesMeta",
+    "BlobParams",
+    "BlobResult",
     "CancelRequestParams",
     "CheckpointUnavailableData",
     "ClientCapabilities",
@@ -358,6 +361,13 @@ METHODS: dict[str, MethodSpec] = {
             SessionRef,
             HistoryResult,
             "The whole transcript.",
+            dispatch="inline",
+        ),
+        _m(
+            "session/blob",
+            BlobParams,
+            BlobResult,
+            "A stored image's bytes, by its threadline-blob: reference.",
             dispatch="inline",
         ),
         _m(

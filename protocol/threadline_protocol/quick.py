@@ -34,6 +34,10 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _opt_bool(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
+
+
 def _capabilities(caps: Any) -> bool:
     if not isinstance(caps, dict):
         return False
@@ -55,8 +59,10 @@ def _capabilities(caps: Any) -> bool:
     if threadline is None:
         return True
     if not isinstance(threadline, dict) or any(
-        k in threadline for k in ("cancel_method", "while_running")
+        k in threadline for k in ("cancel_method", "while_running", "image_references")
     ):
+        return False
+    if not _opt_bool(threadline.get("imageReferences")):
         return False
     method = threadline.get("cancelMethod")
     if not (method is None or (isinstance(method, str) and method in _CANCEL_METHODS)):

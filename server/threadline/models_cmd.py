@@ -8,7 +8,8 @@ Keys are never printed: only where a key comes from (``$OPENAI_API_KEY``).
 
 Below the models, each shared local model server of this ``THREADLINE_HOME`` (see
 :mod:`threadline.providers.modelserver`): state, pid, slots in use, restarts. Reading
-them starts nothing.
+them starts nothing. Last, whether checkpoints of files are on (off without a ``git``
+binary: said here once, not as an error of each call).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from .checkpoints import unavailable
 from .providers.registry import DEFAULT_MODEL, ProviderRegistry, Reachability
 from .redact import redact_urls
 from .settings import Settings, data_dir
@@ -49,12 +51,14 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     rows = anyio.run(_rows, config, args.timeout, not args.no_check)
     servers = local_servers()
+    off = unavailable()
     if args.json:
         json.dump(
             {
                 "config": str(config.path) if config.path else None,
                 "models": rows,
                 "servers": [asdict(s) for s in servers],
+                "checkpoints": {"on": off is None, "reason": off},
             },
             stream,
         )
@@ -62,6 +66,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     else:
         stream.write(render(rows, config))
         stream.write(render_servers(servers))
+        stream.write(f"\ncheckpoints of files: {'on' if off is None else 'off (' + off + ')'}\n")
     return 0
 
 

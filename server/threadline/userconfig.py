@@ -83,6 +83,7 @@ COMMON_OPTIONS = frozenset(
         "connect_timeout",
         "tools_top_k",
         "tools_offer_all_up_to",
+        "images",
     }
 )
 PROVIDER_KEYS = frozenset(

@@ -4,6 +4,7 @@ machine, and no git at all."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 from tests.checkpoints.helpers import (
     acting,
     changing_session,
+    message_count,
     prompts,
     repository_bytes,
     user_repository,
@@ -177,5 +179,117 @@ async def test_without_git_checkpoints_are_off_and_turns_still_run(
                 {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True},
             )
         assert off.value.code == -32016
+        assert off.value.data == {"reason": "off"}  # type: ignore[attr-defined]
+        # Said on each session's set-up, never as an error of the calls that ran.
+        made = await client.call(
+            "session/new", {"cwd": str(ws), "mcpServers": [], "_meta": {"threadline": {}}}
+        )
+        said = made["_meta"]["threadline"]
+        assert said["checkpoints"] == "off" and "git" in said["checkpointsReason"]
+        loaded = await client.call("session/resume", {"sessionId": sid, "cwd": str(ws)})
+        assert loaded["_meta"]["threadline"]["checkpoints"] == "off"
+        assert "checkpoints" not in json.dumps(client.updates)  # no notice per call
     finally:
         await client.stop()
+    assert client.stderr.decode().count("checkpoints of files are off") == 1  # once, at start
+
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
+        "PATH": str(bare),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "THREADLINE_HOME": str(home),
+    }
+    listed = await _models(env, "--json")
+    assert json.loads(listed)["checkpoints"] == {
+        "on": False,
+        "reason": "git was not found on PATH: checkpoints of files are off",
+    }
+    assert "checkpoints of files: off (git was not found on PATH" in await _models(env)
+
+
+async def test_with_git_sessions_say_nothing_of_checkpoints(
+    sidecar: SidecarClient, tmp_path: Path
+) -> None:
+    made = await sidecar.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    assert "checkpoints" not in json.dumps(made.get("_meta") or {})
+    listed = await _models({**os.environ, "THREADLINE_HOME": str(tmp_path / "home")}, "--json")
+    assert json.loads(listed)["checkpoints"] == {"on": True, "reason": None}
+
+
+async def _models(env: dict[str, str], *args: str) -> str:
+    """``threadline models --no-check``, run as a person runs it; its stdout."""
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "threadline", "models", "--no-check", *args),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+def _info(update: dict[str, Any], key: str) -> Any:
+    u = update["update"]
+    if u["sessionUpdate"] != "session_info_update":
+        return None
+    return ((u.get("_meta") or {}).get("threadline") or {}).get(key)
+
+
+async def _listed_count(client: SidecarClient, sid: str) -> int:
+    listed = (await client.call("session/list", {}))["sessions"]
+    return next(s["_meta"]["messageCount"] for s in listed if s["sessionId"] == sid)
+
+
+async def test_a_rewind_and_its_undoing_are_shown_in_the_other_window_at_once(
+    home: Path, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a = await start_sidecar(home)
+    b = await start_sidecar(home)
+    try:
+        sid = await two_turns(a, ws)
+        full = await message_count(a, sid)
+        _, second = await prompts(a, sid)
+        await b.call("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        rewound = await b.call(
+            "session/rewind", {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True}
+        )
+        kept = rewound["messageCount"]
+        assert 0 < kept < full
+        told = await a.wait_update(lambda u: _info(u, "rewound") is not None, timeout=10)
+        assert told["sessionId"] == sid and _info(told, "rewound") == kept
+        forked = await a.wait_update(lambda u: _info(u, "forked") is not None, timeout=10)
+        assert _info(forked, "forked")["sessionId"] == rewound["rewindId"]
+        assert await message_count(a, sid) == kept
+        assert await _listed_count(a, sid) == await _listed_count(b, sid) == kept
+        assert not [u for u in b.updates if _info(u, "rewound") is not None]  # its own
+
+        before = len(a.updates)
+        back = await b.call("session/unrewind", {"sessionId": sid, "rewindId": rewound["rewindId"]})
+        assert back["messageCount"] == full
+        history = (await b.call("session/history", {"sessionId": sid}))["messages"]
+        cut = [m["messageId"] for m in history[kept:]]
+
+        def replayed() -> list[str]:
+            ids = [
+                u["update"]["messageId"]
+                for u in a.updates[before:]
+                if u["update"]["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+            ]
+            return list(dict.fromkeys(ids))
+
+        for _ in range(200):  # the cut turns come back in the other window, in order
+            if replayed()[-1:] == cut[-1:]:
+                break
+            await asyncio.sleep(0.05)
+        shown = replayed()
+        assert shown[0] == cut[0] and shown[-1] == cut[-1]  # the prompt .. the answer
+        assert shown == [m for m in cut if m in shown]
+        assert not [u for u in a.updates[before:] if _info(u, "rewound") is not None]
+        assert await _listed_count(a, sid) == await _listed_count(b, sid) == full
+        assert (ws / "f00.txt").read_text() == "second\n"
+    finally:
+        await a.stop()
+        await b.stop()

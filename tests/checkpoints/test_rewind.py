@@ -17,7 +17,7 @@ from tests.checkpoints.helpers import (
     user_repository,
     workspace_files,
 )
-from tests.support import SidecarClient
+from tests.support import SidecarClient, start_sidecar
 
 
 async def test_edit_diff_rewind_with_files_and_unrewind(
@@ -183,3 +183,32 @@ async def test_fork_with_restore_files_and_with_materialize_files(
     )
     assert a.read_text() == "v1\n"
     assert back["files"] == {"written": ["a.txt"], "deleted": []}
+
+
+async def test_a_data_folder_inside_the_workspace_is_neither_captured_nor_restored(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = ws / ".threadline"  # THREADLINE_HOME inside the workspace
+    client = await start_sidecar(home)
+    try:
+        a = ws / "a.txt"
+        acting(client, [lambda: a.write_text("one\n"), lambda: a.write_text("two\n")])
+        sid = await changing_session(client, ws)
+        await client.prompt(sid, "first")
+        await client.prompt(sid, "second")
+        first, second = await prompts(client, sid)
+        whole = await client.call("session/diff", {"sessionId": sid, "fromMessageId": first})
+        assert [f["path"] for f in whole["files"]] == ["a.txt"]  # no store, log or index
+        data = [p for p in home.rglob("*") if p.is_file() and "log" not in p.name]
+        marker = home / "mine.txt"
+        marker.write_text("kept\n")
+        rewound = await client.call(
+            "session/rewind", {"sessionId": sid, "beforeMessageId": second, "restoreFiles": True}
+        )
+        assert rewound["files"] == {"written": ["a.txt"], "deleted": []}
+        assert a.read_text() == "one\n" and marker.read_text() == "kept\n"
+        assert all(p.exists() for p in data)  # nothing of the data folder deleted
+    finally:
+        await client.stop()

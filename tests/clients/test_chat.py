@@ -748,3 +748,25 @@ def test_a_command_streams_its_output_the_plan_and_the_mode(
         home, lambda c: c.request("session/load", {"sessionId": sid, "cwd": str(tmp_path)})
     )
     assert loaded["modes"]["currentModeId"] == "plan"
+
+
+def test_at_image_attaches_a_file_to_the_prompt(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    from tests.imagefiles import b64, png
+
+    (tmp_path / "shot.png").write_bytes(png(64, 32))
+    term = open_chat(terminals, home, tmp_path, "--model", scripted([{"text": "I see it."}]))
+    term.expect("❯")
+    term.line("@image missing.png what is this?")
+    term.expect(r"error: cannot attach missing\.png")
+    sid = first_prompt(term, "what is @image shot.png this?")
+    term.expect("I see it.")
+    term.expect("❯")
+    leave(term)
+    [user, _] = history(home, sid)
+    assert user["content"][0] == {"type": "text", "text": "what is this?"}
+    image = user["content"][1]
+    assert image["type"] == "image" and image["mimeType"] == "image/png"
+    assert image["data"] == b64(png(64, 32))
+    assert image["_meta"]["threadline"]["image"]["width"] == 64

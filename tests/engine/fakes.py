@@ -50,7 +50,7 @@ class Journal:
     def begin(self, message_id: str, meta: dict[str, Any]) -> None:
         self.began.append((message_id, meta))
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
         self.runs.extend(runs)
 
     def clear(self) -> None:

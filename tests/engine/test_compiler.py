@@ -79,7 +79,8 @@ def test_a_small_transcript_compiles_to_these_messages() -> None:
     )
     assert user == ChatMessage(
         "user",
-        "Explain main.py\n\n[resource file:///main.py]\nprint(1)\n\n[image image/png omitted]",
+        "Explain main.py\n\n[resource file:///main.py]\nprint(1)\n\n"
+        "[image: PNG — not sent to the model]",
     )
     # Only the answered call goes back; the orphan and the exit signal never do.
     assert answer.role == "assistant"

@@ -191,6 +191,25 @@ async def test_a_session_runs_one_task_and_an_interrupt_stops_only_a_turn(
     assert live.store.get_lease(session.id) is None
 
 
+async def test_a_session_makes_its_tools_only_when_a_turn_needs_them(
+    live: LiveSessions,
+) -> None:
+    """Opening a session to answer its history or replay makes no tools (that imports
+    the tool modules: most of a fresh process's first open); its first turn does."""
+    config = SessionConfig(model="scripted:echo", builtin_tools=True, auto_compact=False)
+    row = live.store.create_session("sess_tools", "/tmp", config.to_json(), "now")
+    session = live.load(row)
+    assert not session.tools_made
+    assert session.transcript.history_json() is not None
+    assert not session.tools_made
+    done = await live.run(session, Turn(session, text_prompt("hello")))
+    assert isinstance(done, TurnOutcome)
+    assert session.tools_made and "read_file" in session.tools.names()
+    session.set_builtin_tools(False)
+    assert "read_file" not in session.tools.names()
+    await session.close_tools()
+
+
 async def test_commands_are_tasks(live: LiveSessions) -> None:
     session = new(live, "scripted:echo")
     forks: list[tuple[str, str | None]] = []

@@ -425,3 +425,38 @@ async def test_a_window_that_loaded_an_idle_session_sees_every_later_change(
     finally:
         await a.stop()
         await c.stop()
+
+
+async def test_a_turn_from_another_window_is_shown_whole_though_requests_fold_it_in(
+    home: Path,
+) -> None:
+    """A window busy with its own requests while another window's turn runs folds that
+    turn's messages in on the request's path (`LiveSessions.sync`), not the feed's: it
+    must still show them, once each."""
+    a = await start_sidecar(home)
+    c = await start_sidecar(home)
+    try:
+        sid = await a.new_session(model=model(slow(30)), builtinTools=False)
+        await c.call("session/load", {"sessionId": sid, "mcpServers": []})
+        turns = [prompt(a, sid, "pear")]
+        while not turns[0].done():
+            await c.call("session/queue/list", {"sessionId": sid})
+        turns.append(prompt(a, sid, "plum"))
+        while not turns[1].done():
+            await c.call("session/history", {"sessionId": sid})
+        for turn in turns:
+            assert (await turn)["stopReason"] == "end_turn"
+
+        def users() -> list[str]:
+            return [
+                u["update"]["content"]["text"]
+                for u in c.updates
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "user_message_chunk"
+            ]
+
+        await until(lambda: c.text_of(sid).count("w29") == 2)
+        assert users() == ["pear", "plum"]
+        assert b"Traceback" not in a.stderr + c.stderr
+    finally:
+        await a.stop()
+        await c.stop()

@@ -37,6 +37,7 @@ from threadline_protocol.base import Prewritten
 from threadline_protocol.methods import METHODS
 from threadline_protocol.updates import SessionUpdate
 
+IMAGE_HASH = "ec38a3b580791e107b8dd95fe5571dd151ca42631c922926c78cc85105c252cb"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 METHOD_DIR = GOLDEN / "methods"
 UPDATE_DIR = GOLDEN / "session_update"
@@ -47,6 +48,29 @@ BUILT: dict[str, dict[str, Any]] = {
     "agent_thought_chunk": updates.message_chunk("agent_thought_chunk", MID, "a1", "Read it."),
     "user_message_chunk": updates.content_chunk(
         "user_message_chunk", MID, "u1", {"type": "text", "text": "What does main.py do?"}
+    ),
+    "user_message_chunk.image": updates.content_chunk(
+        "user_message_chunk",
+        MID,
+        "u1",
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "data": "",
+            "uri": "threadline-blob:" + IMAGE_HASH,
+            "_meta": {
+                "threadline": {
+                    "image": {"blob": IMAGE_HASH, "width": 1280, "height": 720, "size": 86016}
+                }
+            },
+        },
+    ),
+    "session_info_update.warning": updates.session_info(
+        events.SessionInfo(
+            "2026-11-24T00:00:00.000Z",
+            warning="local:smollm2-135m cannot see images: it reads a placeholder such as "
+            "[image: 1280×720 PNG, 84 KB — this model cannot see images] instead",
+        )
     ),
     "tool_call": updates.tool_call(READ, "a1"),
     "tool_call.exit_signal": updates.tool_call(

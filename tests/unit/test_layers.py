@@ -29,7 +29,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # `python -m threadline serve`; the other commands live on top, in threadline_cli
     "__main__": frozenset({"rpc"}),
     # what `threadline models` and `threadline store` run
-    "models_cmd": frozenset({"providers"}),
+    "models_cmd": frozenset({"providers", "checkpoints"}),
     "store_cmd": frozenset({"store"}),
     # the wire; rpc/serve.py is the composition root that builds what the engine uses
     "rpc": frozenset({"engine", "providers", "tools", "store"}),

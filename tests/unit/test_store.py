@@ -221,7 +221,7 @@ def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("5",)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("6",)
     db.close()
 
 
@@ -435,7 +435,7 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         owner.close()
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-        assert version == ("4",)
+        assert version == ("5",)
     # not granted the new table yet: still works, deletes included, without kept folds
     team = PostgresStore(make_conninfo("", **params))
     try:
@@ -445,3 +445,30 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         assert team.get_session("t") is None
     finally:
         team.close()
+
+
+def test_postgres_watch_in_one_statement_reads_what_the_snapshot_reads(pg_url: str) -> None:
+    """``watch`` on PostgreSQL is one statement (rows as JSON arrays); what it reads must
+    be what the shared snapshot of four queries reads: rows, leases, prompts, forks."""
+    import dataclasses
+
+    from threadline.store.owners import current_owner
+    from threadline.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    try:
+        a = store.create_session("wa", "/tmp", {"model": "m", "n": 1.5}, "t0")
+        store.create_session("wb", "/tmp", {}, "t0")
+        store.fork_session("wc", a, "wa", 0, 0, None, "/tmp", "t1", title="fork")
+        store.acquire_lease("wa", current_owner(), "turn", "a1", 1764180000.123456)
+        store.add_pending("wa", "p1", "queue", [{"type": "text", "text": "é"}], "o", "t2")
+        store.add_pending("wa", "p2", "steer", [{"type": "text", "text": "2"}], "o", "t3")
+        ids = ["wa", "wb", "wc", "gone"]
+        one = store.watch(ids)
+        plain = dataclasses.replace(store.dialect, json_rows=False)
+        store.dialect = plain  # the shared path: a snapshot of four queries
+        assert store.watch(ids) == one
+        assert one["wa"].lease is not None and [p.id for p in one["wa"].pending] == ["p1", "p2"]
+        assert one["wa"].forks == (("wc", None),) and one["gone"].row is None
+    finally:
+        store.close()

@@ -77,6 +77,33 @@ def test_summary_checkpoint_shapes_history_and_working_set() -> None:
     assert "e" not in t.experiences
 
 
+def test_the_working_set_after_two_compactions_keeps_message_order() -> None:
+    """Kept messages come in transcript order whatever order the summary lists them
+    in, and neither summary but the latest is in the prompt."""
+    t = Transcript()
+
+    def turn(i: int) -> None:
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+
+    def summary(sid: str, up_to: str, keep: tuple[str, ...]) -> None:
+        block = {"type": "summary", "text": sid}
+        t.apply(ContextSummary(m(sid, "assistant", "a9", block), up_to, keep))
+
+    for i in range(1, 4):
+        turn(i)
+    summary("s1", "a2", ("u1",))
+    for i in range(4, 7):
+        turn(i)
+    summary("s2", "a5", ("u5", "u1", "u4"))
+    turn(7)
+    assert [x["messageId"] for x in t.working()] == [
+        *("u1", "u4", "u5", "s2", "u6", "a6", "u7", "a7")
+    ]
+    marked = [x["messageId"] for x in t.history() if x.get("compacted")]
+    assert marked == ["a1", "u2", "a2", "u3", "a3", "s1", "a4", "a5"]
+
+
 def test_tool_results_close_calls() -> None:
     t = Transcript()
     t.apply(
@@ -225,7 +252,7 @@ def test_a_snapshot_of_another_format_or_damaged_is_not_restored() -> None:
     t.apply(UserMessage(m("u1", "user", "u1", text("hi"))))
     data = t.snapshot()
     assert data is not None
-    assert Transcript.restore(data.replace(b'"format":3', b'"format":0')) is None
+    assert Transcript.restore(data.replace(b'"format":4', b'"format":0')) is None
     assert Transcript.restore(data[:-5]) is None
     assert Transcript.restore(b"not a snapshot") is None
     big = Transcript()

@@ -224,13 +224,18 @@ class ThreadlineClient:
         return str(result["sessionId"])
 
     async def prompt(
-        self, session_id: str, text: str, while_running: str | None = None
+        self,
+        session_id: str,
+        text: str,
+        while_running: str | None = None,
+        content: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """One turn; with ``while_running`` (``steer``, ``queue``) a session that is
-        working takes the prompt into its running turn, or runs it next."""
+        working takes the prompt into its running turn, or runs it next. ``content``:
+        the prompt's blocks (text and images) instead of ``text`` alone."""
         params: dict[str, Any] = {
             "sessionId": session_id,
-            "prompt": [{"type": "text", "text": text}],
+            "prompt": content if content is not None else [{"type": "text", "text": text}],
         }
         if while_running is not None:
             params["_meta"] = {"threadline": {"whileRunning": while_running}}

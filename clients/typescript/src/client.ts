@@ -24,6 +24,7 @@ import { spawnServer, waitForExit, type SpawnOptions } from "./spawn";
 import { ChildProcessTerminals } from "./terminals";
 import {
   ACP_PROTOCOL_VERSION,
+  type BlobResult,
   type ClientRequestMethod,
   type CompactParams,
   type CompactResult,
@@ -458,6 +459,12 @@ export class ThreadlineClient implements Disposable {
   /** The next request's size by part (system, tools, history, summary), in tokens. */
   context(sessionId: string, token?: CancellationToken): Promise<ContextResult> {
     return this.request("session/context", { sessionId }, token);
+  }
+
+  /** A stored image's bytes (base64) by its `threadline-blob:<sha256>` reference: what a
+   * client that said `imageReferences` is shown instead of inline `data`. */
+  blob(sessionId: string, uri: string, token?: CancellationToken): Promise<BlobResult> {
+    return this.request("session/blob", { sessionId, uri }, token);
   }
 
   /** ACP `session/load`: the history is replayed as updates before this resolves (with the

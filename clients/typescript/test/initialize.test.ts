@@ -56,6 +56,7 @@ test("the client wraps every client-to-server method of the schema", () => {
     "session/compact": "compact",
     "session/history": "history",
     "session/context": "context",
+    "session/blob": "blob",
     "session/load": "load",
     "session/resume": "resume",
     "session/list": "list",

@@ -7,7 +7,7 @@ folder (``THREADLINE_HOME/checkpoints/<workspace hash>/``); the user's ``.git``,
 stash and refs are never read for writing nor written. See ``docs/checkpoints.md``.
 """
 
-from .git import CheckpointError, GitUnavailable, git_binary
+from .git import CheckpointError, GitUnavailable, git_binary, unavailable
 from .shadow import (
     EMPTY_TREE,
     FileChange,
@@ -27,4 +27,5 @@ __all__ = [
     "Snapshot",
     "TooManyFiles",
     "git_binary",
+    "unavailable",
 ]

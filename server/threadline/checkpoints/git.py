@@ -28,6 +28,14 @@ def git_binary() -> str | None:
     return shutil.which("git")
 
 
+def unavailable() -> str | None:
+    """Why checkpoints of files cannot be taken on this machine, or None: one sentence
+    said by the sidecar's log, ``threadline models`` and each session's set-up."""
+    if git_binary() is None:
+        return "git was not found on PATH: checkpoints of files are off"
+    return None
+
+
 class CheckpointError(Exception):
     """A snapshot, diff or restore could not be done; the message says why."""
 
@@ -85,6 +93,18 @@ class Git:
             raise GitFailed(f"git {args[0]} failed ({done.returncode}): {err}")
         return done.stdout
 
+    def start(self, args: Sequence[str], *, env: Mapping[str, str] | None = None) -> Running:
+        """Start ``git args…`` without waiting (its stdout is read by `Running.result`)."""
+        process = subprocess.Popen(
+            [self.binary, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=self.work_tree,
+            env=dict(env) if env is not None else self.env(),
+        )
+        return Running(args[0], process)
+
     def objects(self, ids: Sequence[str]) -> list[bytes]:
         """The contents of blobs by id, in order, through one ``cat-file --batch``."""
         if not ids:
@@ -101,3 +121,25 @@ class Git:
             contents.append(out[end + 1 : end + 1 + size])
             pos = end + 1 + size + 1
         return contents
+
+
+class Running:
+    """A git command running beside another one (a snapshot's two)."""
+
+    def __init__(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        self.name = name
+        self.process = process
+
+    def result(self, ok: Sequence[int] = (0,)) -> bytes:
+        """Its stdout once it exits, or `GitFailed`."""
+        out, err = self.process.communicate()
+        if self.process.returncode not in ok:
+            text = err.decode(errors="replace").strip()
+            raise GitFailed(f"git {self.name} failed ({self.process.returncode}): {text}")
+        return out
+
+    def stop(self) -> None:
+        """Kill it and wait for it (its work is to be undone by the caller)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()

@@ -1,15 +1,18 @@
 """Bringing a workspace back to a checkpoint, crash-safe, touching only what differs.
 
-A restore first snapshots the workspace as it is, so it knows exactly which files
-differ from the target tree; only those are written (each to a temporary file in its
-folder, then renamed over the old one: a reader sees the old file or the new one,
-never half of one) or deleted. Before the first write a journal
-(``restore.json`` beside the shadow repository) names the target; it is removed
-after the last. A process killed in between leaves the journal, and the next process
-that opens this workspace's checkpoints (or starts: `resume_all`) finishes the
-restore first: writing a file twice is harmless, so resuming is running it again.
-Materializing writes a tree into a new, empty folder (a fork worked on beside its
-parent).
+A restore of the paths a session changed (what rewinds and forks ask for) reads
+those paths' entries off the target tree and compares each with its file; only
+files that differ are written (each to a temporary file in its folder, then renamed
+over the old one: a reader sees the old file or the new one, never half of one) or
+deleted, and the workspace is never walked, whatever its size. The tree it leaves
+is the shadow index told of those files (`Restored.tree`), so no snapshot follows
+either. A restore of everything snapshots the workspace first to find what differs.
+Before the first write a journal (``restore.json`` beside the shadow repository)
+names the target; it is removed after the last. A process killed in between leaves
+the journal, and the next process that opens this workspace's checkpoints (or
+starts: `resume_all`) finishes the restore first: writing a file twice is harmless,
+so resuming is running it again. Materializing writes a tree into a new, empty
+folder (a fork worked on beside its parent).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Restored:
     deleted: tuple[str, ...]
     resumed: bool = False
     """The restore finished one a killed process had begun."""
+    tree: str | None = None
+    """The workspace's tree once restored (a checkpoint of it, taken without a walk)."""
 
 
 def restore(repo: ShadowRepo, target: str, only: Collection[str] | None = None) -> Restored:
@@ -57,27 +62,13 @@ def _restore(
     *,
     resumed: bool = False,
 ) -> Restored:
-    # The shadow index is the snapshot just taken of the workspace: it names the
-    # files a checkpoint covers (ignored and oversized ones are not touched).
-    current = repo.snapshot_locked(git).tree
-    out = git.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", current, target])
-    writes: list[tuple[str, str, str]] = []
-    deletes: list[str] = []
-    parts = out.split(b"\0")
-    i = 0
-    while i < len(parts) and parts[i].startswith(b":"):
-        meta = parts[i][1:].decode().split(" ")
-        path = os.fsdecode(parts[i + 1])
-        i += 2
-        if only is not None and path not in only:
-            continue
-        if meta[4] == "D":
-            deletes.append(path)
-        else:
-            writes.append((path, meta[1], meta[3]))
+    if only is None:
+        writes, deletes = _all_differing(repo, git, target)
+    else:
+        writes, deletes = _named_differing(repo, git, target, only)
     if not writes and not deletes:
         repo.journal.unlink(missing_ok=True)
-        return Restored((), (), resumed)
+        return Restored((), (), resumed, _tree_after(git, [], []))
     _write_json(
         repo.journal,
         {
@@ -88,20 +79,110 @@ def _restore(
         },
     )
     pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
-    contents = git.objects([blob for _, mode, blob in writes if mode != "160000"])
-    it = iter(contents)
-    for path, mode, _blob in writes:
-        if mode == "160000":
-            continue  # a nested repository: its files are its own
-        _put(repo.root, path, mode, next(it))
+    for path, mode, data in writes:
+        _put(repo.root, path, mode, data)
         if pause:
             time.sleep(pause)
     for path in deletes:
         _remove(repo.root, path)
-    # The shadow index still holds the files as they were: the next snapshot reads
-    # the few written again (their size or time changed), nothing else.
+    tree = _tree_after(git, [p for p, _, _ in writes], deletes)
     repo.journal.unlink(missing_ok=True)
-    return Restored(tuple(p for p, _, _ in writes), tuple(deletes), resumed)
+    return Restored(tuple(p for p, _, _ in writes), tuple(deletes), resumed, tree)
+
+
+BATCH = 500
+"""Paths named on one ``ls-tree`` command line (literal pathspecs)."""
+
+Write = tuple[str, str, bytes]
+"""(path, mode, contents) of a file a restore writes."""
+
+
+def _all_differing(repo: ShadowRepo, git: Git, target: str) -> tuple[list[Write], list[str]]:
+    """Every covered file that differs from ``target``: the workspace is snapshotted
+    (the shadow index then names the files a checkpoint covers: ignored and
+    oversized ones are not touched) and its tree compared with the target's."""
+    current = repo.snapshot_locked(git).tree
+    out = git.run(["diff-tree", "-r", "-z", "--no-renames", "--raw", current, target])
+    entries: list[tuple[str, str, str]] = []
+    deletes: list[str] = []
+    parts = out.split(b"\0")
+    i = 0
+    while i < len(parts) and parts[i].startswith(b":"):
+        meta = parts[i][1:].decode().split(" ")
+        path = os.fsdecode(parts[i + 1])
+        i += 2
+        if meta[4] == "D":
+            deletes.append(path)
+        elif meta[1] != "160000":  # a nested repository: its files are its own
+            entries.append((path, meta[1], meta[3]))
+    contents = git.objects([blob for _, _, blob in entries])
+    return [(p, m, c) for (p, m, _), c in zip(entries, contents, strict=True)], deletes
+
+
+def _named_differing(
+    repo: ShadowRepo, git: Git, target: str, only: Collection[str]
+) -> tuple[list[Write], list[str]]:
+    """Of the paths named, those whose file differs from ``target`` (content, kind or
+    executable bit), read off the target tree and the files themselves: no walk of
+    the workspace, whatever its size."""
+    wanted = set(only)
+    if not wanted:
+        return [], []
+    names = sorted(wanted)
+    listing = b"".join(
+        git.run(["ls-tree", "-r", "-z", "--full-tree", target, "--", *names[i : i + BATCH]])
+        for i in range(0, len(names), BATCH)
+    )
+    entries: list[tuple[str, str, str]] = []
+    for line in listing.split(b"\0"):
+        if not line:
+            continue
+        meta, raw = line.split(b"\t", 1)
+        path = os.fsdecode(raw)
+        if path not in wanted:
+            continue
+        mode, kind, blob = meta.decode().split(" ")
+        if kind == "blob":
+            entries.append((path, mode, blob))
+    present = {p for p, _, _ in entries}
+    deletes = sorted(p for p in wanted - present if os.path.lexists(repo.root / p))
+    deletes = [p for p in deletes if not _is_folder(repo.root / p)]
+    contents = git.objects([blob for _, _, blob in entries])
+    writes = [
+        (path, mode, data)
+        for (path, mode, _), data in zip(entries, contents, strict=True)
+        if not _same(repo.root / path, mode, data)
+    ]
+    return writes, deletes
+
+
+def _same(dest: Path, mode: str, data: bytes) -> bool:
+    """Whether the file already is what the tree says (then it is not written)."""
+    try:
+        st = os.lstat(dest)
+    except OSError:
+        return False
+    if mode == "120000":
+        return stat.S_ISLNK(st.st_mode) and os.fsencode(os.readlink(dest)) == data
+    if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    if bool(st.st_mode & 0o100) != (mode == "100755"):
+        return False
+    with open(dest, "rb") as f:
+        return f.read() == data
+
+
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _tree_after(git: Git, written: list[str], deleted: list[str]) -> str:
+    """The workspace's tree once restored: the shadow index (fresh from the snapshot
+    the restore was planned on) told of the files written and deleted, no walk."""
+    if written or deleted:
+        names = b"".join(os.fsencode(p) + b"\0" for p in [*written, *deleted])
+        git.run(["update-index", "-z", "--add", "--remove", "--stdin"], stdin=names)
+    return git.run(["write-tree"]).decode().strip()
 
 
 def resume(repo: ShadowRepo) -> Restored | None:

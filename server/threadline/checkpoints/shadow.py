@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import struct
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -181,32 +182,71 @@ class ShadowRepo:
             return self.snapshot_locked(git)
 
     def snapshot_locked(self, git: Git) -> Snapshot:
-        """`snapshot`, for a caller that holds the lock already (a restore)."""
-        new = [
-            p
-            for p in git.run(["ls-files", "-z", "--others", "--exclude-standard"]).split(b"\0")
-            if p
-        ]
-        total = self._indexed() + len(new)
+        """`snapshot`, for a caller that holds the lock already (a restore).
+
+        The new files' names (for the limits) are listed while ``git add -A`` runs,
+        not before it: a checkpoint costs about what ``add`` and ``write-tree`` cost.
+        The listing reads the index as it was (a hard link to it: ``add`` replaces the
+        file, never writes into it), and in the rare case the limits are hit the
+        ``add`` is stopped and that index put back, as if it never ran."""
+        index = self.home / "index"
+        before = self.home / "index.before"
+        before.unlink(missing_ok=True)
+        kept = index.exists()
+        if kept:
+            try:
+                os.link(index, before)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(index, before)
+        try:
+            lister = git.start(
+                ["ls-files", "-z", "--others", "--exclude-standard"],
+                env=git.env(index=before if kept else index),
+            )
+            # The first snapshot lists before it adds: there is no index to keep yet.
+            adder = git.start(["add", "-A", "--ignore-errors"]) if kept else None
+            try:
+                new = [p for p in lister.result().split(b"\0") if p]
+            except BaseException:
+                if adder is not None:  # not left running past the lock
+                    adder.stop()
+                    self._put_back(index, before)
+                raise
+            total = self._indexed(before) + len(new)
+            large = [] if total > self.limits.max_files else self._large(new)
+            if total > self.limits.max_files or large:
+                if adder is not None:
+                    adder.stop()
+                    self._put_back(index, before)
+            elif adder is None:
+                git.run(["add", "-A", "--ignore-errors"], ok=(0, 1))
+            else:
+                adder.result(ok=(0, 1))
+        finally:
+            before.unlink(missing_ok=True)
         if total > self.limits.max_files:
             raise TooManyFiles(
                 f"{self.root} has more than {self.limits.max_files} files that are not "
                 "ignored: checkpoints are off for it (add a .gitignore, or raise "
                 "THREADLINE_CHECKPOINT_MAX_FILES)"
             )
-        large = self._large(new)
         if large:
             with open(self.home / "repo" / "info" / "exclude", "a", encoding="utf-8") as f:
                 for path in large:
                     f.write("/" + _pattern(path) + "\n")
-        git.run(["add", "-A", "--ignore-errors"], ok=(0, 1))
+            git.run(["add", "-A", "--ignore-errors"], ok=(0, 1))
         tree = git.run(["write-tree"]).decode().strip()
         return Snapshot(tree, tuple(large))
 
-    def _indexed(self) -> int:
-        """Entries in the shadow index, read from its header (no walk)."""
+    def _put_back(self, index: Path, before: Path) -> None:
+        """The index as it was before a stopped ``add`` (which may have left its lock)."""
+        (self.home / "index.lock").unlink(missing_ok=True)
+        os.replace(before, index)
+
+    def _indexed(self, index: Path) -> int:
+        """Entries in an index, read from its header (no walk)."""
         try:
-            with open(self.home / "index", "rb") as f:
+            with open(index, "rb") as f:
                 head = f.read(12)
         except FileNotFoundError:
             return 0

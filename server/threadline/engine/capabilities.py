@@ -21,7 +21,13 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
-            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            # image: the default model sees images (a session on a text-only model
+            # still takes them, and its model reads placeholders: `engine/images.py`)
+            "promptCapabilities": {
+                "image": providers.images(providers.default_model).sees,
+                "audio": False,
+                "embeddedContext": True,
+            },
             "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {
                 "list": {},

@@ -87,7 +87,7 @@ class Catalog:
         if params.format == "markdown":
             content = export_markdown(row, session.transcript.history())
         else:
-            content = export_jsonl(row, self.store.load_events(row.id))
+            content = export_jsonl(row, self.store.load_events(row.id), self.store.get_blob)
         return cat.ExportResult(format=params.format, content=content)
 
     def import_log(self, params: cat.ImportParams) -> cat.ImportResult:

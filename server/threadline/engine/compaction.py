@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..providers.base import ChatMessage, ChatRequest
 from .compiler import render_block
+from .images import placeholder
 from .mutations import Msg
 
 SUMMARY_MAX_TOKENS = 600
@@ -109,6 +110,8 @@ def render_for_summary(messages: list[Msg]) -> str:
                 lines.append(f"[result of {b.get('toolName') or 'tool'}]: {body}")
             elif t == "summary":
                 lines.append(f"[earlier summary]: {b.get('text', '')}")
+            elif t == "image":  # the summary keeps what it was, never the bytes
+                lines.append(f"{role}: {placeholder(b, 'compacted')}")
             elif t in ("text", "resource", "resource_link"):
                 text = render_block(b)
                 if text:

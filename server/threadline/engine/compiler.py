@@ -11,8 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..providers.base import ChatMessage, ChatRequest, ToolCallFinal, ToolSpec
-from .mutations import Msg
+from ..providers.base import ChatMessage, ChatRequest, ImagePart, ToolCallFinal, ToolSpec
+from .images import ImageRules, has_images, placeholder
+from .mutations import Msg, MultimodalToolResult
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Threadline, a concise and helpful assistant working inside the user's editor."
@@ -59,7 +60,9 @@ def render_block(block: dict[str, Any]) -> str:
         return f"[resource {res.get('uri', '')}]\n{body}"
     if t == "resource_link":
         return f"[file {block.get('name', '')}: {block.get('uri', '')}]"
-    if t in ("image", "audio"):
+    if t == "image":
+        return placeholder(block, "not sent to the model")
+    if t == "audio":
         return f"[{t} {block.get('mimeType', '')} omitted]"
     if t == "summary":
         return str(block.get("text", ""))
@@ -70,11 +73,59 @@ def _text_of(blocks: Sequence[dict[str, Any]], types: tuple[str, ...]) -> str:
     return "".join(render_block(b) for b in blocks if b.get("type") in types)
 
 
+def _user(content: Sequence[dict[str, Any]], images: ImageRules | None) -> ChatMessage:
+    """A user message: its text, and its images as parts (or placeholders)."""
+    texts: list[str] = []
+    parts: list[ImagePart] = []
+    for b in content:
+        part = images.part(b) if images is not None and b.get("type") == "image" else None
+        if isinstance(part, ImagePart):
+            parts.append(part)
+        elif part is not None:
+            texts.append(part)
+        elif s := render_block(b):
+            texts.append(s)
+    return ChatMessage("user", "\n\n".join(texts), images=parts)
+
+
+def _summary(message: Msg) -> bool:
+    content = message["content"]
+    return message["role"] == "assistant" and bool(content) and content[0].get("type") == "summary"
+
+
+def _result_images(
+    block: dict[str, Any], images: ImageRules | None
+) -> tuple[list[dict[str, Any]], list[ImagePart]]:
+    """A tool result's content for the model, with the images it may take in it."""
+    if images is None or not has_images(block.get("content", [])):
+        return block.get("content", []), []
+    content: list[dict[str, Any]] = []
+    parts: list[ImagePart] = []
+    for c in block.get("content", []):
+        part = images.part(c) if c.get("type") == "image" else None
+        if isinstance(part, ImagePart):
+            parts.append(part)
+        elif part is not None:
+            content.append({"type": "text", "text": part})
+        else:
+            content.append(c)
+    return content, parts
+
+
 def to_chat_messages(
-    messages: Sequence[Msg], *, result_limit: int | None = None
+    messages: Sequence[Msg],
+    *,
+    result_limit: int | None = None,
+    images: ImageRules | None = None,
 ) -> list[ChatMessage]:
     """Provider-neutral messages; tool calls without a result are left out, and tool
-    results longer than ``result_limit`` characters are cut (see :func:`cut_result`)."""
+    results longer than ``result_limit`` characters are cut (see :func:`cut_result`).
+
+    ``images``: how this model takes images (without it every image is a placeholder,
+    as for a compaction's summary). A model that takes them only in user messages gets
+    each tool result that holds images `MultimodalToolResult.restructured`: the result
+    says the image follows, and the images come in one user message after the batch's
+    results (a chat completions request allows nothing between them)."""
     answered = {
         b["toolUseId"]
         for m in messages
@@ -83,18 +134,28 @@ def to_chat_messages(
         if b.get("type") == "tool_result"
     }
     out: list[ChatMessage] = []
+    follow: list[Msg] = []
+    """User messages holding tool results' images, sent after the batch's results."""
+    split = images is not None and images.support.sees and not images.support.in_tool_results
+    rules = images
+    if images is not None and any(_summary(m) for m in messages):
+        rules = images.compacted()  # until the summary: what the compaction kept
     for m in messages:
+        if _summary(m):
+            rules = images
+        if m["role"] != "tool" and follow:
+            out += [_user(f["content"], images) for f in follow]
+            follow = []
         content = m["content"]
         role = m["role"]
+        if role == "tool" and split and rules is images and has_images(content):
+            m, carried = MultimodalToolResult(m).restructured()
+            content = m["content"]
+            follow.append(carried)
         if role == "user":
-            out.append(
-                ChatMessage(
-                    "user",
-                    "\n\n".join(s for s in (render_block(b) for b in content) if s),
-                )
-            )
+            out.append(_user(content, rules))
         elif role == "assistant":
-            if content and content[0].get("type") == "summary":
+            if _summary(m):
                 out.append(
                     ChatMessage(
                         "user",
@@ -122,18 +183,18 @@ def to_chat_messages(
             for b in content:
                 if b.get("type") != "tool_result":
                     continue
+                shown, parts = _result_images(b, rules)
                 out.append(
                     ChatMessage(
                         "tool",
-                        cut_result(
-                            "\n".join(render_block(c) for c in b.get("content", [])),
-                            result_limit,
-                        ),
+                        cut_result("\n".join(render_block(c) for c in shown), result_limit),
                         tool_call_id=b["toolUseId"],
                         tool_name=b.get("toolName"),
                         is_error=bool(b.get("isError")),
+                        images=parts,
                     )
                 )
+    out += [_user(f["content"], images) for f in follow]
     return out
 
 
@@ -160,11 +221,13 @@ def compile_request(
     max_tokens: int | None = None,
     temperature: float | None = None,
     context_window: int | None = None,
+    images: ImageRules | None = None,
 ) -> ChatRequest:
-    """``context_window``, when known, bounds each tool result (:func:`result_chars`)."""
+    """``context_window``, when known, bounds each tool result (:func:`result_chars`);
+    ``images``: how the model takes images (see :func:`to_chat_messages`)."""
     messages = [ChatMessage("system", system_text(system_prompt, experiences, bios))]
     limit = None if context_window is None else result_chars(context_window)
-    messages += to_chat_messages(working, result_limit=limit)
+    messages += to_chat_messages(working, result_limit=limit, images=images)
     messages += [
         ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)
         for m in ephemeral

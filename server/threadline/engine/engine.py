@@ -11,8 +11,10 @@ session is only unloaded (it is durable), so any later call reloads it.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
@@ -27,6 +29,7 @@ from threadline_protocol.meta import (
 
 from ..providers.registry import ProviderRegistry
 from ..store.base import PendingPrompt, SessionRow, SessionStore
+from ..store.blobs import BLOB_SCHEME
 from . import capabilities, events, options
 from . import modes as session_modes
 from .catalog import Catalog
@@ -37,6 +40,7 @@ from .errors import InvalidParams
 from .feed import STATES, Feed
 from .forking import fork
 from .ids import new_id, now_iso
+from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
 from .inbox import Inbox, Stored
 from .link import ClientLink
 from .listing import SessionPages
@@ -71,6 +75,8 @@ class Engine:
     ) -> None:
         """``workspaces``: where checkpoints of files are kept; none, none are."""
         self.store = store
+        self.images = ClientImages(store.get_blob)
+        """Puts stored images' bytes back into what a client is shown (`rpc/server.py`)."""
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
@@ -132,6 +138,7 @@ class Engine:
         )
         row = self.store.create_session(new_id("sess"), params.cwd, config.to_json(), now_iso())
         session = self.live.load(row)
+        session.make_tools()  # a new session is prompted next: its tools are made now
         self.feed.subscribe(session)
         # After the response, so clients already know the session the update is for.
         asyncio.get_running_loop().call_soon(
@@ -145,8 +152,8 @@ class Engine:
             config_options=self._config_options(session),
         )
         if not params.mcp_servers:
-            return result
-        return self._with_mcp(session, params.mcp_servers, result)
+            return self._with_checkpoints(result)
+        return self._with_mcp(session, params.mcp_servers, self._with_checkpoints(result))
 
     async def prompt(
         self, params: pm.PromptParams, accepted: Stored | None = None
@@ -156,11 +163,22 @@ class Engine:
         id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
         mode = params.threadline().while_running or self._client_default()
-        content = [b.wire() for b in params.prompt]
+        content = self._with_images(session, [b.wire() for b in params.prompt])
         outcome = await self.inbox.prompt(
             session, content, mode, accepted=self.feed.subscribe, stored=accepted
         )
         return _prompt_result(outcome)
+
+    def _with_images(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompt with its images checked and carrying their bytes (-32602 names a
+        bad one; nothing is stored)."""
+        if not has_images(content):
+            return content
+        roots = [Path(r) for r in session.roots]
+        try:
+            return accept_prompt(content, roots, self.store.get_blob)
+        except ImageRejected as exc:
+            raise InvalidParams(str(exc), {"reason": "image"}) from None
 
     def _client_default(self) -> str:
         """What the client said a prompt does while the session works; ``refuse``
@@ -189,7 +207,7 @@ class Engine:
 
     def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
         session = self.live.open(params.session_id)
-        content = [b.wire() for b in params.prompt]
+        content = self._with_images(session, [b.wire() for b in params.prompt])
         return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
 
     def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
@@ -292,8 +310,31 @@ class Engine:
     def history(self, session_id: str) -> pm.HistoryResult:
         """Built without validation: the messages are the stored ones, as the JSON the
         transcript keeps of each (``Prewritten``: spliced, not serialised again)."""
-        return pm.HistoryResult.model_construct(
-            messages=self.live.open(session_id).transcript.history_json()
+        messages = self.live.open(session_id).transcript.history_json()
+        if not self.image_references():
+            messages = inline_raw(messages, self.store.get_blob)
+        return pm.HistoryResult.model_construct(messages=messages)
+
+    def image_references(self) -> bool:
+        """Whether this client is shown stored images as ``threadline-blob:`` references
+        (it said ``imageReferences``), else with their bytes (`images.inline`)."""
+        caps = pm.ClientCapabilities.model_validate(self.link.client_capabilities())
+        return bool(caps.threadline().image_references)
+
+    def blob(self, params: pm.BlobParams) -> pm.BlobResult:
+        """A stored image's bytes (the session must exist; the hash names the image)."""
+        self.live.open(params.session_id)
+        got = self.store.get_blob(params.uri.removeprefix(BLOB_SCHEME))
+        if got is None:
+            raise InvalidParams(f"no stored image {params.uri}", {"uri": params.uri})
+        info, data = got
+        return pm.BlobResult(
+            uri=params.uri,
+            mime_type=info.mime_type,
+            data=base64.b64encode(data).decode("ascii"),
+            size=info.size,
+            width=info.width,
+            height=info.height,
         )
 
     async def context(self, session_id: str) -> pm.ContextResult:
@@ -322,6 +363,7 @@ class Engine:
             history = session.transcript.history()
             replayed = [u for m in history for u in projection.replay(m)]
             session.link.notify_updates(session.id, replayed)
+        session.shown.seen_all()
         session.announce(events.AvailableCommands(SLASH_COMMANDS))
         self.feed.subscribe(session)
         return self._set_up(session, params.mcp_servers)
@@ -411,7 +453,21 @@ class Engine:
             modes=session_modes.mode_state(session.config.mode),
             config_options=self._config_options(session),
         )
+        result = self._with_checkpoints(result)
         return self._with_mcp(session, servers, result) if servers else result
+
+    def _with_checkpoints(self, result: SetUp) -> SetUp:
+        """Checkpoints that are off are said on every session's set-up (once, never as
+        an error of each call that would have taken one)."""
+        ws = self.live.workspaces
+        off = ws.off_reason if ws.data_dir is not None else None  # (an embedded engine)
+        if off is not None:
+            meta = result.meta or pm.McpMeta()
+            info = meta.threadline or McpInfo()
+            info.checkpoints, info.checkpoints_reason = "off", off
+            meta.threadline = info
+            result.meta = meta
+        return result
 
     async def _with_mcp(
         self, session: Session, servers: Sequence[pm.McpServer], result: SetUp

@@ -104,6 +104,8 @@ class SessionInfo:
     rewound: int | None = None
     """The transcript was rewound elsewhere: the messages it holds now."""
     watching: bool | None = None
+    warning: str | None = None
+    """Said once: the session's model cannot see the images it holds."""
 
 
 @dataclass(frozen=True, slots=True)

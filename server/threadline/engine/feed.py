@@ -22,8 +22,9 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 
-from ..store.base import Lease, StoreError, Watched
+from ..store.base import Lease, PendingPrompt, StoreError, Watched
 from ..store.owners import owner_is_dead
 from . import events, options
 from .blocks import user_message
@@ -50,6 +51,10 @@ STATES = {"waiting": "queued", "held": "held", "taken": "taken"}
 """A pending prompt's stored state as clients are shown it."""
 
 
+def _nobody_asks(session: Session, waiting: list[PendingPrompt]) -> bool:
+    return False
+
+
 class Feed:
     def __init__(self, live: LiveSessions) -> None:
         self.live = live
@@ -64,6 +69,11 @@ class Feed:
         self._down_until = 0.0
         self.rounds = 0
         """Fan-outs done (a measure of the watcher's cost)."""
+        self.unattended: Callable[[Session, list[PendingPrompt]], bool] = _nobody_asks
+        """Told, at each look, the prompts that wait in a session no process works on
+        (an empty list otherwise); True: look again soon even if nothing changes
+        (`Inbox` holds those whose sender is gone)."""
+        self._again: set[str] = set()
 
     # -- subscriptions --------------------------------------------------------------------
 
@@ -72,6 +82,7 @@ class Feed:
         another window runs on it now: the partial answer so far, then the rest)."""
         if self.subscribed.get(session.id) is not session:
             self.subscribed[session.id] = session
+            session.shown.seen_all()  # what came before is what the client looked at
             session.changed = self.refresh
             self.refresh(session)
         self._start()
@@ -79,6 +90,7 @@ class Feed:
     def unsubscribe(self, session_id: str) -> None:
         self.subscribed.pop(session_id, None)
         self.turns.pop(session_id, None)
+        self._again.discard(session_id)
 
     def refresh(self, session: Session) -> None:
         """Show what changed of one session now (a change made in this process); never
@@ -122,9 +134,12 @@ class Feed:
         while self.subscribed or self._round is not None:
             try:
                 token = self.store.change_token()
-                stale = time.monotonic() - self._last > LIVENESS_SECONDS and any(
-                    s.shown.owner is not None and s.running is None
-                    for s in self.subscribed.values()
+                stale = time.monotonic() - self._last > LIVENESS_SECONDS and (
+                    bool(self._again)
+                    or any(
+                        s.shown.owner is not None and s.running is None
+                        for s in self.subscribed.values()
+                    )
                 )
                 if time.monotonic() < self._down_until:
                     pass  # the store is unreachable: look again after a pause
@@ -233,24 +248,22 @@ class Feed:
             session.announce(events.SessionInfo(now_iso(), watching=True))
         assert seen.row is not None
         if seen.row.last_seq != session.seq:
-            transcript = session.transcript
-            before, anchor = len(transcript), transcript.last_message_id
-            messages = self.live.new_messages(session)
-            kept = (
-                transcript.messages[before - 1]["messageId"] if len(transcript) >= before else None
-            )
-            if before and kept != anchor:
-                # Rewound in another window: what this client shows is not a prefix any
-                # more; it is told how many messages are left (and reloads).
-                session.announce(events.SessionInfo(now_iso(), rewound=len(transcript)))
-                messages = []
-            for message in messages:
-                if message["role"] == "user" and message["messageId"] in session.shown.prompts:
-                    continue  # a steering prompt, shown when it was sent
-                if turn is not None:
-                    turn.committed(message)
-                else:
-                    session.announce(events.Replayed(message))
+            self.live.sync(session)
+        shown = session.shown
+        messages, shown.unshown = shown.unshown, []
+        if shown.rewound:
+            # Rewound in another window: what this client shows is not a prefix any
+            # more; it is told how many messages are left (and reloads).
+            shown.rewound = False
+            session.announce(events.SessionInfo(now_iso(), rewound=len(session.transcript)))
+            messages = []
+        for message in messages:
+            if message["role"] == "user" and message["messageId"] in shown.prompts:
+                continue  # a steering prompt, shown when it was sent
+            if turn is not None:
+                turn.committed(message)
+            else:
+                session.announce(events.Replayed(message))
         if turn is not None and turn.active:
             turn.tail()
             if not working:
@@ -268,6 +281,8 @@ class Feed:
             key = (me.id, since)
         elif remote is not None:
             state = Work(remote.kind).state if remote.kind in set(Work) else remote.kind
+            if remote.awaiting and remote.kind == Work.TURN:
+                state = "requires_action"  # a permission waits in the owner's window
             o = remote.owner
             owner = events.Owner(o.pid, o.host, remote.since, here=False)
             key = (o.id, remote.since)
@@ -290,6 +305,12 @@ class Feed:
                 session.show_prompt(user_message(number, p.prompt, p.id))
             if p.state in ("waiting", "held"):
                 waiting.append(events.Queued(p.id, p.mode, STATES[p.state], p.prompt, p.created_at))
+        idle = remote is None and session.running is None
+        unrun = [p for p in seen.pending if p.state == "waiting"] if idle else []
+        if self.unattended(session, unrun):
+            self._again.add(session.id)
+        else:
+            self._again.discard(session.id)
         key = tuple((q.id, q.state, json.dumps(q.prompt, sort_keys=True)) for q in waiting)
         if key != session.shown.queue:
             session.shown.queue = key

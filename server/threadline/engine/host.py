@@ -31,8 +31,9 @@ class StreamJournal(Protocol):
         """Start the journal of one answer (``meta``: its turn id and model)."""
         ...
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
-        """One burst, as ``(kind, text)`` runs (kind ``text`` or ``thought``), in one commit."""
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        """One burst, as ``(kind, text)`` runs (kind ``text`` or ``thought``), written
+        before this returns (with other sessions' bursts of the moment, `engine.bursts`)."""
         ...
 
     def clear(self) -> None:

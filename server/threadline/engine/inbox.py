@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,12 @@ LOOK_SECONDS = 0.5
 process wakes it sooner, through the feed)."""
 
 MODES = ("steer", "queue", "refuse")
+
+UNATTENDED_SECONDS = 5.0
+"""How long a prompt may wait in a session that no process works on before it is
+held. A live sender runs its prompt within about `LOOK_SECONDS` once the session is
+free, so one still waiting this long was sent by a process that died (with the work
+it waited on, or as that work ended): after a crash nothing runs unasked."""
 
 Stored = Callable[[str | None], None]
 """Told that a prompt was accepted: the message id it is stored or waits under."""
@@ -195,6 +202,8 @@ class Inbox:
         self.fork = fork
         self._draining: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unattended: dict[str, float] = {}
+        feed.unattended = self._hold_unattended
 
     # -- a prompt ----------------------------------------------------------------------
 
@@ -317,6 +326,30 @@ class Inbox:
         waiting = [p for p in self.store.pending(session.id) if p.state == "waiting"]
         steering = [p for p in waiting if p.mode == "steer"]
         return (steering or waiting or [None])[0]
+
+    def _hold_unattended(self, session: Session, waiting: list[PendingPrompt]) -> bool:
+        """Prompts that wait in a session nobody works on, seen by any window: after
+        `UNATTENDED_SECONDS` their sender is gone, and they are held (shown held,
+        run on ``session/queue/resume``). True while the clock runs."""
+        mine = any(p.origin == self.live.owner.id for p in waiting)
+        if not waiting or mine or session.id in self._draining:
+            self._unattended.pop(session.id, None)  # (ours: our own wait runs them)
+            return False
+        now = time.monotonic()
+        since = self._unattended.setdefault(session.id, now)
+        if now - since < UNATTENDED_SECONDS:
+            return True
+        del self._unattended[session.id]
+        held = self.store.hold_pending(session.id)
+        if held:
+            log.warning(
+                "held %d prompt(s) of %s whose sender is gone: they run when the user "
+                "resumes the queue",
+                len(held),
+                session.id,
+            )
+            self.feed.poke()
+        return False
 
     # -- the queue's methods ---------------------------------------------------------------
 

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ..store.base import SessionRow, SessionStore
+from ..store.base import SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
 from . import events
+from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
-from .mutations import Msg, Mutation
+from .mutations import Mutation
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -64,6 +65,7 @@ class LiveSessions:
         self._token = store.change_token()
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
+        self._bursts = BurstJournal(store)
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -98,13 +100,31 @@ class LiveSessions:
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = Session(
-            row, transcript, self.store, self.providers, self.link, seq, self.workspaces
+            row,
+            transcript,
+            self.store,
+            self.providers,
+            self.link,
+            seq,
+            self.workspaces,
+            self._bursts,
         )
         session.checked = self._generation
+        session.on_awaiting = self._say_awaiting
         self.sessions[row.id] = session
         if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
             self.repair(session)
         return session
+
+    def _say_awaiting(self, session: Session, awaiting: bool) -> None:
+        """Other processes' windows show ``requires_action`` from our lease; a store
+        that fails here costs them that, never the turn."""
+        if session.id not in self.leases.held:
+            return
+        try:
+            self.store.mark_awaiting(session.id, self.owner, awaiting)
+        except StoreError as exc:
+            log.warning("could not say that %s waits for its user: %s", session.id, exc)
 
     def sync(self, session: Session) -> Session:
         """Fold in what other processes committed; one cheap look when nothing did."""
@@ -125,17 +145,11 @@ class LiveSessions:
         session.checked = self._generation
         return session
 
-    def new_messages(self, session: Session) -> list[Msg]:
-        """What other processes committed since we last looked."""
-        before = len(session.transcript)
-        self.sync(session)
-        return session.transcript.messages[before:]
-
     def forget(self, session: Session) -> None:
         """Drop a session another process deleted."""
         self.sessions.pop(session.id, None)
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(session.toolset.aclose())
+            asyncio.get_running_loop().create_task(session.close_tools())
 
     # -- what an unfinished turn left ---------------------------------------------------
 
@@ -302,7 +316,7 @@ class LiveSessions:
     async def close(self, session: Session) -> None:
         """Unload: stop its turn and tools, keep its fold for a later open."""
         await session.interrupt()
-        await session.toolset.aclose()
+        await session.close_tools()
         if self.sessions.pop(session.id, None) is session:
             self._folds.put(session.id, session.transcript, session.seq)
 
@@ -320,7 +334,7 @@ class LiveSessions:
             raise busy_error(session_id, held)
         if session is not None:
             self.sessions.pop(session_id, None)
-            await session.toolset.aclose()
+            await session.close_tools()
 
     async def aclose(self) -> None:
         """Interrupt every running turn so its partial state is recorded, then stop."""
@@ -331,7 +345,7 @@ class LiveSessions:
                     tg.start_soon(s.interrupt)
         async with anyio.create_task_group() as tg:
             for s in self.sessions.values():
-                tg.start_soon(s.toolset.aclose)
+                tg.start_soon(s.close_tools)
         await self._folds.flush((s.id, s.transcript, s.seq) for s in self.sessions.values())
         await self.leases.aclose()
 

@@ -9,22 +9,37 @@ transcript. Messages inside payloads are already in their wire shape
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from ..store.base import NewEvent
+from ..store.base import Blob, NewEvent
+from .images import externalize, has_images
 
 Msg = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class MessageMutation:
-    """Base of the mutations that append exactly one message."""
+    """Base of the mutations that append exactly one message. ``blobs``: the images
+    the message references by hash, stored with its event (`store.blobs`); empty when
+    rebuilt from the log, where they are stored already."""
 
     message: Msg
+    blobs: tuple[Blob, ...] = ()
     kind: ClassVar[str] = ""
 
+    @classmethod
+    def holding(cls, message: Msg) -> Self:
+        """The mutation of a new message whose image blocks may carry their bytes: the
+        bytes become blobs, the message keeps their hashes (`images.externalize`)."""
+        content, blobs = externalize(message["content"])
+        if not blobs:
+            return cls(message)
+        return cls({**message, "content": content}, tuple(blobs))
+
     def to_event(self) -> NewEvent:
-        return NewEvent(self.kind, {"message": self.message}, (self.message["messageId"],))
+        return NewEvent(
+            self.kind, {"message": self.message}, (self.message["messageId"],), self.blobs
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +55,59 @@ class AssistantMessage(MessageMutation):
 @dataclass(frozen=True, slots=True)
 class ToolResult(MessageMutation):
     kind: ClassVar[str] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class MultimodalToolResult(ToolResult):
+    """A tool result that holds images (an MCP screenshot, a client tool's plot).
+
+    Stored as the tool message it is (same event kind: clients show the images in the
+    call's result, history and search read it as any result). A model that takes
+    images in tool results (Anthropic) is sent it as it is; one that takes them only in
+    user messages (OpenAI-compatible chat) is sent it `restructured`: the result says
+    the images follow, and a user message after the batch's results carries them."""
+
+    def restructured(self) -> tuple[Msg, Msg]:
+        return split_images(self.message)
+
+
+def split_images(message: Msg) -> tuple[Msg, Msg]:
+    """A tool message with images as (the tool message with each image replaced by a
+    note that it follows, a user message holding the images)."""
+    images: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for block in message["content"]:
+        if block.get("type") != "tool_result" or not has_images(block.get("content", [])):
+            results.append(block)
+            continue
+        content: list[dict[str, Any]] = []
+        for c in block.get("content", []):
+            if c.get("type") == "image":
+                images.append(c)
+                content.append({"type": "text", "text": IMAGE_FOLLOWS})
+            else:
+                content.append(c)
+        results.append({**block, "content": content})
+    call = next(
+        (
+            b.get("toolName") or "the tool"
+            for b in message["content"]
+            if b.get("type") == "tool_result"
+        ),
+        "the tool",
+    )
+    intro = {"type": "text", "text": f"The image{'s' if len(images) > 1 else ''} {call} returned:"}
+    user: Msg = {
+        "messageId": f"{message['messageId']}-images",
+        "turnId": message["turnId"],
+        "role": "user",
+        "content": [intro, *images],
+        "createdAt": message["createdAt"],
+    }
+    return {**message, "content": results}, user
+
+
+IMAGE_FOLLOWS = "[image: sent in the next user message]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +254,7 @@ class TranscriptReset:
                 "marks": [m.wire() for m in self.marks],
                 "rewindId": self.rewind_id,
             },
+            message_count=self.keep + len(self.messages),
         )
 
     @classmethod
@@ -206,6 +275,7 @@ Mutation = (
     UserMessage
     | AssistantMessage
     | ToolResult
+    | MultimodalToolResult
     | AssistantTruncated
     | ToolCancelled
     | ContextSummary
@@ -224,6 +294,11 @@ MESSAGE_KINDS: dict[str, type[MessageMutation]] = {
 
 def from_event(kind: str, payload: dict[str, Any]) -> Mutation:
     """Rebuild a typed mutation from a stored event."""
+    if kind == ToolResult.kind:
+        message = payload["message"]
+        if has_images(message["content"]):
+            return MultimodalToolResult(message)
+        return ToolResult(message)
     if kind in MESSAGE_KINDS:
         return MESSAGE_KINDS[kind](payload["message"])  # type: ignore[return-value]
     if kind == ContextSummary.kind:

@@ -261,18 +261,24 @@ class Files:
         self, session: Session, target: Mark, paths: dict[str, set[str]]
     ) -> RestoredFiles:
         """Bring ``paths`` back to ``target``, then checkpoint the workspace as it is
-        (files nobody changed are as they were, not as in ``target``)."""
+        (files nobody changed are as they were, not as in ``target``): a restored
+        root's tree comes with its restore (the snapshot `_plan` just took, told of
+        the files written), only a root not restored is snapshotted again."""
 
         def work() -> tuple[RestoredFiles, Trees]:
             written: list[str] = []
             deleted: list[str] = []
+            trees: dict[str, str] = {}
             for root, tree in target.trees:
                 if root not in paths:
                     continue  # another folder's checkpoint (a fork's parent's): not ours
                 done = restore(self.ws.repo(root), tree, paths[root])
                 written += [_shown(session, root, p) for p in done.written]
                 deleted += [_shown(session, root, p) for p in done.deleted]
-            after = self.ws.snapshot_now(session.roots)
+                if done.tree is not None:
+                    trees[root] = done.tree
+            rest = dict(self.ws.snapshot_now([r for r in session.roots if r not in trees]))
+            after = tuple((r, trees.get(r) or rest[r]) for r in session.roots)
             return RestoredFiles(tuple(written), tuple(deleted)), after
 
         files, after = await _off_loop(work)

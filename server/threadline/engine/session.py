@@ -23,10 +23,12 @@ from ..tools.base import Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
+from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
 from .config import SessionConfig
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
+from .images import ImageRules, has_images
 from .link import ClientLink
 from .mutations import Msg, Mutation, WorkspaceCheckpoint, from_event
 from .outcomes import Interrupted
@@ -36,6 +38,8 @@ from .workspace import Workspaces, session_roots
 
 if TYPE_CHECKING:
     from ..providers.registry import ProviderRegistry
+    from ..tools.factory import SessionTools
+    from ..tools.selection import ToolSelector
 
 log = logging.getLogger(__name__)
 
@@ -81,26 +85,52 @@ class Shown:
     """Forks shown (those made before the client looked are not announced)."""
     prompts: set[str] = field(default_factory=set[str])
     """User messages shown while they waited (steering), not shown again on commit."""
+    unshown: list[Msg] = field(default_factory=list[Msg])
+    """Messages other processes committed that the client has not been shown yet:
+    whichever path folded them in (the feed's look, or any request's `LiveSessions.sync`),
+    the feed announces them."""
+    rewound: bool = False
+    """What the client shows stopped being a prefix of the session (a rewind elsewhere)."""
+
+    def arrived(self, messages: list[Msg], before: int, anchor: str | None) -> None:
+        """Note what a catch-up added after the ``before`` messages whose last was
+        ``anchor``: new messages to show, or a cut that makes the client reload."""
+        kept = messages[before - 1]["messageId"] if 0 < before <= len(messages) else None
+        if before and kept != anchor:
+            self.rewound = True
+            self.unshown.clear()
+        else:
+            self.unshown.extend(messages[before:])
+
+    def seen_all(self) -> None:
+        """The client was just shown the whole session (a replay, or its first look)."""
+        self.unshown.clear()
+        self.rewound = False
 
 
 def _unwatched(session: Session) -> None:
     return None
 
 
+def _not_said(session: Session, awaiting: bool) -> None:
+    return None
+
+
 class StoreJournal:
     """A session's stream journal, kept in its store (`host.StreamJournal`)."""
 
-    __slots__ = ("session_id", "store")
+    __slots__ = ("bursts", "session_id", "store")
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(self, store: SessionStore, session_id: str, bursts: BurstJournal) -> None:
         self.store = store
         self.session_id = session_id
+        self.bursts = bursts
 
     def begin(self, message_id: str, meta: dict[str, Any]) -> None:
         self.store.begin_stream(self.session_id, message_id, meta)
 
-    def append(self, runs: Sequence[tuple[str, str]]) -> None:
-        self.store.append_chunks(self.session_id, runs)
+    async def append(self, runs: Sequence[tuple[str, str]]) -> None:
+        await self.bursts.append(self.session_id, runs)
 
     def clear(self) -> None:
         self.store.clear_stream(self.session_id)
@@ -116,6 +146,7 @@ class Session:
         link: ClientLink,
         seq: int,
         workspaces: Workspaces,
+        bursts: BurstJournal | None = None,
     ) -> None:
         self.id = row.id
         self.workspaces = workspaces
@@ -137,32 +168,70 @@ class Session:
         self.running: RunningTask[Any] | None = None
         """The task the session runs now (a turn, a compaction), if any."""
         self.awaiting = 0
+        self.warned_images = False
+        """Whether its client was told its model reads placeholders for images."""
         """Permission requests of its turn waiting for the user (``requires_action``)."""
         self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
+        self.on_awaiting: Callable[[Session, bool], None] = _not_said
+        """Called when its turn starts or stops waiting for the user, so other
+        processes' windows are told (`LiveSessions`, through the lease)."""
         self.permissions = PermissionBroker(
             Approvals(lambda: self.config.approvals, self.save_config)
         )
-        self.journal = StoreJournal(store, self.id)
-        from ..tools.factory import SessionTools  # deferred: not needed for initialize
-        from ..tools.selection import ToolSelector
+        self.journal = StoreJournal(store, self.id, bursts or BurstJournal(store))
+        self._tools: tuple[SessionTools, ToolSelector] | None = None
 
-        self.toolset = SessionTools(self._registry(), cwd=self.cwd)
-        self.tools: ToolRegistry = self.toolset.registry
-        self.offers = ToolSelector(self.tools)
+    def _built(self) -> tuple[SessionTools, ToolSelector]:
+        """The session's tools, made on first need: answering ``session/history`` or
+        replaying ``session/load`` uses none, and making them imports the tool modules
+        (jsonschema, the workspace tools: ~50 ms of a fresh process's first open)."""
+        if self._tools is None:
+            from ..tools.factory import SessionTools
+            from ..tools.selection import ToolSelector
+
+            toolset = SessionTools(self._registry(), cwd=self.cwd)
+            self._tools = (toolset, ToolSelector(toolset.registry))
+        return self._tools
+
+    def make_tools(self) -> None:
+        self._built()
+
+    @property
+    def tools_made(self) -> bool:
+        return self._tools is not None
+
+    @property
+    def toolset(self) -> SessionTools:
+        return self._built()[0]
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self._built()[0].registry
+
+    @property
+    def offers(self) -> ToolSelector:
+        return self._built()[1]
+
+    async def close_tools(self) -> None:
+        """Stop the session's tools (MCP servers, terminals) if any were made."""
+        if self._tools is not None:
+            await self._tools[0].aclose()
 
     def set_builtin_tools(self, enabled: bool) -> None:
         """Turn the built-in tools on or off; client and MCP tools stay as they are."""
         self.config.builtin_tools = enabled
+        if self._tools is None:
+            return  # made with this setting on first need
         old, new = self.tools, self._registry()
         for name in old.names():
             tool = old.get(name)
             if tool is not None and new.get(name) is None and self._is_mcp(tool):
                 new.add(tool)
-        self.toolset.registry = self.tools = new
+        self.toolset.registry = new
 
     @staticmethod
     def _is_mcp(tool: Tool) -> bool:
@@ -251,9 +320,12 @@ class Session:
 
     def catch_up(self, events: list[StoredEvent], row: SessionRow) -> None:
         """Fold what other processes committed since ``seq``."""
+        before, anchor = len(self.transcript), self.transcript.last_message_id
         for e in events:
             self.transcript.apply(from_event(e.kind, e.payload))
             self.seq = e.seq
+        if events:
+            self.shown.arrived(self.transcript.messages, before, anchor)
         self.row = row
         self.title = row.title
         if self.running is None:
@@ -294,13 +366,18 @@ class Session:
     @contextmanager
     def asking_user(self) -> Generator[None]:
         """While a call waits for the user (a permission, ``ask_user``'s question),
-        every window shows the session as ``requires_action``."""
+        every window shows the session as ``requires_action``: this one at once,
+        others through the session's lease (`on_awaiting`)."""
         self.awaiting += 1
+        if self.awaiting == 1:
+            self.on_awaiting(self, True)
         self.changed(self)
         try:
             yield
         finally:
             self.awaiting -= 1
+            if self.awaiting == 0:
+                self.on_awaiting(self, False)
             self.changed(self)
 
     async def authorize(
@@ -397,6 +474,9 @@ class Session:
         is committed); ``context_window`` bounds each tool result."""
         if working is None:
             working = self.transcript.working()
+        images = ImageRules(self.providers.images(self.config.model), self.store.get_blob)
+        if not images.support.sees and not self.warned_images:
+            self._warn_images(working)
         offered: list[ToolSpec] = []
         if not tools_off:
             limits = self.providers.tool_limits(self.config.model)
@@ -415,7 +495,18 @@ class Session:
             max_tokens=self.config.max_tokens
             or self.providers.default_max_tokens(self.config.model),
             temperature=self.config.temperature,
+            images=images,
         )
+
+    def _warn_images(self, working: Sequence[Msg]) -> None:
+        """Say once that this model reads placeholders for the session's images."""
+        if any(has_images(m["content"]) for m in working):
+            self.warned_images = True
+            warning = (
+                f"{self.config.model} cannot see images: it reads a placeholder such as "
+                "[image: 1280×720 PNG, 84 KB — this model cannot see images] instead"
+            )
+            self.announce(events.SessionInfo(now_iso(), warning=warning))
 
     # -- tasks ----------------------------------------------------------------------------
 

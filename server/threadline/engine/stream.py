@@ -10,7 +10,7 @@ mutation: its text, thoughts and calls, its usage and how it finished.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
@@ -166,7 +166,9 @@ class Answer:
 
 
 async def read_bursts(
-    provider: Provider, request: ChatRequest, on_burst: Callable[[list[ProviderEvent]], bool]
+    provider: Provider,
+    request: ChatRequest,
+    on_burst: Callable[[list[ProviderEvent]], Awaitable[bool]],
 ) -> None:
     """Stream ``request``, handing ``on_burst`` every event that is ready at once (at
     most ``BURST_MAX`` more after the first); it returns True to stop reading."""
@@ -188,7 +190,7 @@ async def read_bursts(
                     except anyio.EndOfStream:
                         ended = True
                         break
-                if on_burst(burst):
+                if await on_burst(burst):
                     tg.cancel_scope.cancel()
                     break
 

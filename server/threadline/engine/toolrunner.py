@@ -34,7 +34,8 @@ from . import blocks, events
 from .blocks import Block, ToolStatus
 from .errors import ToolLoopFailed
 from .host import TurnHost
-from .mutations import ToolResult
+from .images import has_images
+from .mutations import MultimodalToolResult, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -244,8 +245,13 @@ class ToolRunner:
             display=outcome.display,
             plan=outcome.plan,
         )
-        self.host.commit((ToolResult(blocks.tool_message(self.turn_id, block)),))
-        self.host.announce(events.ToolFinished(block))
+        message = blocks.tool_message(self.turn_id, block)
+        if has_images(outcome.content):
+            result: ToolResult = MultimodalToolResult.holding(message)
+        else:
+            result = ToolResult(message)
+        self.host.commit((result,))
+        self.host.announce(events.ToolFinished(result.message["content"][0]))
 
     def _answer(
         self, call: ToolCallFinal, text: str, *, status: ToolStatus, is_error: bool = False

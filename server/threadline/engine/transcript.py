@@ -34,7 +34,7 @@ from .rawjson import RawJSON
 COMPACTED = b',"compacted":true}'
 """What ends a message's JSON once a compaction marks it (``{**message, "compacted": true}``)."""
 
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 """Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
 restored (the log is folded instead), so a kept fold never outlives its reader."""
 
@@ -49,9 +49,13 @@ class Checkpoint:
 @dataclass(slots=True)
 class Transcript:
     _messages: list[Msg] = field(default_factory=list[Msg])
-    _unparsed: bytes | None = None
-    """A restored fold's messages as their JSON array, parsed on first need: answering
+    _unparsed: bool = False
+    """A restored fold's messages are still JSON, parsed on first need: answering
     ``session/history`` or ``session/load`` from the kept JSON needs none of them."""
+    _kept_array: tuple[bytes, list[int], list[int]] | None = None
+    """A restored fold's messages as kept: the history's JSON array, each message's
+    size in it, and which of them carry a compaction mark there; cut into `_wire`
+    only when something needs a message's own JSON."""
     index: dict[str, int] = field(default_factory=dict)
     experiences: dict[str, str] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
@@ -92,10 +96,22 @@ class Transcript:
 
     @property
     def messages(self) -> list[Msg]:
-        if self._unparsed is not None:
-            self._messages = orjson.loads(self._unparsed)
-            self._unparsed = None
+        if self._unparsed:
+            self._messages = orjson.loads(b"[" + b",".join(self._wires()) + b"]")
+            self._unparsed = False
         return self._messages
+
+    def _wires(self) -> list[bytes]:
+        """`_wire`, cut from a restored fold's kept array on first need."""
+        kept = self._kept_array
+        if kept is not None:
+            self._kept_array = None
+            array, sizes, marked = kept
+            wire = _pieces(array, 1, sizes, 1)
+            for i in marked:
+                wire[i] = wire[i][: -len(COMPACTED)] + b"}"
+            self._wire = wire
+        return self._wire
 
     def _append(self, message: Msg) -> None:
         self.index[message["messageId"]] = len(self.messages)
@@ -153,7 +169,7 @@ class Transcript:
         self._messages, self.index, self.open_calls, self.summaries = [], {}, {}, []
         for m in [*kept, *reset.messages]:
             self._append(m)
-        self._wire = self._wire[:keep]
+        self._wire = self._wires()[:keep]
         self._replayed = replayed
         self._history = None
         self.experiences = dict(reset.experiences)
@@ -166,7 +182,10 @@ class Transcript:
     # -- views ----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._wire) if self._unparsed is not None else len(self._messages)
+        if not self._unparsed:
+            return len(self._messages)
+        kept = self._kept_array
+        return len(kept[1]) if kept is not None else len(self._wire)
 
     @property
     def last_message_id(self) -> str | None:
@@ -204,7 +223,7 @@ class Transcript:
         except TypeError:
             return self.history()
         compacted = self.compacted_indexes()
-        parts = list(self._wire)
+        parts = list(self._wires())
         for i in compacted:
             w = parts[i]
             parts[i] = (
@@ -219,18 +238,20 @@ class Transcript:
     def _make_wire(self) -> None:
         """Each message's JSON, for those that have none yet; `TypeError` when one is
         not orjson's to write."""
-        if len(self._wire) < len(self):
-            for m in self.messages[len(self._wire) :]:
-                self._wire.append(_kept(orjson.dumps(m)))
+        wire = self._wires()
+        if len(wire) < len(self):
+            for m in self.messages[len(wire) :]:
+                wire.append(_kept(orjson.dumps(m)))
 
     # -- carried to another process -------------------------------------------------------
 
     def snapshot(self) -> bytes | None:
         """The fold as one value a later process `restore`s: a JSON header with the
-        fold's state, a newline, the messages as the JSON array `history_json` splices,
-        then each message's replay updates as made so far (`replay_json`), with where
-        each piece ends, so restoring is one parse and keeps every message's JSON and
-        replay. ``None`` when something is not orjson's to write."""
+        fold's state, a newline, the messages as the JSON array `history_json` answers
+        (compaction marks and all, so a restored fold's history is that array as it
+        is), then each message's replay updates as made so far (`replay_json`), with
+        where each piece ends, so restoring is one parse and keeps every message's JSON
+        and replay. ``None`` when something is not orjson's to write."""
         capture = self.capture()
         return None if capture is None else capture.assemble()
 
@@ -246,7 +267,6 @@ class Transcript:
             return None
         state: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
-            "messages": list(map(len, self._wire)),
             "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
             "experiences": dict(self.experiences),
             "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
@@ -258,7 +278,7 @@ class Transcript:
             "marks": [m.wire() for m in self.marks],
             "rewound": self.rewound,
         }
-        return Snapshot(state, list(self._wire), list(self._made()))
+        return Snapshot(state, list(self._wire), list(self._made()), self.compacted_indexes())
 
     def make_replay(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
@@ -300,13 +320,17 @@ class Transcript:
             ids: list[str] = header["ids"]
             if len(ids) != len(sizes) or data[cut + 1] != ord("["):
                 return None
+            marked: list[int] | None = header["marked"]
             start = cut + 2  # past the newline and the "["
-            wire = _pieces(data, start, sizes, 1)
-            start += sum(sizes) + max(len(sizes), 1)  # the pieces, each comma and the "]"
+            ends = list(itertools.accumulate((size + 1 for size in sizes), initial=start))
+            start = ends[-1] if sizes else start + 1  # the pieces, each comma and the "]"
             body = data[cut + 1 : start]
-            # One comparison in C instead of a look at every separator: the pieces
-            # joined must be the array as written.
-            if data[start : start + 1] != b"\n" or b"[" + b",".join(wire) + b"]" != body:
+            # Where each piece ends there must be a comma (a "]" after the last): the
+            # sizes cut the array as written.
+            after = bytes(map(data.__getitem__, [end - 1 for end in ends[1:]]))
+            if (after != b"," * (len(sizes) - 1) + b"]") if sizes else (body != b"[]"):
+                return None
+            if data[start : start + 1] != b"\n":
                 return None
             start += 1
             made: list[tuple[bool, object, list[int]]] = header.get("replayed", [])
@@ -330,8 +354,14 @@ class Transcript:
             )
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None
-        t._unparsed = body
-        t._wire = wire
+        t._unparsed = True
+        if marked is None:  # the array holds the messages as they are
+            t._kept_array = (body, sizes, [])
+        else:
+            t._kept_array = (body, sizes, marked)
+            cp = t.checkpoint
+            key = (len(sizes), t.working_start, cp and (cp.summary_index, cp.up_to_index))
+            t._history = (key, RawJSON(body))
         t._replay_kept = (made, pieces)
         return t
 
@@ -399,19 +429,18 @@ class Transcript:
     def working(self) -> list[Msg]:
         """Messages the next model request is built from, in prompt order."""
         cp = self.checkpoint
+        messages = self.messages
         if cp is None:
-            return self.messages[self.working_start :]
-        kept = [
-            m
-            for m in self.messages[self.working_start : cp.up_to_index + 1]
-            if m["messageId"] in cp.keep_ids
-        ]
-        after = [
-            m
-            for i, m in enumerate(self.messages[cp.up_to_index + 1 :], start=cp.up_to_index + 1)
-            if i != cp.summary_index and not _is_summary(m)
-        ]
-        return [*kept, self.messages[cp.summary_index], *after]
+            return messages[self.working_start :]
+        # Found through the index and the summaries' positions, not by looking at every
+        # compacted message: a turn of a long session costs what its prompt holds, not
+        # what the session has ever said.
+        first, last = self.working_start, cp.up_to_index
+        found = (self.index.get(mid, -1) for mid in cp.keep_ids)
+        kept = [messages[i] for i in sorted(i for i in found if first <= i <= last)]
+        skip = {cp.summary_index, *(i for i in self.summaries if i > last)}
+        after = [m for i, m in enumerate(messages[last + 1 :], start=last + 1) if i not in skip]
+        return [*kept, messages[cp.summary_index], *after]
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +452,8 @@ class Snapshot:
     state: dict[str, Any]
     wire: list[bytes]
     replayed: list[tuple[tuple[bool, object], list[bytes]]]
+    compacted: set[int]
+    """The messages a compaction marks in the history (`Transcript.compacted_indexes`)."""
 
     @property
     def messages(self) -> int:
@@ -432,6 +463,15 @@ class Snapshot:
         """The bytes `Transcript.restore` reads; ``None`` when the state is not
         orjson's to write."""
         state = dict(self.state)
+        wire, marked = self.wire, sorted(self.compacted)
+        if any(b'"compacted"' in wire[i] for i in marked):
+            marked = None  # marked otherwise (`history_json`): the messages kept as they are
+        else:
+            wire = list(wire)
+            for i in marked:
+                wire[i] = wire[i][:-1] + COMPACTED
+        state["marked"] = marked
+        state["messages"] = list(map(len, wire))  # as written
         replays: list[bytes] = []
         try:  # the replay's variant is the projection's business: kept when it can be
             state["replayed"] = [
@@ -445,7 +485,7 @@ class Snapshot:
                 header = orjson.dumps(state)
             except TypeError:
                 return None
-        return b"".join([header, b"\n[", b",".join(self.wire), b"]\n", *replays])
+        return b"".join([header, b"\n[", b",".join(wire), b"]\n", *replays])
 
 
 def _pieces(data: bytes, start: int, sizes: list[int], gap: int) -> list[bytes]:

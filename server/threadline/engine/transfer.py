@@ -29,13 +29,16 @@ from threadline_protocol.messages import Message
 from ..store.base import NewEvent, SessionRow, StoredEvent
 from .errors import InvalidParams
 from .ids import new_id, now_iso
+from .images import BlobReader, describe, inline
 from .mutations import ContextReplace, ContextSummary, MessageMutation, Msg, from_event
 
 HEADER = "session-log"
 VERSION = 1
 
 
-def export_jsonl(row: SessionRow, log: Sequence[StoredEvent]) -> str:
+def export_jsonl(row: SessionRow, log: Sequence[StoredEvent], read: BlobReader) -> str:
+    """``read``: the store's blobs, whose bytes the file carries (inline, as base64
+    ``data``), so it stands alone; an import stores them as blobs again."""
     header = {
         "threadline": HEADER,
         "version": VERSION,
@@ -52,7 +55,10 @@ def export_jsonl(row: SessionRow, log: Sequence[StoredEvent]) -> str:
     lines = [json.dumps(header, ensure_ascii=False)]
     for seq, ev in enumerate(log, start=1):
         lines.append(
-            json.dumps({"seq": seq, "kind": ev.kind, "payload": ev.payload}, ensure_ascii=False)
+            json.dumps(
+                {"seq": seq, "kind": ev.kind, "payload": inline(ev.payload, read)},
+                ensure_ascii=False,
+            )
         )
     return "\n".join(lines) + "\n"
 
@@ -90,6 +96,8 @@ def _block_markdown(block: dict[str, Any], results: dict[Any, dict[str, Any]]) -
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
+    if kind == "image":
+        return f"*[image: {describe(block)}]*"
     if kind == "summary":
         return "\n".join("> " + line for line in str(block.get("text", "")).splitlines())
     if kind == "tool_use":
@@ -212,7 +220,13 @@ def _renamed(raw: list[tuple[str, dict[str, Any]]]) -> list[NewEvent]:
                     old = b.get("id")
                     if isinstance(old, str) and old not in fresh:
                         fresh[old] = new_id("call")
-    return [from_event(kind, _swap(payload, fresh)).to_event() for kind, payload in raw]
+    out: list[NewEvent] = []
+    for kind, payload in raw:
+        mutation = from_event(kind, _swap(payload, fresh))
+        if isinstance(mutation, MessageMutation):  # images carried inline become blobs
+            mutation = type(mutation).holding(mutation.message)
+        out.append(mutation.to_event())
+    return out
 
 
 def _messages(payload: dict[str, Any]) -> list[dict[str, Any]]:

@@ -139,7 +139,9 @@ class Turn:
         message = blocks.user_message(self.number, self.prompt, self.message_id)
         self.user_message_id = message["messageId"]
         self._refuse_oversize(await self.host.provider(), message)
-        self.host.commit((UserMessage(message),))
+        mutation = UserMessage.holding(message)
+        message = mutation.message
+        self.host.commit((mutation,))
         self.host.announce(events.PromptStored(message))
         if self.on_stored is not None:
             self.on_stored(message["messageId"])
@@ -156,8 +158,9 @@ class Turn:
         if not joined:
             return False
         for message_id, content in joined:
-            message = blocks.user_message(self.number, content, message_id)
-            self.host.commit((UserMessage(message),))
+            mutation = UserMessage.holding(blocks.user_message(self.number, content, message_id))
+            message = mutation.message
+            self.host.commit((mutation,))
             self.host.show_prompt(message)
             self.joined.append(message_id)
         return True
@@ -258,17 +261,17 @@ class Turn:
         self._last_call = (self._request_tokens, answer)
         host.journal.begin(answer.message_id, {"turnId": self.turn_id, "model": provider.model_id})
 
-        def on_burst(burst: list[ProviderEvent]) -> bool:
+        async def on_burst(burst: list[ProviderEvent]) -> bool:
             for event in burst:
                 if isinstance(event, StatusNotice):
                     host.announce(events.SessionInfo(now_iso(), status=event.message))
                 else:
                     answer.take(event)
-            self._flush(answer)
+            await self._flush(answer)
             return answer.stopped
 
         await read_bursts(provider, request, on_burst)
-        self._flush(answer)
+        await self._flush(answer)
         if answer.usage is not None:
             self.totals += answer.usage
             used = answer.usage.input_tokens + answer.usage.output_tokens
@@ -277,12 +280,12 @@ class Turn:
             answer.take_written_call()
         return answer
 
-    def _flush(self, answer: Answer) -> None:
+    async def _flush(self, answer: Answer) -> None:
         """Journal the burst in one commit, then announce it coalesced per block."""
         runs = answer.runs()
         if not runs:
             return
-        self.host.journal.append(runs)  # one journal row per run, exactly what is announced
+        await self.host.journal.append(runs)  # one journal row per run, exactly what is announced
         for kind, text in runs:
             self.host.announce(
                 events.MessageChunk(answer.message_id, self.turn_id, text, kind == "thought")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from ..checkpoints import CheckpointError, ShadowRepo, git_binary
+from ..checkpoints import CheckpointError, ShadowRepo, unavailable
 from ..checkpoints.restore import resume, resume_all
 from ..store.owners import hostname
 from .mutations import Mark
@@ -43,9 +43,10 @@ class Workspaces:
         """Why checkpoints are off in this process, or None when they are on."""
         if data_dir is None:
             self.off_reason = "this process keeps no checkpoints"
-        elif git_binary() is None:
-            self.off_reason = "git was not found on PATH: checkpoints of files are off"
-            log.warning(self.off_reason)
+        else:
+            self.off_reason = unavailable()
+            if self.off_reason is not None:
+                log.warning(self.off_reason)
         self._repos: dict[str, ShadowRepo] = {}
         self._lock = threading.Lock()
 

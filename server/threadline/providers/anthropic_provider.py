@@ -36,6 +36,7 @@ from .base import (
     ChatRequest,
     Done,
     FinishReason,
+    ImagePart,
     ProviderError,
     ProviderEvent,
     TextDelta,
@@ -116,7 +117,7 @@ class AnthropicProvider(SdkProvider[AnthropicOptions]):
         if o.prompt_cache and messages:
             # Mark the end of the conversation so the next request reads it from cache.
             last = messages[-1]["content"][-1]
-            if last.get("type") in ("text", "tool_result"):
+            if last.get("type") in ("text", "tool_result", "image"):
                 last["cache_control"] = {"type": "ephemeral"}
         if request.tools:
             params["tools"] = [
@@ -170,6 +171,14 @@ def thought_block(thought: dict[str, Any]) -> dict[str, Any] | None:
     return {"type": "thinking", "thinking": str(thought.get("text", "")), "signature": signature}
 
 
+def image_blocks(images: list[ImagePart]) -> list[dict[str, Any]]:
+    """Images as the Messages API's base64 ``image`` blocks."""
+    return [
+        {"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
+        for i in images
+    ]
+
+
 def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
     """The system text and the alternating user/assistant messages of a request."""
     system: list[str] = []
@@ -190,8 +199,10 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[s
             elif m.content:
                 add("user", [{"type": "text", "text": m.content}])
         elif m.role == "user":
+            blocks = image_blocks(m.images)
             if m.content:
-                add("user", [{"type": "text", "text": m.content}])
+                blocks.append({"type": "text", "text": m.content})
+            add("user", blocks)
         elif m.role == "assistant":
             blocks = [b for b in (thought_block(t) for t in m.thoughts) if b is not None]
             if m.content:
@@ -202,10 +213,14 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[s
             ]
             add("assistant", blocks)
         else:
+            content: str | list[dict[str, Any]] = m.content or "(no output)"
+            if m.images:  # a result's images stand in it, after its text
+                text = [{"type": "text", "text": m.content}] if m.content else []
+                content = text + image_blocks(m.images)
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id or "",
-                "content": m.content or "(no output)",
+                "content": content,
             }
             if m.is_error:
                 result["is_error"] = True

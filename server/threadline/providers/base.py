@@ -146,6 +146,38 @@ SMALL_MODEL_TOOLS = ToolOfferLimits(top_k=3, close_to_best=0.5)
 LARGE_MODEL_TOOLS = ToolOfferLimits(top_k=20, offer_all_up_to=30, plain_when_irrelevant=False)
 
 
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image sent to the model with a message: base64 bytes, their type, the size
+    in pixels and what the image costs in tokens with this model (`ImageSupport`)."""
+
+    mime_type: str
+    data: str
+    width: int
+    height: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImageSupport:
+    """Whether a model sees images, and where: a property of the provider and model
+    (``images`` in ``threadline.toml`` overrides the default)."""
+
+    sees: bool = False
+    in_tool_results: bool = False
+    """Images may stand inside a tool result (Anthropic); else they are sent in a user
+    message after the results (`engine.mutations.MultimodalToolResult`)."""
+    cost: Literal["anthropic", "openai"] = "openai"
+    """Whose documented formula prices an image in tokens."""
+    max_bytes: int | None = None
+    max_side: int | None = None
+    """The largest image the API takes (bytes, pixels a side); a larger one is sent as
+    a placeholder rather than failing the request."""
+
+
+TEXT_ONLY = ImageSupport()
+
+
 @dataclass(slots=True)
 class ChatMessage:
     """A provider-neutral message of the compiled request.
@@ -163,6 +195,9 @@ class ChatMessage:
     tool_name: str | None = None
     is_error: bool = False
     ephemeral: bool = False
+    images: list[ImagePart] = field(default_factory=list[ImagePart])
+    """Images sent with the message (user messages, and tool results for a model whose
+    `ImageSupport.in_tool_results`), after its text."""
 
 
 @dataclass(slots=True)
@@ -198,4 +233,9 @@ def rough_token_count(request: ChatRequest) -> int:
         len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages
     )
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
-    return chars // 4 + 4 * len(request.messages)
+    return chars // 4 + 4 * len(request.messages) + image_tokens(request)
+
+
+def image_tokens(request: ChatRequest) -> int:
+    """What the request's images cost, as each was priced for its model."""
+    return sum(i.tokens for m in request.messages for i in m.images)

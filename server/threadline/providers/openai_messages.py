@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from .base import ChatMessage, ChatRequest
+from .base import ChatMessage, ChatRequest, ImagePart
 
 
 def to_openai_messages(
@@ -17,7 +17,9 @@ def to_openai_messages(
     """Provider-neutral messages in the chat completions shape."""
     out: list[dict[str, Any]] = []
     for m in messages:
-        if m.role in ("system", "user"):
+        if m.role == "user" and m.images:
+            out.append({"role": "user", "content": content_parts(m.content, m.images)})
+        elif m.role in ("system", "user"):
             out.append({"role": m.role, "content": m.content})
         elif m.role == "assistant":
             # "" rather than null beside tool calls: llama-cpp-python rejects null.
@@ -55,6 +57,18 @@ def to_openai_messages(
                     {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": content}
                 )
     return out
+
+
+def content_parts(text: str, images: list[ImagePart]) -> list[dict[str, Any]]:
+    """A user message's text and images as chat completions content parts (images as
+    ``data:`` URLs; a tool result's images come here too, in the user message that
+    follows the results: `engine.mutations.MultimodalToolResult`)."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    parts += [
+        {"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+        for i in images
+    ]
+    return parts
 
 
 def tool_choice(request: ChatRequest) -> Any:

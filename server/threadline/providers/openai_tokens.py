@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from .base import ChatRequest, rough_token_count
+from .base import ChatRequest, image_tokens, rough_token_count
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def count_tokens(request: ChatRequest, name: str | None) -> int:
             n += len(encoding.encode(c.raw_arguments or json.dumps(c.arguments))) + 8
     for t in request.tools:
         n += len(encoding.encode(t.description + json.dumps(t.parameters))) + 8
-    return n
+    return n + image_tokens(request)
 
 
 def encoding_name(model: str) -> str | None:

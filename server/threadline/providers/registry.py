@@ -17,7 +17,14 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base import LARGE_MODEL_TOOLS, SMALL_MODEL_TOOLS, Provider, ToolOfferLimits
+from .base import (
+    LARGE_MODEL_TOOLS,
+    SMALL_MODEL_TOOLS,
+    TEXT_ONLY,
+    ImageSupport,
+    Provider,
+    ToolOfferLimits,
+)
 
 if TYPE_CHECKING:
     from ..userconfig import ModelEntry, UserConfig
@@ -174,6 +181,19 @@ class ProviderRegistry:
             offer_all_up_to=int(offer_all) if isinstance(offer_all, int) else 0,
             plain_when_irrelevant=k <= SMALL_MODEL_TOOLS.top_k,
         )
+
+    def images(self, model: str) -> ImageSupport:
+        """Whether ``model`` sees images, and where (`vision.image_support`)."""
+        from .vision import image_support, scripted_support
+
+        if model in LOCAL_ALIASES or model == DEFAULT_MODEL:
+            return TEXT_ONLY
+        if model.startswith("scripted:"):
+            return scripted_support(model.partition(":")[2])
+        entry = self._entry(model)
+        if entry is None:
+            return TEXT_ONLY
+        return image_support(entry)
 
     def _entry(self, model: str) -> ModelEntry | None:
         if model in LOCAL_ALIASES or model.startswith("scripted:"):

@@ -15,7 +15,10 @@ script deterministically. Steps::
     {"echo": true}                             repeat the last user message as text
     {"status": "loading the model"}            a wait announced to the client
 
-A ``"summary": [step, ...]`` key answers compaction requests instead of the rounds.
+``"images": true`` marks the model as one that sees images (text-only otherwise;
+``"toolResultImages": true``: in tool results too); a recorded message's images are
+listed under ``images``. A ``"summary": [step, ...]`` key answers compaction requests
+instead of the rounds.
 ``"record": "<file>"`` appends each request it is sent to that file as one JSON line
 (``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
 a test can see what the model was given and when. ``"steered": true`` counts rounds
@@ -37,6 +40,7 @@ import anyio
 import anyio.lowlevel
 
 from .base import (
+    ChatMessage,
     ChatRequest,
     Done,
     FinishReason,
@@ -76,11 +80,28 @@ def _round_index(request: ChatRequest, steered: bool = False) -> int:
     return n
 
 
+def _recorded(m: ChatMessage) -> dict[str, Any]:
+    """A message as the record shows it; its images by type, size, cost and bytes."""
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.images:
+        out["images"] = [
+            {
+                "mimeType": i.mime_type,
+                "width": i.width,
+                "height": i.height,
+                "tokens": i.tokens,
+                "data": i.data,
+            }
+            for i in m.images
+        ]
+    return out
+
+
 def _record(path: str, request: ChatRequest) -> None:
     line = {
         "t": time.time(),
         "purpose": request.purpose,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [_recorded(m) for m in request.messages],
     }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")

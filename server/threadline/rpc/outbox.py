@@ -122,12 +122,32 @@ class _Raw:
         self.body = body
 
 
+class _Updates:
+    """Many ``session/update``s of one session already written as JSON (a replay),
+    queued as one item and framed together on the writer thread: 10,000 updates are
+    one queue entry and one join, not 10,000 of each."""
+
+    __slots__ = ("head", "updates")
+
+    def __init__(self, head: bytes, updates: Sequence[bytes]) -> None:
+        self.head = head
+        self.updates = updates
+
+    def frames(self, framing: Framing | None) -> bytes:
+        head, n = self.head, len(self.head) + 2
+        if framing == "lines":
+            return b"".join([b"%s%s}}\n" % (head, u) for u in self.updates])
+        return b"".join(
+            [b"Content-Length: %d\r\n\r\n%s%s}}" % (n + len(u), head, u) for u in self.updates]
+        )
+
+
 class Outbox:
     def __init__(self, stream: BinaryIO, on_broken: Callable[[], None] | None = None) -> None:
         """``on_broken`` is called (once, on the writer thread) when the client's end
         of the output is found closed: by a failed write, or while idle by polling."""
         self._stream = stream
-        self._queue: deque[dict[str, Any] | _Chunk | _Raw] = deque()
+        self._queue: deque[dict[str, Any] | _Chunk | _Raw | _Updates] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._broken = False
@@ -183,7 +203,7 @@ class Outbox:
         with self._cond:
             if self._closed:
                 return
-            self._queue.extend(_Raw(head + u + b"}}") for u in updates)
+            self._queue.append(_Updates(head, updates))
             self._cond.notify()
 
     def _queue_update(self, session_id: str, update: dict[str, Any]) -> None:
@@ -223,15 +243,20 @@ class Outbox:
                         self._set_broken()
                 if not self._queue:
                     return
-                batch: list[dict[str, Any] | _Chunk | _Raw] = []
+                batch: list[dict[str, Any] | _Chunk | _Raw | _Updates] = []
                 while self._queue and len(batch) < 256:
                     batch.append(self._queue.popleft())
             if self._broken:
                 continue
             out = bytearray()
+            count = len(batch)
             for item in batch:
                 if isinstance(item, _Raw):
                     out += encode(item.body, self.framing)
+                    continue
+                if isinstance(item, _Updates):
+                    out += item.frames(self.framing)
+                    count += len(item.updates) - 1
                     continue
                 msg = item.message() if isinstance(item, _Chunk) else item
                 try:
@@ -244,7 +269,7 @@ class Outbox:
                 out += encode(body, self.framing)
             try:
                 write_all(self._stream, out)
-                self.sent += len(batch)
+                self.sent += count
             except (BrokenPipeError, OSError, ValueError):
                 self._set_broken()
 

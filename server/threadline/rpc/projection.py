@@ -216,6 +216,8 @@ def session_info(info: events.SessionInfo) -> Update:
         meta["deleted"] = True
     if info.rewound is not None:
         meta["rewound"] = info.rewound
+    if info.warning is not None:
+        meta["warning"] = info.warning
     if meta:
         u["_meta"] = {"threadline": meta}
     return u

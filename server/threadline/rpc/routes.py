@@ -100,6 +100,7 @@ CALLS: dict[str, Call] = {
     "session/cancel": Engine.cancel,
     "session/history": by_id(Engine.history),
     "session/context": by_id(Engine.context),
+    "session/blob": Engine.blob,
     "session/load": Engine.load,
     "session/resume": Engine.resume,
     "session/list": Engine.list_sessions,

@@ -87,6 +87,9 @@ class ThreadlineServer:
         """JSON-RPC batches, which v2 accepts."""
         self.cancel_method: CancelMethod | None = None
         """Set by ``initialize`` when the client names it; else the framing decides."""
+        self.inline_images = True
+        """Stored images are sent with their bytes, unless the client asked for
+        references (``imageReferences``)."""
         self._tasks: dict[Any, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stopped = asyncio.Event()
@@ -96,12 +99,18 @@ class ThreadlineServer:
 
     def announce(self, session_id: str, event: Event) -> None:
         for update in self.projection.session_updates(session_id, event):
+            if self.inline_images:
+                update = self.engine.images.update(update)
             self.outbox.send_update(session_id, update)
 
     def notify_updates(self, session_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        if self.inline_images:
+            updates = [self.engine.images.update(u) for u in updates]
         self.outbox.send_updates(session_id, updates)
 
     def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
+        if self.inline_images:
+            updates = [self.engine.images.update_json(u) for u in updates]
         self.outbox.send_updates_json(session_id, updates)
 
     async def request_permission(
@@ -169,6 +178,7 @@ class ThreadlineServer:
         self.client_caps = capabilities.wire()
         self.projection = Projection.for_client(self.client_caps)
         self.cancel_method = capabilities.threadline().cancel_method
+        self.inline_images = not capabilities.threadline().image_references
         self.initialized = True
 
     def client_connected_v2(self, params: v2.InitializeRequestV2) -> None:

@@ -76,12 +76,37 @@ class StoredEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Blob:
+    """The bytes of one image, their type and size in pixels, named by their SHA-256."""
+
+    hash: str
+    mime_type: str
+    data: bytes
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlobInfo:
+    hash: str
+    mime_type: str
+    size: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewEvent:
     """An event to append; ``message_ids`` lists the messages it creates, in order."""
 
     kind: str
     payload: dict[str, Any]
     message_ids: Sequence[str] = ()
+    blobs: Sequence[Blob] = ()
+    """The images its payload references by hash (`store.blobs`), stored with it."""
+    message_count: int | None = None
+    """Set by an event that cuts the transcript (a rewind, its undoing): how many
+    messages the session holds after it (before ``message_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +146,9 @@ class Lease:
     """Wall-clock seconds of the owner's last heartbeat."""
     interrupt: bool
     """Another process asked the owner to stop the turn."""
+    awaiting: bool = False
+    """The owner's turn waits for its user (a permission request, a question): every
+    window shows the session as ``requires_action`` (`SessionStore.mark_awaiting`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +215,8 @@ class SessionDump:
     events: list[StoredEvent]
     messages: list[tuple[str, int, int]]
     """``(message id, seq, ordinal)`` of the messages the session's own events created."""
+    blobs: Sequence[Blob] = ()
+    """The images its own events reference (`store.blobs`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +368,11 @@ class SessionStore(Protocol):
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None: ...
 
+    def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+        """Journal the bursts of many sessions (``(session id, chunks)``) in one write:
+        what `append_chunks` of each would keep."""
+        ...
+
     def inflight_streams(self) -> list[InflightStream]: ...
 
     def inflight_stream(self, session_id: str) -> InflightStream | None: ...
@@ -365,6 +400,10 @@ class SessionStore(Protocol):
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         """Ask the holder of the session's lease to stop its turn."""
+        ...
+
+    def mark_awaiting(self, session_id: str, owner: Owner, awaiting: bool) -> None:
+        """Say on our lease whether its turn waits for the user (`Lease.awaiting`)."""
         ...
 
     # -- pending prompts (store.pending) ------------------------------------------------
@@ -413,6 +452,10 @@ class SessionStore(Protocol):
     def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
         """What windows show of each session, in one snapshot (one change token fans out
         to every loaded session with this one read)."""
+        ...
+
+    def get_blob(self, hash: str) -> tuple[BlobInfo, bytes] | None:
+        """An image's bytes by their hash (`store.blobs`), or None."""
         ...
 
     def close(self) -> None: ...

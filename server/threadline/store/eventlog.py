@@ -59,6 +59,7 @@ class EventLogOps(SessionOps):
         if r is None:
             raise KeyError(session_id)
         seq, ordinal = int(r[0]), int(r[1])
+        grown = 0  # own_count's change
         if expected_seq is not None and seq != expected_seq:
             raise StoreConflict(
                 f"session {session_id} is at event {seq}, not {expected_seq}: "
@@ -69,10 +70,15 @@ class EventLogOps(SessionOps):
         for ev in batch:
             seq += 1
             rows.append((session_id, seq, ev.kind, dumps(ev.payload)))
+            if ev.message_count is not None:  # a rewind: the count starts again there
+                grown += ev.message_count - ordinal
+                ordinal = ev.message_count
             for mid in ev.message_ids:
                 ordinal += 1
+                grown += 1
                 messages.append((mid, session_id, seq, ordinal))
         db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
+        self._add_refs(db, session_id, [b for ev in batch for b in ev.blobs])
         db.many(
             "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
             messages,
@@ -89,13 +95,13 @@ class EventLogOps(SessionOps):
         if first is None:
             db.run(
                 "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=? WHERE id=?",
-                (seq, len(messages), now, session_id),
+                (seq, grown, now, session_id),
             )
         else:
             db.run(
                 "UPDATE sessions SET last_seq=?, own_count=own_count+?, updated_at=?, "
                 "preview=? WHERE id=?",
-                (seq, len(messages), now, self._text(first), session_id),
+                (seq, grown, now, self._text(first), session_id),
             )
         return seq
 
@@ -161,7 +167,7 @@ class EventLogOps(SessionOps):
         if not self.keeps_folds:
             return None
         r = self._read(
-            lambda db: db.one(
+            lambda db: db.one_binary(
                 "SELECT folds.seq, folds.data FROM folds JOIN sessions "
                 "ON sessions.id=folds.session_id "
                 "WHERE folds.session_id=? AND folds.seq<=sessions.last_seq "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .base import Acquired, Lease, Owner
 from .owners import owner_is_dead
-from .rows import LEASE_COLS, iso, lease_row
+from .rows import AWAITING, LEASE_COLS, iso, lease_row
 from .seam import SqlBase
 from .statements import Statements
 
@@ -90,3 +90,16 @@ class LeaseOps(SqlBase):
             )
         )
         return None if r is None else lease_row(r)
+
+    def mark_awaiting(self, session_id: str, owner: Owner, awaiting: bool) -> None:
+        def work(db: Statements) -> None:
+            held = lease_of(db, session_id)
+            if held is None or held.owner.id != owner.id:
+                return  # not ours (any more): nothing to say
+            kind = held.kind + (AWAITING if awaiting else "")
+            db.run(
+                "UPDATE leases SET kind=? WHERE session_id=? AND owner_id=?",
+                (kind, session_id, owner.id),
+            )
+
+        self._write(work)

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Lease, PendingPrompt, SessionRow, StoreError, Watched
+from .base import PendingPrompt, StoreError, Watched
 from .codec import dumps
 from .rows import ID_BATCH, LEASE_COLS, lease_row, session_row
 from .seam import SqlBase
@@ -216,43 +216,81 @@ class PendingOps(SqlBase):
 
     def watch(self, session_ids: Sequence[str]) -> dict[str, Watched]:
         """Each session's row (None once deleted), lease, prompts that have not finished,
-        and forks, read in one snapshot, in one attempt (`SqlBase._glance`)."""
+        and forks, read in one snapshot, in one attempt (`SqlBase._glance`). On a
+        server (PostgreSQL) one statement: every window polls this while sessions
+        stream, and each round trip there waits on the event loop."""
+        if self.dialect.json_rows and len(session_ids) <= ID_BATCH:
+            return self._glance_one(lambda db: self._watch_one(db, session_ids))
 
         def work(db: Statements) -> dict[str, Watched]:
-            rows: dict[str, SessionRow | None] = {}
-            leases: dict[str, Lease] = {}
-            pending: dict[str, list[PendingPrompt]] = {}
-            forks: dict[str, list[tuple[str, str | None]]] = {}
+            rows: list[Sequence[Any]] = []
+            leases: list[Sequence[Any]] = []
+            pending: list[Sequence[Any]] = []
+            forks: list[Sequence[Any]] = []
             for i in range(0, len(session_ids), ID_BATCH):
                 batch = _Batch(list(session_ids[i : i + ID_BATCH]))
-                for r in db.all(
+                rows += db.all(
                     f"SELECT {self._cols} FROM sessions WHERE id IN ({batch.marks()})", batch.ids
-                ):
-                    row = session_row(r)
-                    rows[row.id] = None if row.deleted else row
-                for r in db.all(
+                )
+                leases += db.all(
                     f"SELECT {LEASE_COLS} FROM leases WHERE session_id IN ({batch.marks()})",
                     batch.ids,
-                ):
-                    lease = lease_row(r)
-                    leases[lease.session_id] = lease
-                for r in self._waiting(db, batch):
-                    p = pending_row(r)
-                    pending.setdefault(p.session_id, []).append(p)
-                for r in db.all(
+                )
+                pending += self._waiting(db, batch)
+                forks += db.all(
                     "SELECT parent_id, id, forked_at_message_id FROM sessions "
                     f"WHERE parent_id IN ({batch.marks()}) AND NOT deleted ORDER BY created_at, id",
                     batch.ids,
-                ):
-                    forks.setdefault(r[0], []).append((r[1], r[2]))
-            return {
-                sid: Watched(
-                    row=rows.get(sid),
-                    lease=leases.get(sid),
-                    pending=tuple(pending.get(sid, ())),
-                    forks=tuple(forks.get(sid, ())),
                 )
-                for sid in session_ids
-            }
+            return _watched(session_ids, rows, leases, pending, forks)
 
         return self._glance(work)
+
+    def _watch_one(self, db: Statements, session_ids: Sequence[str]) -> dict[str, Watched]:
+        ids = list(session_ids)
+        waiting = (
+            f"(SELECT json_agg(json_build_array({PENDING_COLS}) ORDER BY position) "
+            "FROM pending WHERE session_id = ANY(?) AND state IN ('waiting','held','taken'))"
+            if self.keeps_pending
+            else "NULL"
+        )
+        r = db.one(
+            f"SELECT (SELECT json_agg(json_build_array({self._cols})) FROM sessions "
+            "WHERE id = ANY(?)), "
+            f"(SELECT json_agg(json_build_array({LEASE_COLS})) FROM leases "
+            "WHERE session_id = ANY(?)), "
+            f"{waiting}, "
+            "(SELECT json_agg(json_build_array(parent_id, id, forked_at_message_id) "
+            "ORDER BY created_at, id) FROM sessions WHERE parent_id = ANY(?) AND NOT deleted)",
+            (ids, ids, *([ids] if self.keeps_pending else []), ids),
+        )
+        sessions, leases, pending, forks = r or (None, None, None, None)
+        return _watched(session_ids, sessions or (), leases or (), pending or (), forks or ())
+
+
+def _watched(
+    session_ids: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    leases: Iterable[Sequence[Any]],
+    pending: Iterable[Sequence[Any]],
+    forks: Iterable[Sequence[Any]],
+) -> dict[str, Watched]:
+    """What `watch` answers, from the rows it read (sessions, leases, prompts that have
+    not finished in order, forks in order)."""
+    found = {row.id: None if row.deleted else row for row in map(session_row, rows)}
+    held = {lease.session_id: lease for lease in map(lease_row, leases)}
+    prompts: dict[str, list[PendingPrompt]] = {}
+    for p in map(pending_row, pending):
+        prompts.setdefault(p.session_id, []).append(p)
+    children: dict[str, list[tuple[str, str | None]]] = {}
+    for parent, child, at in forks:
+        children.setdefault(parent, []).append((child, at))
+    return {
+        sid: Watched(
+            row=found.get(sid),
+            lease=held.get(sid),
+            pending=tuple(prompts.get(sid, ())),
+            forks=tuple(children.get(sid, ())),
+        )
+        for sid in session_ids
+    }

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import Connection, Notify
+from psycopg import Connection, IsolationLevel, Notify
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -48,11 +48,12 @@ from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
 2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
 ``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
-(`store.pending`; the SQLite store's schema 5). An older schema is brought up
+(`store.pending`; the SQLite store's schema 5). 5: blobs and their references
+(`store.blobs`; the SQLite store's schema 6). An older schema is brought up
 to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
 `store.catalog.upgrade`."""
 
@@ -112,6 +113,8 @@ def retry_seconds() -> float:
         return 5.0
 
 
+REPEATABLE_READ = IsolationLevel.REPEATABLE_READ
+
 DIALECT = Dialect(
     prefix="tl_",
     mark="%s",
@@ -119,6 +122,8 @@ DIALECT = Dialect(
     text=_pgtext,
     session_lock="SELECT pg_advisory_xact_lock(hashtext(?))",
     fts="tsvector",
+    binary_rows=True,
+    json_rows=True,
     types={
         "int": "BIGINT",
         "bool": "BOOLEAN",
@@ -158,6 +163,7 @@ class PostgresStore(SqlStore):
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
             self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
             self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
+            self.keeps_blobs = version >= 5 and self._may_use("tl_blob_refs", "images")
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
@@ -287,12 +293,14 @@ class PostgresStore(SqlStore):
         write: bool,
         tx: bool = True,
         patience: float | None = None,
+        snapshot: bool = False,
     ) -> T:
         """Run ``work`` in one transaction (``tx=False``: a single read statement, which
         needs none and saves two round trips), retrying on a fresh connection with
         backoff while the server is unreachable, for ``patience`` seconds (default
         `retry_seconds`; 0: one attempt). Writes first flush journal chunks that
-        waited, then notify the other instances."""
+        waited, then notify the other instances. ``snapshot``: a REPEATABLE READ
+        transaction, begun as one (no separate ``SET TRANSACTION`` round trip)."""
         deadline = time.monotonic() + (retry_seconds() if patience is None else patience)
         delay = 0.05
         while True:
@@ -302,6 +310,7 @@ class PostgresStore(SqlStore):
                 with self._pool.connection(timeout=wait) as conn:
                     if not tx:
                         return work(conn)
+                    conn.isolation_level = REPEATABLE_READ if snapshot else None
                     with conn.transaction():
                         if write:
                             flushed = self._write_waiting(conn)
@@ -331,20 +340,21 @@ class PostgresStore(SqlStore):
     def _snapshot(self, work: Callable[[Statements], T]) -> T:
         """Several statements in one REPEATABLE READ transaction."""
 
-        def snap(conn: Connection[tuple[Any, ...]]) -> T:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            return work(Statements(conn, DIALECT))
-
-        return self._run(snap, write=False)
+        return self._run(lambda conn: work(Statements(conn, DIALECT)), write=False, snapshot=True)
 
     def _glance(self, work: Callable[[Statements], T]) -> T:
         """`_snapshot` in one attempt: an unreachable server fails it at once."""
 
-        def snap(conn: Connection[tuple[Any, ...]]) -> T:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            return work(Statements(conn, DIALECT))
+        return self._run(
+            lambda conn: work(Statements(conn, DIALECT)), write=False, patience=0, snapshot=True
+        )
 
-        return self._run(snap, write=False, patience=0)
+    def _glance_one(self, work: Callable[[Statements], T]) -> T:
+        """One statement, one attempt, no transaction: one round trip instead of the
+        four a transaction with its isolation level costs around it."""
+        return self._run(
+            lambda conn: work(Statements(conn, DIALECT)), write=False, tx=False, patience=0
+        )
 
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)
@@ -360,8 +370,10 @@ class PostgresStore(SqlStore):
     def _aside(self, work: Callable[[Statements], None]) -> None:
         """One attempt on a pooled connection (the pool is thread-safe); no notification
         and no journal flush, which belong to the event loop's writes."""
-        with self._pool.connection(timeout=CONNECT_TIMEOUT) as conn, conn.transaction():
-            work(Statements(conn, DIALECT))
+        with self._pool.connection(timeout=CONNECT_TIMEOUT) as conn:
+            conn.isolation_level = None  # the last user may have begun a snapshot
+            with conn.transaction():
+                work(Statements(conn, DIALECT))
 
     def _write_waiting(self, conn: Connection[tuple[Any, ...]]) -> int:
         """Insert the journal chunks that waited; returns how many (dropped from memory
@@ -426,14 +438,19 @@ class PostgresStore(SqlStore):
     # -- streaming journal ---------------------------------------------------------------
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        """Journal a burst; while the server is unreachable the burst waits in memory
-        (the turn goes on streaming) and is written by the next write that succeeds."""
-        if not chunks:
+        self.append_bursts([(session_id, chunks)])
+
+    def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+        """Journal bursts, every session's in one statement; while the server is
+        unreachable they wait in memory (the turns go on streaming) and are written by
+        the next write that succeeds."""
+        for session_id, chunks in bursts:
+            for block, text in chunks:
+                clean = _pgtext(text) or ""
+                self._chunks.append((session_id, block, clean))
+                self._chunk_bytes += len(clean)
+        if not self._chunks:
             return
-        for block, text in chunks:
-            clean = _pgtext(text) or ""
-            self._chunks.append((session_id, block, clean))
-            self._chunk_bytes += len(clean)
         if self._down_since is not None and self._chunk_bytes > CHUNK_BUFFER_BYTES:
             raise StoreError(
                 f"the session store at {self.where} has been unreachable for "
@@ -553,6 +570,7 @@ class PostgresStore(SqlStore):
                 "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
                 [(m, row.id, q, o) for m, q, o in dump.messages if q > after],
             )
+            self._add_refs(db, row.id, dump.blobs)
             return "copied" if have is None else "extended"
 
         return self._write(work)

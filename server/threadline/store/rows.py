@@ -43,15 +43,22 @@ def session_row(r: Sequence[Any]) -> SessionRow:
     )
 
 
+AWAITING = "+awaiting"
+"""Appended to a lease's stored ``kind`` while its turn waits for the user (no column
+of its own: no schema change; `lease_row` reads it back as `Lease.awaiting`)."""
+
+
 def lease_row(r: Sequence[Any]) -> Lease:
+    kind = str(r[5])
     return Lease(
         session_id=r[0],
         owner=Owner(id=r[1], pid=r[2], host=r[3], started=r[4]),
-        kind=r[5],
+        kind=kind.removesuffix(AWAITING),
         turn_id=r[6],
         since=r[7],
         heartbeat=r[8],
         interrupt=bool(r[9]),
+        awaiting=kind.endswith(AWAITING),
     )
 
 

@@ -98,7 +98,21 @@ CREATE TABLE IF NOT EXISTS pending(
     changed {real} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {p}pending_session ON pending(session_id, position);
-CREATE INDEX IF NOT EXISTS {p}sessions_parent ON sessions(parent_id)
+CREATE INDEX IF NOT EXISTS {p}sessions_parent ON sessions(parent_id);
+CREATE TABLE IF NOT EXISTS blobs(
+    hash TEXT PRIMARY KEY,
+    mime_type TEXT NOT NULL,
+    size {int} NOT NULL,
+    width {int} NOT NULL,
+    height {int} NOT NULL,
+    data {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blob_refs(
+    session_id TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY(session_id, hash)
+){norowid};
+CREATE INDEX IF NOT EXISTS {p}blob_refs_hash ON blob_refs(hash)
 """
 
 CATALOG_COLUMNS = (

@@ -56,6 +56,11 @@ class SqlBase(ABC):
         by default a snapshot."""
         return self._snapshot(work)
 
+    def _glance_one(self, work: Callable[[Statements], T]) -> T:
+        """`_glance` for work that is one statement (which sees one snapshot by
+        itself): no transaction around it where a backend can skip one."""
+        return self._glance(work)
+
     @abstractmethod
     def _write(self, work: Callable[[Statements], T]) -> T:
         """One write transaction, which other processes are told of."""

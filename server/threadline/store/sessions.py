@@ -11,18 +11,18 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Lease, Owner, SessionRow, StoreError
+from .blobs import BlobOps
 from .catalog import index_title, tag_pattern, tags_json
 from .codec import dumps
 from .leases import live_lease
 from .rows import ID_BATCH, session_row, upto
-from .seam import SqlBase
 from .statements import Statements
 
 MAX_CHAIN = 10_000
 """Fork depth past which a chain is taken for a cycle (a damaged store)."""
 
 
-class SessionOps(SqlBase):
+class SessionOps(BlobOps):
     """`store.base.SessionStore`'s sessions and forks."""
 
     # -- sessions ---------------------------------------------------------------------
@@ -158,6 +158,7 @@ class SessionOps(SqlBase):
             for table in ("events", "messages", "chunks", "inflight", "folds", "texts"):
                 if (table != "folds" or self.keeps_folds) and (table != "texts" or self.catalog):
                     db.run(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
+            self._drop_refs(db, session_id)
             db.run("DELETE FROM sessions WHERE id=?", (session_id,))
             if base_id is None:
                 return

@@ -40,6 +40,7 @@ from .base import (
     StoredEvent,
     StoreError,
 )
+from .blobs import session_blobs
 from .catalog import upgrade
 from .codec import loads, safe_text
 from .rows import COLS, iso, session_row
@@ -61,11 +62,13 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
 4: the catalog (archive, tags, previews, the FTS5 search index; `store.catalog`).
 5: pending prompts, steering and queued (`store.pending`), and forks indexed by parent.
+6: content-addressed blobs (image bytes) and which sessions reference them
+(`store.blobs`); images stored inline by older versions stay inline and are read as such.
 Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, and the
 catalog's columns and index by `store.catalog.upgrade`, which is how a store of an older
 version is brought up to this one."""
@@ -294,9 +297,12 @@ class EventStore(SqlStore):
     # -- streaming journal ----------------------------------------------------------------
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        if not chunks:
+        self.append_bursts([(session_id, chunks)])
+
+    def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+        rows = [(sid, b, safe_text(t)) for sid, chunks in bursts for b, t in chunks]
+        if not rows:
             return
-        rows = [(session_id, b, safe_text(t)) for b, t in chunks]
         self._write(
             lambda db: db.many("INSERT INTO chunks(session_id, block, text) VALUES(?,?,?)", rows)
         )
@@ -327,7 +333,7 @@ class EventStore(SqlStore):
                     (session_id,),
                 )
             ]
-            return SessionDump(session_row(r), events, messages)
+            return SessionDump(session_row(r), events, messages, session_blobs(db, session_id))
 
         return self._snapshot(work)
 

@@ -45,6 +45,7 @@ HELP = """\
 /queue [rm N|clear|run]  the prompts waiting in this session's queue; remove one, all,
                          or let held ones run (while a turn runs, Enter queues a line
                          and a line that starts with > steers the turn)
+@image PATH              (anywhere in a prompt) attach an image file (PNG, JPEG, GIF, WebP)
 /quit                    leave (also Ctrl-D)
 Ctrl-C interrupts a running turn; Ctrl-C again at the prompt exits."""
 

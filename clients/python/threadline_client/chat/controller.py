@@ -7,12 +7,14 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from ..client import RpcError, ThreadlineClient
+from .attachments import AttachmentError, prompt_blocks
 from .input import SIGINT, LineInput, Sigint
 from .questions import answer_form
 from .rendering import TurnView, block_text, recap, says, short
@@ -471,12 +473,13 @@ class Chat:
 
     async def run_turn(self, text: str) -> None:
         try:
+            content = prompt_blocks(text, Path(self.cwd))  # `@image path` attaches a file
             await self.ensure_session()
-        except RpcError as exc:
+        except (RpcError, AttachmentError) as exc:
             self.console.print(Text(f"error: {exc.message}", style="red"))
             return
-        loop = asyncio.get_running_loop()
-        await self._turn(loop.create_task(self.client.prompt(self.session_id, text)))
+        request = self.client.prompt(self.session_id, text, content=content)
+        await self._turn(asyncio.get_running_loop().create_task(request))
         while self.waiting and not self.quit.is_set():
             text, queued = self.waiting.pop(0)
             self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)

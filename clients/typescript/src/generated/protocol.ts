@@ -126,10 +126,28 @@ export interface AvailableCommandsUpdate {
   [key: string]: unknown;
 }
 
+export interface BlobParams {
+  /** Constraints: minLength 1. */
+  sessionId: string;
+  /** Constraints: pattern "^threadline-blob:[0-9a-f]{64}$". */
+  uri: string;
+}
+
 export interface BlobResourceContents {
   blob: string;
   mimeType?: string | null;
   uri: string;
+  /** Peers may add fields (ACP extensibility). */
+  [key: string]: unknown;
+}
+
+export interface BlobResult {
+  data: string;
+  height: number;
+  mimeType: string;
+  size: number;
+  uri: string;
+  width: number;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
 }
@@ -505,9 +523,20 @@ export interface HttpHeader {
   [key: string]: unknown;
 }
 
+/**
+ * An image: base64 ``data``, or (in a prompt) a ``uri`` of a file inside the
+ * session's workspace folders, or a ``threadline-blob:<sha256>`` one (a stored image).
+ * The server checks the bytes (PNG, JPEG, GIF, WebP; size and pixel limits) and sets
+ * ``mimeType`` from them. In history and replay ``data`` holds the bytes, unless the
+ * client asked for references (``imageReferences``): then ``data`` is empty and
+ * ``uri`` names the blob (``session/blob`` fetches it); ``_meta.threadline.image``
+ * gives ``blob``, ``width``, ``height`` and ``size`` either way.
+ */
 export interface ImageContent {
+  _meta?: { [key: string]: unknown } | null;
   annotations?: Annotations | null;
-  data: string;
+  /** @default "" */
+  data?: string;
   mimeType: string;
   type: "image";
   uri?: string | null;
@@ -624,6 +653,8 @@ export interface McpCapabilities {
 
 /** On the results that set a session up (new, load, resume, a model change). */
 export interface McpInfo {
+  checkpoints?: "off" | null;
+  checkpointsReason?: string | null;
   mcpFailures?: {
     [key: string]: string;
   } | null;
@@ -1051,6 +1082,7 @@ export interface SessionInfoUpdateInfo {
   rewound?: number | null;
   state?: "idle" | "running" | "requires_action" | "compacting" | "repairing" | "rewinding" | null;
   status?: string | null;
+  warning?: string | null;
   watching?: boolean | null;
 }
 
@@ -1555,6 +1587,13 @@ export interface ProtocolMethods {
     params: ArchiveParams;
     result: EmptyResult;
   };
+  /** A stored image's bytes, by its threadline-blob: reference. */
+  "session/blob": {
+    direction: "client_to_server";
+    kind: "request";
+    params: BlobParams;
+    result: BlobResult;
+  };
   /** ACP's interrupt. */
   "session/cancel": {
     direction: "client_to_server";
@@ -1827,6 +1866,7 @@ export const METHODS = {
   "initialize": { direction: "client_to_server", kind: "request" },
   "session/approvals": { direction: "client_to_server", kind: "request" },
   "session/archive": { direction: "client_to_server", kind: "request" },
+  "session/blob": { direction: "client_to_server", kind: "request" },
   "session/cancel": { direction: "client_to_server", kind: "notification" },
   "session/close": { direction: "client_to_server", kind: "request" },
   "session/compact": { direction: "client_to_server", kind: "request" },
