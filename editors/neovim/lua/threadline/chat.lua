@@ -685,7 +685,7 @@ function Chat:render_message(m)
   for _, b in ipairs(m.content or {}) do
     if b.type == 'text' then
       table.insert(texts, b.text)
-    elseif b.type == 'resource' and type(b.resource) == 'table' then
+    elseif (b.type == 'resource' and type(b.resource) == 'table') or b.type == 'image' then
       table.insert(attached, label(b))
     elseif b.type == 'summary' then
       self:summary(b.text or '', b.compactionId or m.messageId)

@@ -764,6 +764,18 @@ M.subcommands = {
     M.restart()
   end,
   send = send,
+  attach = function(arg)
+    if arg == '' then
+      notify('attach needs a file: :Threadline attach {image}', vim.log.levels.WARN)
+      return
+    end
+    local block, problem = require('threadline.context').image(arg)
+    if not block then
+      notify('attach: ' .. problem, vim.log.levels.WARN)
+      return
+    end
+    M.attach({ block })
+  end,
   prompt = function()
     M.compose()
     vim.cmd('startinsert')
@@ -774,7 +786,7 @@ M.subcommands = {
 }
 
 local USAGE = 'usage: :Threadline new [model] | ask {text} | steer {text} | queue [clear|resume] | '
-  .. '[!]interrupt [clear] | fork [messageId] | compact [text] | '
+  .. '[!]interrupt [clear] | attach {image} | fork [messageId] | compact [text] | '
   .. 'sessions [archived] | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | '
   .. 'search {words} | rename {title} | archive [id] | unarchive [id] | mode [name] | diff | rewind[!] | '
   .. 'unrewind | health'
@@ -832,6 +844,8 @@ function M.complete(lead, line)
     return starting(vim.tbl_map(function(m)
       return m.id
     end, known.available))
+  elseif sub == 'attach' then
+    return vim.fn.getcompletion(lead, 'file')
   elseif sub == 'new' or sub == 'model' then
     return starting(sidecar.models())
   end

@@ -117,8 +117,9 @@ function M.watched(c, u)
       local b = u.content or {}
       if not c.live[id] then
         c.live[id] = true
-        c:user(b.type == 'text' and b.text or '', b.type == 'resource' and { label(b) } or {}, id, false)
-      elseif b.type == 'resource' then
+        local attached = (b.type == 'resource' or b.type == 'image') and { label(b) } or {}
+        c:user(b.type == 'text' and b.text or '', attached, id, false)
+      elseif b.type == 'resource' or b.type == 'image' then
         c:append('> 📎 ' .. label(b) .. '\n')
       elseif b.type == 'text' then
         c:append(b.text)
