@@ -45,6 +45,8 @@ class ToolProgress:
 
     tool_call_id: str
     content: tuple[dict[str, Any], ...] | None = None
+    child_session_id: str | None = None
+    """The child session a ``delegate`` call runs, for clients to open."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1057,6 +1057,8 @@ export interface SessionInfo {
 export interface SessionInfoMeta {
   archived: boolean;
   forkedAtMessageId: string | null;
+  /** @default "session" */
+  kind?: "session" | "child";
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
@@ -1359,6 +1361,7 @@ export interface ToolCallStart {
 
 export interface ToolCallUpdateInfo {
   cancelled?: boolean | null;
+  childSessionId?: string | null;
 }
 
 export interface ToolCallUpdateMeta {
@@ -1408,6 +1411,7 @@ export interface ToolOffer {
 }
 
 export interface ToolResultBlock {
+  childSessionId?: string | null;
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
