@@ -12,6 +12,7 @@ local status_ns = vim.api.nvim_create_namespace('threadline.chat.status')
 local id_ns = vim.api.nvim_create_namespace('threadline.chat.ids')
 local hint_ns = vim.api.nvim_create_namespace('threadline.chat.hint')
 local queue_ns = vim.api.nvim_create_namespace('threadline.chat.queue')
+local detail_ns = vim.api.nvim_create_namespace('threadline.chat.detail')
 
 --- Highlight groups of the chat buffer; each links to a standard group unless the user
 --- (or a colorscheme) defines it.
@@ -583,6 +584,9 @@ function Chat:tool(id, title, status, detail, input)
   -- A bare tool name gets its arguments; a title like `Read a.txt` already says them.
   local args = title:find(' ') and '' or require('threadline.util').args_line(input or (entry and entry.input), 60)
   local line = ('%s %s%s (%s)'):format(ICON[status] or '•', title, args ~= '' and (' ' .. args) or '', status)
+  if entry and entry.child then
+    line = line .. ' ↳ ' .. entry.child
+  end
   if detail and detail ~= '' then
     line = line .. ' — ' .. detail:gsub('%s+', ' '):sub(1, 120)
   end
@@ -596,6 +600,9 @@ function Chat:tool(id, title, status, detail, input)
     vim.bo[self.buf].modifiable = false
     vim.api.nvim_buf_clear_namespace(self.buf, hl_ns, row, row + 1)
     vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
+    if entry.open then
+      self:_show_detail(entry)
+    end
     return
   end
   if self.status and not self.sticky then
@@ -607,6 +614,55 @@ function Chat:tool(id, title, status, detail, input)
   vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
   self.tools[id] = { mark = mark, title = title, input = input, output = detail or '', status = status }
   self:append('\n')
+end
+
+--- The child session a `delegate` call runs: named on its line; `gO` on the line
+--- opens it, `<Tab>` shows or hides the child's progress under it.
+---@param id string
+---@param child? string
+function Chat:set_child(id, child)
+  local entry = self.tools[id]
+  if entry and child then
+    entry.child = child
+  end
+end
+
+--- Show or hide a tool call's whole result under its line (a `delegate` call's child
+--- progress: its calls and latest text).
+---@param entry table
+function Chat:toggle_detail(entry)
+  entry.open = not entry.open
+  self:_show_detail(entry)
+end
+
+function Chat:_show_detail(entry)
+  if entry.detail_mark then
+    vim.api.nvim_buf_del_extmark(self.buf, detail_ns, entry.detail_mark)
+    entry.detail_mark = nil
+  end
+  if not entry.open or entry.output == '' then
+    return
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})[1]
+  local lines = {}
+  for _, line in ipairs(vim.split(entry.output, '\n', { plain = true })) do
+    table.insert(lines, { { '    ' .. line, 'ThreadlineTool' } })
+  end
+  entry.detail_mark = vim.api.nvim_buf_set_extmark(self.buf, detail_ns, row, 0, { virt_lines = lines })
+end
+
+--- The lines shown under a tool call's line (its result, when expanded).
+---@param id string
+---@return string[]
+function Chat:shown_detail(id)
+  local entry = self.tools[id]
+  if not entry or not entry.detail_mark then
+    return {}
+  end
+  local mark = vim.api.nvim_buf_get_extmark_by_id(self.buf, detail_ns, entry.detail_mark, { details = true })
+  return vim.tbl_map(function(line)
+    return line[1][1]
+  end, mark[3] and mark[3].virt_lines or {})
 end
 
 --- The tool call on a buffer line, if any.
@@ -673,7 +729,8 @@ function Chat:render_message(m)
       if b.type == 'tool_result' then
         local status = b.status == 'completed' and 'completed' or 'failed'
         local entry = self.tools[b.toolUseId]
-        if not entry or entry.status ~= status then
+        self:set_child(b.toolUseId, type(b.childSessionId) == 'string' and b.childSessionId or nil)
+        if not entry or entry.status ~= status or b.childSessionId then
           self:tool(b.toolUseId, (entry and entry.title) or b.toolName or 'tool', status, util.block_text(b.content))
         end
       end
@@ -722,7 +779,7 @@ function Chat:replay(messages)
   vim.bo[self.buf].modifiable = true
   vim.api.nvim_buf_set_lines(self.buf, 0, -1, true, {})
   vim.bo[self.buf].modifiable = false
-  for _, space in ipairs({ hl_ns, id_ns, ns }) do
+  for _, space in ipairs({ hl_ns, id_ns, ns, detail_ns }) do
     vim.api.nvim_buf_clear_namespace(self.buf, space, 0, -1)
   end
   self:_reset()

@@ -700,6 +700,29 @@ function M.keys(buf)
       require('threadline.live').queue_menu(sid)
     end, { buffer = buf, desc = 'Threadline: edit or remove the queued prompts' })
   end
+  --- The tool call on the cursor's line, if any.
+  local function tool_here()
+    local c = chat.of_buffer(buf)
+    return c, c and c:tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  end
+  if keys.open_child then
+    vim.keymap.set('n', keys.open_child, function()
+      local _, entry = tool_here()
+      if entry and entry.child then
+        M.resume(entry.child)
+      else
+        notify('no child session on this line (a delegate call names one)')
+      end
+    end, { buffer = buf, desc = "Threadline: open a delegate call's child session" })
+  end
+  if keys.expand then
+    vim.keymap.set('n', keys.expand, function()
+      local c, entry = tool_here()
+      if c and entry then
+        c:toggle_detail(entry)
+      end
+    end, { buffer = buf, desc = "Threadline: show or hide a tool call's result under it" })
+  end
   if keys.compose then
     vim.keymap.set('n', keys.compose, function()
       M.compose(sid)

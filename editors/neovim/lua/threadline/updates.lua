@@ -13,6 +13,14 @@ local util = require('threadline.util')
 
 local M = {}
 
+--- The child session a `delegate` call runs (`_meta.threadline.childSessionId`).
+---@param u table
+---@return string?
+local function child_of(u)
+  local meta = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline or {}
+  return type(meta.childSessionId) == 'string' and meta.childSessionId or nil
+end
+
 ---@param u table
 ---@return boolean
 local function cancelled(u)
@@ -94,6 +102,7 @@ function M.handle(state, params)
     c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
   elseif kind == 'tool_call_update' then
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
+    c:set_child(u.toolCallId, child_of(u))
     c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, util.block_text(u.content))
     if status == 'completed' or status == 'failed' then
       M.set_phase(state, sid, 'thinking')
@@ -139,7 +148,8 @@ function M.watched(c, u)
   elseif kind == 'tool_call_update' then
     local entry = c.tools[u.toolCallId]
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
-    if entry and entry.status ~= status then
+    c:set_child(u.toolCallId, child_of(u))
+    if entry and (entry.status ~= status or entry.child) then
       c:tool(u.toolCallId, entry.title, status, util.block_text(u.content))
     end
   end
