@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from threadline_protocol.sessions import SessionConfigOption
 
+from ..tools.base import CommandShown
 from .blocks import Block
 from .mutations import Msg
 
@@ -45,6 +46,8 @@ class ToolProgress:
 
     tool_call_id: str
     content: tuple[dict[str, Any], ...] | None = None
+    command: CommandShown | None = None
+    """Set when the content is the output of a command the sidecar runs itself."""
 
 
 @dataclass(frozen=True, slots=True)

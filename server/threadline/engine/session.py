@@ -19,7 +19,7 @@ from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, 
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
 from ..tools import modes
 from ..tools.approvals import Approvals
-from ..tools.base import Tool, ToolContext
+from ..tools.base import CommandShown, Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
 from . import events
@@ -352,6 +352,9 @@ class Session:
         def progress(content: list[dict[str, Any]]) -> None:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
+        def progress_command(content: list[dict[str, Any]], command: CommandShown) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content), command))
+
         return ToolContext(
             self.id,
             call_id,
@@ -361,6 +364,7 @@ class Session:
             progress,
             confined,
             self.asking_user,
+            progress_command,
         )
 
     @contextmanager
