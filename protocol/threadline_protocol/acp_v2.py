@@ -496,11 +496,19 @@ class SessionInfoUpdateV2(_Update):
     updated_at: str | None = None
 
 
+class CostV2(V2Out):
+    """The session's cumulative cost (ISO 4217 currency; Threadline's is USD)."""
+
+    amount: float
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    meta: Meta = _meta()
+
+
 class UsageUpdateV2(_Update):
     session_update: Literal["usage_update"]
     used: int = Field(ge=0)
     size: int = Field(ge=0)
-    cost: dict[str, Any] | None = None
+    cost: CostV2 | None = None
 
 
 SessionUpdateV2 = Annotated[

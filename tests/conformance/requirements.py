@@ -207,6 +207,23 @@ REQUIREMENTS: dict[str, Requirement] = {
             SESSION + ".additionalDirectories",
         ),
         Requirement(
+            "TL-USAGE-001",
+            M,
+            "usage_update.cost, on v1 and v2, is the session's cumulative cost {amount, "
+            "currency: USD} when its model has a price (each answer at its own model's "
+            "price, counted from the stored history so it survives a restart), and absent "
+            "when no answer came from a priced model.",
+            "schema/v1 and schema/v2 UsageUpdate, Cost",
+        ),
+        Requirement(
+            "TL-V1-KEYS-001",
+            M,
+            "A v1 result carries no top-level key the v1 schema does not define except the "
+            "ones docs/protocol.md names and explains: models (session/new), usage "
+            "(session/prompt), parentSessionId and forkedAtMessageId (session/fork).",
+            "schema/v1 (1.21) NewSessionResponse, PromptResponse, ForkSessionResponse (unstable)",
+        ),
+        Requirement(
             "TL-V2-AUTH-001",
             M,
             "An agent that needs no authentication advertises no authMethods (so a client "

@@ -486,3 +486,29 @@ async def test_a_whole_v2_run(agents: Start, tmp_path: Path) -> None:
     assert await agent.call("session/close", {"sessionId": sid}) == {}
     assert any("_threadline" in (u.get("_meta") or {}) for u in agent.updates(sid))
     assert agent.checks.problems == [] and agent.checks.sent_problems == []
+
+
+@pytest.mark.requirement("TL-USAGE-001")
+async def test_v2_cost_is_the_sessions_and_survives_a_restart(
+    agents: Start, tmp_path: Path
+) -> None:
+    from tests.conformance.test_v1 import priced
+
+    first = await agents()
+    sid = await session(first, tmp_path, priced())
+    go = {"sessionId": sid, "prompt": [{"type": "text", "text": "Go"}]}
+    await first.call("session/prompt", go)
+    await first.idle(sid)
+    costs = [u["cost"] for u in first.updates(sid, "usage_update")]
+    assert [c["amount"] for c in costs] == pytest.approx([0.004, 0.015])
+    assert {c["currency"] for c in costs} == {"USD"}
+    await first.close()
+    # Another process: the sum goes on from the stored answers.
+    second = await agents()
+    await initialize(second)
+    await second.call("session/resume", {"sessionId": sid, "cwd": str(tmp_path)})
+    await second.call("session/prompt", go)
+    await second.idle(sid)
+    later = [u["cost"]["amount"] for u in second.updates(sid, "usage_update")]
+    assert later == pytest.approx([0.019, 0.030])
+    assert second.checks.problems == [] and second.checks.sent_problems == []

@@ -131,6 +131,7 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
             )
         ],
         "usage_update": [events.Usage(876, 8192)],
+        "usage_update.cost": [events.Usage(876, 8192, 0.0123456789)],
     }
 
 

@@ -63,6 +63,9 @@ class Usage:
 
     used: int
     size: int
+    cost: float | None = None
+    """The session's cost so far in US dollars (`cost.session_cost`); None when none of
+    its calls was made by a model with a price."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ..tools.approvals import Approvals
 from ..tools.base import CommandShown, Tool, ToolContext
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
+from ..userconfig import Price
 from . import events
 from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
@@ -464,6 +465,9 @@ class Session:
 
     async def provider(self) -> Provider:
         return await self.providers.get(self.config.model)
+
+    def price(self, model: str) -> Price | None:
+        return self.providers.price(model)
 
     def compile_request(
         self,

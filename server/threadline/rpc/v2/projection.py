@@ -291,8 +291,8 @@ class ProjectionV2:
                     return tool_finished(block)
                 shown = terminal_id(block["toolUseId"])
                 return [terminal_exited(block), *tool_finished(block, shown)]
-            case events.Usage(used, size):
-                return [v1.usage_update(used, size)]
+            case events.Usage(used, size, cost):
+                return [v1.usage_update(used, size, cost)]
             case events.SessionInfo():
                 return self._session_info(session_id, event)
             case events.CompactionProgress():
