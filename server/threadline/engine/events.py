@@ -46,6 +46,8 @@ class ToolProgress:
 
     tool_call_id: str
     content: tuple[dict[str, Any], ...] | None = None
+    child_session_id: str | None = None
+    """The child session a ``delegate`` call runs, for clients to open."""
     command: CommandShown | None = None
     """Set when the content is the output of a command the sidecar runs itself."""
 

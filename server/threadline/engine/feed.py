@@ -82,6 +82,7 @@ class Feed:
         another window runs on it now: the partial answer so far, then the rest)."""
         if self.subscribed.get(session.id) is not session:
             self.subscribed[session.id] = session
+            session.heard = True
             session.shown.seen_all()  # what came before is what the client looked at
             session.changed = self.refresh
             self.refresh(session)

@@ -172,7 +172,7 @@ class Turn:
     def _outcome(self, stop: str) -> TurnOutcome:
         return TurnOutcome(
             stop_reason=stop,
-            usage=self.totals,
+            usage=self.totals + self.tools.usage,
             turn_id=self.turn_id,
             message_id=self.last_message_id,
             user_message_id=self.user_message_id,

@@ -95,13 +95,18 @@ def tool_call(block: Block, turn_id: str) -> Update:
 
 
 def tool_progress(
-    tool_call_id: str, status: str, content: Sequence[dict[str, Any]] | None = None
+    tool_call_id: str,
+    status: str,
+    content: Sequence[dict[str, Any]] | None = None,
+    child_session_id: str | None = None,
 ) -> Update:
     """A transitional status (``in_progress``), or the content a running call shows so
-    far (a command's output, its terminal): live only, not history."""
+    far (a command's output, its terminal, the child session it runs): live only."""
     u: Update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
     if content is not None:
         u["content"] = list(content)
+    if child_session_id is not None:
+        u["_meta"] = {"threadline": {"childSessionId": child_session_id}}
     return u
 
 
@@ -121,8 +126,13 @@ def tool_result(block: Block) -> Update:
     }
     if block.get("rawOutput") is not None:
         u["rawOutput"] = block["rawOutput"]
+    meta: dict[str, Any] = {}
     if status == "cancelled":
-        u["_meta"] = {"threadline": {"cancelled": True}}
+        meta["cancelled"] = True
+    if block.get("childSessionId"):
+        meta["childSessionId"] = block["childSessionId"]
+    if meta:
+        u["_meta"] = {"threadline": meta}
     return u
 
 
@@ -319,8 +329,8 @@ class Projection:
                 return [message_chunk(kind, message_id, turn_id, text)]
             case events.ToolCallStarted(block, turn_id):
                 return [tool_call(block, turn_id)]
-            case events.ToolProgress(tool_call_id, content):
-                return [tool_progress(tool_call_id, "in_progress", content)]
+            case events.ToolProgress(tool_call_id, content, child):
+                return [tool_progress(tool_call_id, "in_progress", content, child)]
             case events.ToolFinished(block):
                 return tool_finished(block)
             case events.Usage(used, size, cost):

@@ -1058,6 +1058,8 @@ export interface SessionInfo {
 export interface SessionInfoMeta {
   archived: boolean;
   forkedAtMessageId: string | null;
+  /** @default "session" */
+  kind?: "session" | "child";
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
@@ -1360,6 +1362,7 @@ export interface ToolCallStart {
 
 export interface ToolCallUpdateInfo {
   cancelled?: boolean | null;
+  childSessionId?: string | null;
 }
 
 export interface ToolCallUpdateMeta {
@@ -1409,6 +1412,7 @@ export interface ToolOffer {
 }
 
 export interface ToolResultBlock {
+  childSessionId?: string | null;
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;

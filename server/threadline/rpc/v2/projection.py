@@ -281,7 +281,7 @@ class ProjectionV2:
                 return [user_message(message), *self._running(session_id)]
             case events.ToolCallStarted(block, turn_id):
                 return [*self._running(session_id), tool_call(block, turn_id)]
-            case events.ToolProgress(call_id, _, command) if command is not None:
+            case events.ToolProgress(call_id, command=command) if command is not None:
                 return self._terminal(call_id, command)
             case events.ToolProgress(call_id, content):
                 return self._progress(call_id, content)
