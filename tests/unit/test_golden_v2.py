@@ -101,21 +101,21 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
             events.ToolProgress(CALL, grown),
             events.ToolProgress(CALL, more),
         ],
-        "terminal_update": [events.ToolProgress(CALL, grown, CommandShown(*run, first))],
+        "terminal_update": [events.ToolProgress(CALL, grown, command=CommandShown(*run, first))],
         "terminal_output_chunk": [
-            events.ToolProgress(CALL, grown, CommandShown(*run, first)),
-            events.ToolProgress(CALL, more, CommandShown(*run, second)),
+            events.ToolProgress(CALL, grown, command=CommandShown(*run, first)),
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
         ],
         "terminal_update.snapshot": [
-            events.ToolProgress(CALL, more, CommandShown(*run, second)),
-            events.ToolProgress(CALL, grown, CommandShown(*run, cut)),
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
+            events.ToolProgress(CALL, grown, command=CommandShown(*run, cut)),
         ],
         "terminal_update.exited": [
-            events.ToolProgress(CALL, more, CommandShown(*run, second)),
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
             events.ToolFinished(ran),
         ],
         "tool_call_update.terminal": [
-            events.ToolProgress(CALL, more, CommandShown(*run, second)),
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
             events.ToolFinished(ran),
         ],
         "plan_update": [events.ToolFinished({**RESULT, "plan": PLAN_ENTRIES})],
