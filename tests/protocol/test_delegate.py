@@ -330,6 +330,24 @@ async def test_another_window_watches_a_child_live(home: Path) -> None:
         await b.stop()
 
 
+async def test_opening_a_running_child_here_shows_what_it_streamed_before(home: Path) -> None:
+    """The window whose sidecar runs the child opens it mid-answer: the text streamed
+    before it looked comes first, then the rest, each once."""
+    child_model = model([{"text": "step one "}, {"sleep": 1.5}, {"text": "step two"}])
+    a = await start_sidecar(home)
+    try:
+        sid = await a.new_session(model=model([delegate("show me", child_model)], [{"text": "ok"}]))
+        prompt = asyncio.create_task(a.prompt(sid, "go"))
+        child = await until(lambda: child_of(a, sid))
+        await until(lambda: any("step one" in str(u.get("content")) for u in call_updates(a, sid)))
+        await a.call("session/load", {"sessionId": child, "cwd": "/tmp", "mcpServers": []})
+        await a.wait_update(lambda u: u["sessionId"] == child and "step two" in str(u["update"]))
+        assert a.text_of(child) == "step one step two"
+        assert (await prompt)["stopReason"] == "end_turn"
+    finally:
+        await a.stop()
+
+
 async def test_a_child_asks_permission_as_the_parent_would_and_reports_its_changes(
     sidecar: SidecarClient, tmp_path: Path
 ) -> None:

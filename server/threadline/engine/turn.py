@@ -383,6 +383,13 @@ class Turn:
         answer = None if self.answer is None else self._partial(self.answer)
         return unfinished(self.host.transcript, why, answer=answer, turn_id=self.turn_id, copy=copy)
 
+    def streaming(self) -> events.MessageChunk | None:
+        answer = self.answer
+        text = "" if answer is None else answer.shown_text()
+        if answer is None or not text:
+            return None
+        return events.MessageChunk(answer.message_id, self.turn_id, text)
+
     def snapshot(self) -> list[Mutation]:
         """What this turn would leave if interrupted now, for a fork to record. New
         message ids: the parent may still finish these messages under their own."""
