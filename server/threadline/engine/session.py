@@ -19,10 +19,11 @@ from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, 
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
 from ..tools import modes
 from ..tools.approvals import Approvals
-from ..tools.base import Tool, ToolContext
+from ..tools.base import CommandShown, Tool, ToolContext
 from ..tools.delegate import Delegator
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
+from ..userconfig import Price
 from . import events
 from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
@@ -378,6 +379,9 @@ class Session:
         def progress(content: list[dict[str, Any]]) -> None:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
+        def progress_command(content: list[dict[str, Any]], command: CommandShown) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content), command=command))
+
         def child_progress(child_id: str, content: list[dict[str, Any]]) -> None:
             self.announce(events.ToolProgress(call_id, tuple(content), child_id))
 
@@ -391,6 +395,7 @@ class Session:
             confined,
             self.asking_user,
             child_progress,
+            progress_command,
         )
 
     @contextmanager
@@ -490,6 +495,9 @@ class Session:
 
     async def provider(self) -> Provider:
         return await self.providers.get(self.config.model)
+
+    def price(self, model: str) -> Price | None:
+        return self.providers.price(model)
 
     def compile_request(
         self,

@@ -24,6 +24,7 @@ from threadline_protocol.sessions import SessionConfigOption
 
 from ..engine import events
 from ..engine.blocks import Block, shown_text
+from ..engine.cost import CURRENCY
 from ..engine.mutations import Msg
 
 Update = dict[str, Any]
@@ -188,8 +189,12 @@ def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Up
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
-def usage_update(used: int, size: int) -> Update:
-    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+def usage_update(used: int, size: int, cost: float | None = None) -> Update:
+    """ACP's ``usage_update``; ``cost`` (the session's, USD) only when it has one."""
+    u: Update = {"sessionUpdate": "usage_update", "used": used, "size": size}
+    if cost is not None:
+        u["cost"] = {"amount": round(cost, 6), "currency": CURRENCY}
+    return u
 
 
 def session_info(info: events.SessionInfo) -> Update:
@@ -328,8 +333,8 @@ class Projection:
                 return [tool_progress(tool_call_id, "in_progress", content, child)]
             case events.ToolFinished(block):
                 return tool_finished(block)
-            case events.Usage(used, size):
-                return [usage_update(used, size)]
+            case events.Usage(used, size, cost):
+                return [usage_update(used, size, cost)]
             case events.SessionInfo(status=status):
                 if status and self.shows_notices:
                     return [session_info(event), notice(status)]

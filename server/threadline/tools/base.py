@@ -73,6 +73,19 @@ def text_content(text: str) -> ShownContent:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandShown:
+    """A command the sidecar runs itself (not in a client's terminal), as it runs: a
+    projection that can show an agent-owned terminal (ACP v2's ``terminal_update``)
+    shows it as one; others show the call's content (the same ``output``)."""
+
+    command: str
+    cwd: str
+    """Absolute."""
+    output: str
+    """Everything kept of the output so far (`commands.output.BoundedOutput.text`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     session_id: str
     tool_call_id: str
@@ -93,8 +106,14 @@ class ToolContext:
     """Shows the content so far of a call that runs a child session (``delegate``),
     naming the child (``_meta.threadline.childSessionId``) so a client can open it."""
 
-    def report(self, content: list[ShownContent]) -> None:
-        if self.progress is not None:
+    progress_command: Callable[[list[ShownContent], CommandShown], None] | None = None
+    """``progress`` for a command the sidecar runs: the content and the command it
+    shows (``run_command``). None: ``progress`` shows the content alone."""
+
+    def report(self, content: list[ShownContent], command: CommandShown | None = None) -> None:
+        if command is not None and self.progress_command is not None:
+            self.progress_command(content, command)
+        elif self.progress is not None:
             self.progress(content)
 
     def report_child(self, child_session_id: str, content: list[ShownContent]) -> None:

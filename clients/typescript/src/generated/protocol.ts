@@ -287,6 +287,7 @@ export interface ContextResult {
 /** ACP's ``Cost``: what the session's model calls cost so far. */
 export interface Cost {
   amount: number;
+  /** Constraints: pattern "^[A-Z]{3}$". */
   currency: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
@@ -1490,7 +1491,8 @@ export interface Usage {
 
 /**
  * Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
- * 1.21) the cost, when the provider prices its calls (none does yet).
+ * 1.21) the session's cumulative cost in USD, present only when its model has a
+ * ``price`` in threadline.toml.
  */
 export interface UsageUpdate {
   _meta?: { [key: string]: unknown } | null;
