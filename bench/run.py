@@ -22,6 +22,7 @@ from .figures import (
     checkpoints,
     coldstart,
     concurrency,
+    delegate,
     forkload,
     interrupt,
     latency,
@@ -63,6 +64,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "restart": restart.run,
     "promptcache": promptcache.run,
     "scale": scale.run,
+    "delegate": delegate.run,
 }
 OPT_IN = {"scale"}
 """Figures run only when named with ``--only`` (51 processes at full size)."""

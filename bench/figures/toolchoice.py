@@ -31,7 +31,8 @@ from threadline.providers.base import (
 )
 from threadline.providers.local import LocalModel, LocalProvider
 from threadline.tools.ask import AskUser
-from threadline.tools.base import Tool
+from threadline.tools.base import Tool, ToolContext, ToolOutcome
+from threadline.tools.delegate import Delegate, DelegateRequest
 from threadline.tools.factory import build_registry
 from threadline.tools.memory import ForgetTool, RememberTool
 from threadline.tools.registry import ToolRegistry
@@ -45,10 +46,25 @@ from ..toolprompts import EDITOR_TOOLS, PLAIN_QUESTIONS, TOOL_PROMPTS
 FIGURE = "tool choice (embedded model)"
 
 
+class _NoChildren:
+    """Never asked: the figure reads the model's first call, it runs none."""
+
+    async def delegate(self, request: DelegateRequest, ctx: ToolContext) -> ToolOutcome:
+        raise AssertionError("the tool-choice figure runs no call")
+
+    def may_delegate(self, depth: int) -> bool:
+        return True
+
+
 def registry() -> ToolRegistry:
     """The tools of an editor session that can write files, as ``Session`` builds them."""
     none = SessionMemory(lambda _: None, dict)
-    server_side: list[Tool] = [RememberTool(none), ForgetTool(none), AskUser()]
+    server_side: list[Tool] = [
+        RememberTool(none),
+        ForgetTool(none),
+        AskUser(),
+        Delegate(_NoChildren()),
+    ]
     return build_registry(
         tools=EDITOR_TOOLS,
         client_capabilities={"fs": {"readTextFile": True, "writeTextFile": True}},

@@ -17,6 +17,8 @@ are ``_threadline/…`` (``acp_v2_methods.py``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -49,6 +51,15 @@ class V2Out(ThreadlineBlock):
 
 class V2In(StrictWireModel):
     """A message a client sends: camelCase, unknown keys ignored."""
+
+
+def _base64(value: str) -> str:
+    """RFC 4648 base64 (v2's terminal bytes)."""
+    try:
+        base64.b64decode(value, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"not base64: {exc}") from exc
+    return value
 
 
 def _absolute(value: str) -> str:
@@ -375,6 +386,50 @@ class ToolCallContentChunk(_Update):
         return value
 
 
+class TerminalOutputV2(V2Out):
+    """A replacement snapshot of an agent-owned terminal's bytes (base64)."""
+
+    data: str
+    meta: Meta = _meta()
+
+    _data_is_base64 = field_validator("data")(_base64)
+
+
+class TerminalExitStatusV2(V2Out):
+    """Present: the command ended (its exit code or signal, when known)."""
+
+    exit_code: int | None = Field(default=None, ge=0)
+    signal: str | None = None
+    meta: Meta = _meta()
+
+
+class TerminalUpdate(_Update):
+    """An upsert of an agent-owned terminal (a command the sidecar runs) by
+    ``terminalId``: omitted fields stay, a value replaces."""
+
+    session_update: Literal["terminal_update"]
+    terminal_id: str
+    command: str | None = None
+    cwd: str | None = None
+    output: TerminalOutputV2 | None = None
+    exit_status: TerminalExitStatusV2 | None = None
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_absolute(cls, value: str | None) -> str | None:
+        return None if value is None else _absolute(value)
+
+
+class TerminalOutputChunk(_Update):
+    """Bytes appended to an agent-owned terminal's output (each chunk its own base64)."""
+
+    session_update: Literal["terminal_output_chunk"]
+    terminal_id: str
+    data: str
+
+    _data_is_base64 = field_validator("data")(_base64)
+
+
 def _check_tool_content(item: dict[str, Any]) -> None:
     """v2's tool call content: ``content`` (a block), ``diff`` (``changes``, optional
     ``patch``; never v1's ``oldText``/``newText``) or ``terminal`` (a reference)."""
@@ -441,11 +496,19 @@ class SessionInfoUpdateV2(_Update):
     updated_at: str | None = None
 
 
+class CostV2(V2Out):
+    """The session's cumulative cost (ISO 4217 currency; Threadline's is USD)."""
+
+    amount: float
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    meta: Meta = _meta()
+
+
 class UsageUpdateV2(_Update):
     session_update: Literal["usage_update"]
     used: int = Field(ge=0)
     size: int = Field(ge=0)
-    cost: dict[str, Any] | None = None
+    cost: CostV2 | None = None
 
 
 SessionUpdateV2 = Annotated[
@@ -454,6 +517,8 @@ SessionUpdateV2 = Annotated[
     | StateUpdate
     | ToolCallUpdate
     | ToolCallContentChunk
+    | TerminalUpdate
+    | TerminalOutputChunk
     | PlanUpdate
     | AvailableCommandsUpdateV2
     | ConfigOptionUpdate
@@ -471,6 +536,8 @@ UPDATE_KINDS = (
     "state_update",
     "tool_call_update",
     "tool_call_content_chunk",
+    "terminal_update",
+    "terminal_output_chunk",
     "plan_update",
     "available_commands_update",
     "config_option_update",

@@ -127,6 +127,9 @@ class ToolResultBlock(WireModel):
     plan: list[PlanEntry] | None = None
     """The plan an ``update_plan`` call set: shown as ACP's ``plan`` update after the
     call's result, live and on replay; a fork keeps it with the message."""
+    child_session_id: str | None = None
+    """The child session a ``delegate`` call ran (``_meta.threadline.childSessionId``
+    of the call's final update)."""
 
 
 class ExitSignalBlock(WireModel):

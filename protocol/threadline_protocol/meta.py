@@ -52,6 +52,8 @@ class ToolCallInfo(ThreadlineBlock):
 class ToolCallUpdateInfo(ThreadlineBlock):
     cancelled: bool | None = None
     """ACP has no ``cancelled`` status: the call is ``failed`` and this is set."""
+    child_session_id: str | None = None
+    """A ``delegate`` call: the child session it runs (open it to follow the child)."""
 
 
 class OwnerInfo(ThreadlineBlock):

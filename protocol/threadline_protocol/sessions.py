@@ -350,7 +350,10 @@ class SessionInfoMeta(ThreadlineBlock):
     """``_meta`` of a ``session/list`` entry: every key always sent, null when unknown."""
 
     parent_session_id: str | None
-    """The session this one was forked from (null unless a fork)."""
+    """The session this one was forked from, or the session whose ``delegate`` call
+    started it (null unless a fork or a child)."""
+    kind: Literal["session", "child"] = "session"
+    """``child``: a sub-agent's session, started by its parent's ``delegate`` call."""
     forked_at_message_id: str | None
     """The parent's message a fork branches at (null unless a fork, or a fork of an
     empty session)."""

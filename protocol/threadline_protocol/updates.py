@@ -116,12 +116,14 @@ class Cost(WireModel):
     """ACP's ``Cost``: what the session's model calls cost so far."""
 
     amount: float
-    currency: str
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    """ISO 4217; Threadline's prices are USD."""
 
 
 class UsageUpdate(WireModel):
     """Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
-    1.21) the cost, when the provider prices its calls (none does yet)."""
+    1.21) the session's cumulative cost in USD, present only when its model has a
+    ``price`` in threadline.toml."""
 
     session_update: Literal["usage_update"] = "usage_update"
     used: int

@@ -23,6 +23,29 @@ def data_dir() -> Path:
 
 
 @dataclass(frozen=True, slots=True)
+class DelegateLimits:
+    """How far the agent may hand work to child sessions (``delegate``)."""
+
+    parallel: int = 4
+    """Children of one process running at once (``THREADLINE_CHILDREN``); the others
+    wait for a slot."""
+    depth: int = 2
+    """How deep children may nest (``THREADLINE_DELEGATE_DEPTH``): a session that many
+    ``delegate`` calls deep is refused another; 0 turns delegation off."""
+
+    @classmethod
+    def from_env(cls) -> DelegateLimits:
+        def number(name: str, default: int) -> int:
+            raw = os.environ.get(name, "").strip()
+            return max(int(raw), 0) if raw.isdigit() else default
+
+        return cls(
+            parallel=max(number("THREADLINE_CHILDREN", 4), 1),
+            depth=number("THREADLINE_DELEGATE_DEPTH", 2),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     home: Path
     default_model: str | None

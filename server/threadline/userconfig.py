@@ -25,6 +25,7 @@ usual environment variables. Example::
     provider = "anthropic"
     model = "claude-sonnet-4-5"
     thinking_budget = 4096
+    price = { input = 3.0, output = 15.0 }   # USD per million tokens (optional)
 
     [models.qwen-local]             # a GGUF file served by a shared local model server
     gguf = "~/models/qwen2.5-7b-instruct-q4_k_m.gguf"
@@ -89,7 +90,7 @@ COMMON_OPTIONS = frozenset(
 PROVIDER_KEYS = frozenset(
     {"type", "base_url", "base_url_env", "api_key_env", "api_key", "headers", "policies"}
 )
-MODEL_KEYS = frozenset({"provider", "model", "name", "description", "policies"})
+MODEL_KEYS = frozenset({"provider", "model", "name", "description", "policies", "price"})
 SERVER_MODEL_KEYS = frozenset(
     {
         "gguf",
@@ -102,6 +103,7 @@ SERVER_MODEL_KEYS = frozenset(
         "supervision",
         "name",
         "description",
+        "price",
     }
 )
 
@@ -201,6 +203,35 @@ class LocalServer:
 
 
 @dataclass(frozen=True, slots=True)
+class Price:
+    """What a model's tokens cost, in US dollars per million (``price = {input, output}``
+    in its ``[models.X]`` table): the session's ``usage_update.cost`` is summed from it.
+    Input is the whole prompt (cache reads and writes are counted in it, at the input
+    price: providers' cache discounts are not modelled)."""
+
+    input: float
+    output: float
+
+    def of(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+    @classmethod
+    def parse(cls, raw: Any, where: str) -> Price | None:
+        """A ``price`` table; None when absent. Both prices, non-negative numbers."""
+        if raw is None:
+            return None
+        if not isinstance(raw, dict) or set(raw) != {"input", "output"}:  # pyright: ignore[reportUnknownArgumentType]
+            raise ConfigError(f"[{where}] price must be {{ input = …, output = … }}")
+        values: list[float] = []
+        for key in ("input", "output"):
+            value = raw[key]  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"[{where}] price.{key} must be a number ≥ 0 (USD per Mtok)")
+            values.append(float(value))
+        return cls(values[0], values[1])
+
+
+@dataclass(frozen=True, slots=True)
 class ModelEntry:
     """A model users can pick: a provider plus the model name that provider expects."""
 
@@ -213,6 +244,7 @@ class ModelEntry:
     options: dict[str, Any] = field(default_factory=dict)
     server: LocalServer | None = None
     """Set for a GGUF run by a shared local server (then ``provider`` is a stand-in)."""
+    price: Price | None = None
 
     def option(self, key: str, default: Any = None) -> Any:
         return self.options.get(key, default)
@@ -386,6 +418,7 @@ def _model(name: str, raw: dict[str, Any], providers: dict[str, ProviderEntry]) 
         description=_str(raw, "description", where),
         policies=policies,
         options=options,
+        price=Price.parse(raw.get("price"), where),
     )
 
 
@@ -438,6 +471,7 @@ def _server_model(name: str, raw: dict[str, Any], path: Path | None) -> ModelEnt
         or f"{gguf.name} on a shared local {kind} ({slots} slot{'s' if slots != 1 else ''})",
         options=options,
         server=server,
+        price=Price.parse(raw.get("price"), where),
     )
 
 

@@ -770,3 +770,27 @@ def test_at_image_attaches_a_file_to_the_prompt(
     assert image["type"] == "image" and image["mimeType"] == "image/png"
     assert image["data"] == b64(png(64, 32))
     assert image["_meta"]["threadline"]["image"]["width"] == 64
+
+
+def test_a_delegate_call_shows_its_child_session_and_how_to_open_it(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    child = scripted([{"text": "child says "}, {"sleep": 1.0}, {"text": "three files"}])
+    task = {"task": "count the files", "model": child}
+    model = scripted(
+        [{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "Parent done."}]
+    )
+    term = open_chat(terminals, home, tmp_path, "--model", model)
+    first_prompt(term, "delegate it")
+    # While it runs: the child's progress, compact, under the call.
+    term.expect(r"│ Child session (sess_\w+)")
+    done = term.expect(
+        r"✓ Delegate: count the files.*→ child session (sess_\w+) \(open it: /resume"
+    )
+    child_id = done.group(1)
+    term.expect("Parent done.")
+    term.expect("❯")
+    term.line(f"/resume {child_id}")
+    term.expect("three files")
+    term.expect("❯")
+    leave(term)

@@ -187,6 +187,51 @@ REQUIREMENTS: dict[str, Requirement] = {
             SESSION,
         ),
         Requirement(
+            "TL-V2-TERMINAL-001",
+            C,
+            "A command the agent runs itself is an agent-owned terminal: the call's content "
+            "references it ({type: terminal, terminalId}), terminal_update gives the command, "
+            "its absolute cwd and an output snapshot, terminal_output_chunk appends "
+            "independently base64-encoded bytes, and a terminal_update with exitStatus marks "
+            "its end (with the exit code when known).",
+            V2_DOCS + "tool-calls.mdx#display-only-terminals",
+            SESSION,
+        ),
+        Requirement(
+            "TL-V2-DIRS-001",
+            C,
+            "additionalDirectories on session/new, session/resume and the fork is honoured "
+            "(the session's extra roots; session/list reports them) when "
+            "capabilities.session.additionalDirectories is advertised.",
+            V2_DOCS + "session-setup.mdx; schema/v2 SessionAdditionalDirectoriesCapabilities",
+            SESSION + ".additionalDirectories",
+        ),
+        Requirement(
+            "TL-USAGE-001",
+            M,
+            "usage_update.cost, on v1 and v2, is the session's cumulative cost {amount, "
+            "currency: USD} when its model has a price (each answer at its own model's "
+            "price, counted from the stored history so it survives a restart), and absent "
+            "when no answer came from a priced model.",
+            "schema/v1 and schema/v2 UsageUpdate, Cost",
+        ),
+        Requirement(
+            "TL-V1-KEYS-001",
+            M,
+            "A v1 result carries no top-level key the v1 schema does not define except the "
+            "ones docs/protocol.md names and explains: models (session/new), usage "
+            "(session/prompt), parentSessionId and forkedAtMessageId (session/fork).",
+            "schema/v1 (1.21) NewSessionResponse, PromptResponse, ForkSessionResponse (unstable)",
+        ),
+        Requirement(
+            "TL-V2-AUTH-001",
+            M,
+            "An agent that needs no authentication advertises no authMethods (so a client "
+            "never calls auth/login or auth/logout, which are not offered: -32601) and never "
+            "answers a session request with auth_required.",
+            V2_DOCS + "authentication.mdx#advertising-authentication",
+        ),
+        Requirement(
             "TL-V2-PERMISSION-001",
             C,
             "session/request_permission carries a title and a tool_call subject (no bare "

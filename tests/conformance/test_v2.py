@@ -4,6 +4,7 @@ models (the ``agents`` fixture), and each case checks one tagged requirement."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -225,6 +226,7 @@ async def test_a_prompt_while_running_joins_the_work(agents: Start, tmp_path: Pa
 @pytest.mark.requirement("TL-V2-STATE-003")
 @pytest.mark.requirement("TL-V2-PERMISSION-001")
 @pytest.mark.requirement("TL-V2-UPDATE-002")
+@pytest.mark.requirement("TL-V2-TERMINAL-001")
 async def test_tool_calls_permission_output_and_plan(agents: Start, tmp_path: Path) -> None:
     agent = await agents()
     command = "printf 'one\\n'; sleep 0.6; printf 'two\\n'"
@@ -254,8 +256,32 @@ async def test_tool_calls_permission_output_and_plan(agents: Start, tmp_path: Pa
     assert not agent.updates(sid, "tool_call")
     calls = agent.updates(sid, "tool_call_update")
     assert calls[0]["status"] == "pending" and calls[0]["title"]
-    chunks = agent.updates(sid, "tool_call_content_chunk")
-    assert "".join(c["content"]["content"]["text"] for c in chunks) == "two\n"
+    # The command ran in the sidecar: shown as an agent-owned terminal, not as chunks.
+    assert not agent.updates(sid, "tool_call_content_chunk")
+    call_id = calls[0]["toolCallId"]
+    anchors = [
+        c["terminalId"]
+        for u in calls
+        if u["toolCallId"] == call_id
+        for c in u.get("content") or []
+        if c["type"] == "terminal"
+    ]
+    assert anchors and len(set(anchors)) == 1
+    terminal = anchors[0]
+    upserts = [u for u in agent.updates(sid, "terminal_update") if u["terminalId"] == terminal]
+    first = upserts[0]
+    assert first["command"] == command and first["cwd"] == str(tmp_path)
+    shown = base64.b64decode(first["output"]["data"])
+    for u in agent.updates(sid):
+        if u["sessionUpdate"] == "terminal_output_chunk" and u["terminalId"] == terminal:
+            shown += base64.b64decode(u["data"])
+        elif u["sessionUpdate"] == "terminal_update" and "output" in u and u is not first:
+            shown = base64.b64decode(u["output"]["data"])
+    assert shown == b"one\ntwo\n"
+    assert agent.updates(sid, "terminal_output_chunk"), "the second line was appended"
+    assert upserts[-1]["exitStatus"] == {"exitCode": 0}
+    final = [u for u in calls if u["toolCallId"] == call_id][-1]
+    assert final["status"] == "completed" and final["content"][0]["type"] == "terminal"
     plans = agent.updates(sid, "plan_update")
     assert plans[0]["plan"] == {"type": "items", "planId": "plan", "entries": entries}
 
@@ -366,6 +392,59 @@ async def test_resume_replays_only_when_asked(agents: Start, tmp_path: Path) -> 
     assert last_replay < answered
 
 
+@pytest.mark.requirement("TL-V2-DIRS-001")
+async def test_additional_directories_on_new_resume_and_fork(agents: Start, tmp_path: Path) -> None:
+    agent = await agents()
+    advertised(await initialize(agent), "capabilities.session.additionalDirectories")
+    work, extra, other = (tmp_path / n for n in ("work", "extra", "other"))
+    for folder in (work, extra, other):
+        folder.mkdir()
+    (extra / "notes.txt").write_text("from the extra root\n")
+    read = {"name": "read_file", "arguments": {"path": str(extra / "notes.txt")}}
+    model = scripted([{"tool_call": read}], [{"text": "Read."}])
+    params = {
+        "cwd": str(work),
+        "additionalDirectories": [str(extra)],
+        "_meta": {"_threadline": {"model": model}},
+    }
+    sid = (await agent.call("session/new", params))["sessionId"]
+
+    async def roots() -> dict[str, Any]:
+        listed = (await agent.call("session/list", {}))["sessions"]
+        return {s["sessionId"]: s.get("additionalDirectories") for s in listed}
+
+    assert (await roots())[sid] == [str(extra)]
+    go = {"sessionId": sid, "prompt": [{"type": "text", "text": "Read it"}]}
+    await agent.call("session/prompt", go)
+    await agent.idle(sid)
+    done = [u for u in agent.updates(sid, "tool_call_update") if u.get("status") == "completed"]
+    assert "from the extra root" in json.dumps(done[-1]["content"])
+    # resume: the list given is the complete list from now on
+    resume = {"sessionId": sid, "cwd": str(work), "additionalDirectories": [str(other)]}
+    await agent.call("session/resume", resume)
+    assert (await roots())[sid] == [str(other)]
+    fork = {"sessionId": sid, "additionalDirectories": [str(extra), str(other)]}
+    child = (await agent.call("_threadline/fork", fork))["sessionId"]
+    assert (await roots())[child] == [str(extra), str(other)]
+    await agent.call("session/resume", {"sessionId": sid, "cwd": str(work)})
+    assert not (await roots())[sid]
+    relative = {"cwd": str(work), "additionalDirectories": ["extra"]}
+    assert (await agent.send("session/new", relative))["error"]["code"] == -32602
+
+
+@pytest.mark.requirement("TL-V2-AUTH-001")
+async def test_no_authentication_is_advertised_or_required(agents: Start, tmp_path: Path) -> None:
+    agent = await agents()
+    params = {"protocolVersion": 2, "info": INFO, "capabilities": {"auth": {"terminal": {}}}}
+    result = await agent.call("initialize", params)
+    assert not result.get("authMethods") and "auth" not in result["capabilities"]
+    sid = (await agent.call("session/new", {"cwd": str(tmp_path)}))["sessionId"]
+    for method, sent in (("auth/login", {"methodId": "agent-login"}), ("auth/logout", {})):
+        assert (await agent.send(method, sent))["error"]["code"] == -32601, method
+    assert (await agent.call("session/list", {}))["sessions"][0]["sessionId"] == sid
+    assert not [m for m in agent.messages if (m.get("error") or {}).get("code") == -32000]
+
+
 @pytest.mark.requirement("TL-V2-EXT-001")
 async def test_threadline_verbs_are_underscored(agents: Start, tmp_path: Path) -> None:
     agent = await agents()
@@ -407,3 +486,29 @@ async def test_a_whole_v2_run(agents: Start, tmp_path: Path) -> None:
     assert await agent.call("session/close", {"sessionId": sid}) == {}
     assert any("_threadline" in (u.get("_meta") or {}) for u in agent.updates(sid))
     assert agent.checks.problems == [] and agent.checks.sent_problems == []
+
+
+@pytest.mark.requirement("TL-USAGE-001")
+async def test_v2_cost_is_the_sessions_and_survives_a_restart(
+    agents: Start, tmp_path: Path
+) -> None:
+    from tests.conformance.test_v1 import priced
+
+    first = await agents()
+    sid = await session(first, tmp_path, priced())
+    go = {"sessionId": sid, "prompt": [{"type": "text", "text": "Go"}]}
+    await first.call("session/prompt", go)
+    await first.idle(sid)
+    costs = [u["cost"] for u in first.updates(sid, "usage_update")]
+    assert [c["amount"] for c in costs] == pytest.approx([0.004, 0.015])
+    assert {c["currency"] for c in costs} == {"USD"}
+    await first.close()
+    # Another process: the sum goes on from the stored answers.
+    second = await agents()
+    await initialize(second)
+    await second.call("session/resume", {"sessionId": sid, "cwd": str(tmp_path)})
+    await second.call("session/prompt", go)
+    await second.idle(sid)
+    later = [u["cost"]["amount"] for u in second.updates(sid, "usage_update")]
+    assert later == pytest.approx([0.019, 0.030])
+    assert second.checks.problems == [] and second.checks.sent_problems == []

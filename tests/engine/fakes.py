@@ -29,6 +29,7 @@ from threadline.rpc.projection import Projection
 from threadline.tools.base import Tool, ToolContext, ToolKind, ToolOutcome
 from threadline.tools.modes import Decision
 from threadline.tools.registry import ToolRegistry
+from threadline.userconfig import Price
 
 
 class NoClient:
@@ -66,8 +67,11 @@ class FakeHost:
         allow: bool = True,
         compaction_limit: int | None = None,
         config: SessionConfig | None = None,
+        prices: dict[str, Price] | None = None,
     ) -> None:
         self.id = "sess_fake"
+        self.prices = prices or {}
+        """What the host's models cost (threadline.toml's ``price``); none by default."""
         self.transcript = Transcript()
         self.config = config or SessionConfig(model="scripted:test", auto_compact=False)
         self.journal = Journal()
@@ -106,6 +110,9 @@ class FakeHost:
 
     async def provider(self) -> Provider:
         return self._provider
+
+    def price(self, model: str) -> Price | None:
+        return self.prices.get(model)
 
     def compile_request(
         self,

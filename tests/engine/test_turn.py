@@ -16,6 +16,7 @@ from threadline.engine.mutations import (
     ToolResult,
     UserMessage,
 )
+from threadline.userconfig import Price
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -232,3 +233,27 @@ async def test_an_unknown_tool_is_answered_and_fails_the_turn() -> None:
     assert host.kinds() == ["user_message", "assistant_message", "tool_result"]
     assert host.transcript.open_calls == {}
     assert host.committed[-1].message["content"][0]["content"][0]["text"] == "unknown tool 'nope'"
+
+
+def tokens(inputs: int, outputs: int) -> dict[str, Any]:
+    return {"usage": {"input_tokens": inputs, "output_tokens": outputs}}
+
+
+async def test_each_model_calls_usage_carries_the_sessions_cost_when_priced() -> None:
+    """The Usage event after each call: the stored answers' cost plus the call just
+    made (its answer is not stored yet), at the model's price; none unpriced."""
+    rounds = [
+        [
+            {"tool_call": {"name": "echo", "arguments": {"text": "x"}}},
+            {"usage": {"input_tokens": 1000, "output_tokens": 200}},
+        ],
+        [{"text": "done"}, {"usage": {"input_tokens": 3000, "output_tokens": 500}}],
+    ]
+    for prices, expected in (
+        ({"scripted:test": Price(2.0, 10.0)}, [0.004, 0.015]),
+        ({}, [None, None]),
+    ):
+        host = FakeHost(scripted(*rounds), tools=[EchoTool()], prices=prices)
+        await turn(host, "go").run()
+        costs = [e.cost for e in host.events if isinstance(e, events.Usage)]
+        assert costs == pytest.approx(expected) if prices else costs == expected

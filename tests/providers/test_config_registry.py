@@ -105,6 +105,12 @@ def test_file_providers_models_and_env_overrides(isolated_config: Path) -> None:
         ('[models.m]\nprovider = "ghost"\nmodel = "x"', "unknown provider 'ghost'"),
         ('[models.m]\nprovider = "openai"', "needs provider and model"),
         ("not toml = = =", "cannot read"),
+        ('[models.m]\nprovider = "openai"\nmodel = "x"\nprice = 3', "price must be"),
+        ('[models.m]\nprovider = "openai"\nmodel = "x"\nprice = {input = 1}', "price must be"),
+        (
+            '[models.m]\nprovider = "openai"\nmodel = "x"\nprice = {input = -1, output = 2}',
+            "price.input must be a number",
+        ),
     ],
 )
 def test_config_errors_say_what_is_wrong(isolated_config: Path, text: str, message: str) -> None:
@@ -286,3 +292,18 @@ async def test_choosing_a_model_without_its_key_is_refused_and_changes_nothing(
     (listed,) = [s for s in await client.list_sessions() if s["sessionId"] == sid]
     assert listed["_meta"]["model"] == "scripted:echo"
     assert (await client.prompt(sid, "still here"))["stopReason"] == "end_turn"
+
+
+def test_a_models_price_is_read_and_looked_up(isolated_config: Path) -> None:
+    """``[models.X] price`` (USD per million tokens) is what the session's cost uses;
+    a model without one, or a ``provider:model`` name, has none."""
+    write(isolated_config, CONFIG + "price = { input = 3, output = 15.5 }\n")
+    registry = ProviderRegistry()
+    price = registry.price("claude")
+    assert price is not None and (price.input, price.output) == (3.0, 15.5)
+    assert price.of(1_000_000, 2_000) == pytest.approx(3.031)
+    assert registry.price("qwen") is None and registry.price("anthropic:claude-x") is None
+    script = '{"rounds": [], "price": {"input": 1, "output": 2}}'
+    scripted_price = registry.price("scripted:" + script)
+    assert scripted_price is not None and scripted_price.output == 2.0
+    assert registry.price('scripted:{"rounds": []}') is None

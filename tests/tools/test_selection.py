@@ -162,6 +162,6 @@ async def test_a_turn_says_what_each_model_call_was_offered(sidecar: SidecarClie
     assert result["stopReason"] == "end_turn"
     offers = result["_meta"]["threadline"]["toolOffers"]
     assert offers[0]["offered"] == ["get_weather", FIND_TOOLS]
-    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 9 - 1  # + 9 built-in
+    assert offers[0]["leftOut"] == len(EDITOR) + len(many) + 10 - 1  # + 10 built-in
     assert "editor_diagnostics" in offers[1]["offered"]
     assert ran == ["editor_diagnostics"]

@@ -102,6 +102,7 @@ BUILT: dict[str, dict[str, Any]] = {
         }
     ),
     "usage_update": updates.usage_update(876, 8192),
+    "usage_update.cost": updates.usage_update(876, 8192, 0.0123456789),
     "session_info_update": updates.session_info(
         events.SessionInfo("2026-11-24T00:00:00.000Z", title="Read main.py")
     ),

@@ -25,6 +25,7 @@ from threadline.rpc.v2.connection import permission_request
 from threadline.rpc.v2.meta import v2_deep
 from threadline.rpc.v2.projection import ProjectionV2
 from threadline.rpc.wire import wire
+from threadline.tools.base import CommandShown
 from threadline_protocol import methods as pm
 from threadline_protocol.acp_v2 import UPDATE_KINDS, SessionNotificationV2
 from threadline_protocol.acp_v2_methods import METHODS_V2, OWN, SAME, VERBS
@@ -66,6 +67,15 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
     output of a running call appended)."""
     grown = ({"type": "content", "content": {"type": "text", "text": "collected 3 items\n"}},)
     more = ({"type": "content", "content": {"type": "text", "text": "collected 3 items\nok\n"}},)
+    run = ("pytest -q", "/home/ada/project")
+    first, second = "collected 3 items\n", "collected 3 items\nok\n"
+    cut = "collected 3 items\n… 812 bytes left out …\nok\n"
+    ran = {
+        **RESULT,
+        "toolName": "run_command",
+        "content": [{"type": "text", "text": f"$ pytest -q\n{second}\n[exit code 0]"}],
+        "rawOutput": {"command": "pytest -q", "exitCode": 0, "signal": None, "ranIn": "sidecar"},
+    }
     return {
         "user_message": [events.PromptStored(USER)],
         "agent_message_chunk": [events.MessageChunk(MID, "a1", "It prints")],
@@ -91,6 +101,23 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
             events.ToolProgress(CALL, grown),
             events.ToolProgress(CALL, more),
         ],
+        "terminal_update": [events.ToolProgress(CALL, grown, command=CommandShown(*run, first))],
+        "terminal_output_chunk": [
+            events.ToolProgress(CALL, grown, command=CommandShown(*run, first)),
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
+        ],
+        "terminal_update.snapshot": [
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
+            events.ToolProgress(CALL, grown, command=CommandShown(*run, cut)),
+        ],
+        "terminal_update.exited": [
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
+            events.ToolFinished(ran),
+        ],
+        "tool_call_update.terminal": [
+            events.ToolProgress(CALL, more, command=CommandShown(*run, second)),
+            events.ToolFinished(ran),
+        ],
         "plan_update": [events.ToolFinished({**RESULT, "plan": PLAN_ENTRIES})],
         "available_commands_update": [
             events.AvailableCommands(
@@ -104,6 +131,7 @@ def events_for(session_id: str) -> dict[str, list[events.Event]]:
             )
         ],
         "usage_update": [events.Usage(876, 8192)],
+        "usage_update.cost": [events.Usage(876, 8192, 0.0123456789)],
     }
 
 

@@ -49,6 +49,8 @@ class Pane {
         tools: () => [],
         defaultModel: () => undefined,
         confirm: async (question) => window.confirm(question),
+        // A delegate call's child opens beside its parent, in a pane of its own.
+        openChild: (sessionId) => app.open(sessionId, true),
       },
     );
     $<HTMLButtonElement>(".close-pane", this.root).addEventListener("click", () => app.closePane(this));
@@ -319,7 +321,11 @@ class App {
         const at = forkPoints.get(node.session.sessionId);
         // "N messages · date", and for a fork where it branches (nested: the parent is above).
         const facts = (rows.get(node.session.sessionId)?.detail ?? "").split(" · ").slice(0, 2).join(" · ");
-        meta.textContent = at ? `branches at “${at}” · ${facts}` : facts;
+        // A delegate call's child is a branch of the session that delegated.
+        const child = ((node.session._meta ?? {}) as { kind?: string }).kind === "child";
+        button.classList.toggle("child", child);
+        const where = [child ? "sub-agent" : "", at ? `branches at “${at}”` : ""].filter(Boolean).join(", ");
+        meta.textContent = where ? `${where} · ${facts}` : facts;
         button.append(title, meta);
         button.addEventListener("click", (e) => void this.open(node.session.sessionId, e.shiftKey));
         const rename = actionButton("rename", "✎", "Rename this session");

@@ -1,5 +1,6 @@
 /**
- * The fork tree: sessions nested under the session they were forked from, newest
+ * The fork tree: sessions nested under the session they were forked from (or, for a
+ * `delegate` call's child session, the session that delegated), newest
  * first among siblings. A filter keeps the sessions it accepts and the ancestors that
  * lead to them, so a session deep in the tree is still reached from its root.
  */

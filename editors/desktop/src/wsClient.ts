@@ -5,6 +5,7 @@
  * semantics, plus `history` for the fork points and `context` for the context picture.
  */
 import type {
+  ContentBlock,
   CompactParams,
   CompactResult,
   ContextResult,
@@ -199,7 +200,7 @@ export class WsClient implements ChatClient {
   /** `whileRunning`: a prompt for a session that works queues (`queue`) or joins the turn (`steer`). */
   prompt(
     sessionId: string,
-    prompt: string | { type: "text"; text: string }[],
+    prompt: string | ContentBlock[],
     _token?: unknown,
     whileRunning?: "steer" | "queue" | "refuse",
   ): Promise<PromptResult> {

@@ -111,6 +111,18 @@ async function until(page: Page, what: string, predicate: () => Promise<boolean>
   }
 }
 
+/** The first pane's model from now on (the picker lists the configured models only). */
+async function useModel(page: Page, model: string): Promise<void> {
+  await page.evaluate(
+    (m) =>
+      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
+        type: "setModel",
+        model: m,
+      }),
+    model,
+  );
+}
+
 /** The app's page, connected; `errors` collects the page's uncaught errors. */
 async function openApp(): Promise<{ page: Page; errors: string[] }> {
   const page = await context.newPage();
@@ -506,14 +518,7 @@ test("the agent's work on the desktop: plan checklist, an edit's coloured diff, 
   });
   const pane = page.locator(".pane").first();
   // The pane's model: the work script (the picker lists the configured models only).
-  await page.evaluate(
-    (model) =>
-      (window as unknown as { threadline: { panes: { controller: { handle(m: unknown): Promise<void> } }[] } }).threadline.panes[0]!.controller.handle({
-        type: "setModel",
-        model,
-      }),
-    `scripted:${script}`,
-  );
+  await useModel(page, `scripted:${script}`);
   await pane.locator("#input").fill("Fix add() in calc.py");
   await pane.locator("#input").press("Enter");
 
@@ -570,6 +575,73 @@ test("the agent's work on the desktop: plan checklist, an edit's coloured diff, 
   await page.locator("#connection", { hasText: "Connected" }).waitFor();
   await until(page, "the session back", async () => (await page.locator(".pane").first().locator(".entry.user").count()) === 1);
   await until(page, "the mode back", async () => (await page.locator(".pane").first().locator("#mode").inputValue()) === "plan");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** A 40×20 PNG (left half blue, right half orange). */
+const SHOT = "iVBORw0KGgoAAAANSUhEUgAAACgAAAAUCAIAAABwJOjsAAAAKUlEQVR4nGPgzLxFNvrQI0I2Yhi1eNTiUYtHLR61eNTiUYtHLR45FgMA5LJ3/dNCyq0AAAAASUVORK5CYII=";
+
+test("a pasted image in the transcript; a delegate call's card opens its child session in a new pane; the tree shows the child as a branch", async () => {
+  const child = `scripted:${JSON.stringify({ rounds: [[{ text: "three " }, { sleep: 0.5 }, { text: "files" }]] })}`;
+  const script = join(home, "delegate.json");
+  writeFileSync(
+    script,
+    JSON.stringify({
+      rounds: [[{ tool_call: { name: "delegate", arguments: { task: "count the files", model: child } } }], [{ text: "Parent done." }]],
+    }),
+  );
+  const { page, errors } = await openApp();
+  const pane = page.locator(".pane").first();
+  await useModel(page, `scripted:${script}`);
+  // Paste a screenshot into the composer: a thumbnail waits over the input.
+  await page.evaluate((base64) => {
+    const data = new DataTransfer();
+    data.items.add(new File([Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))], "shot.png", { type: "image/png" }));
+    const input = document.querySelectorAll(".pane")[0]!.querySelector("#input")!;
+    input.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+  }, SHOT);
+  await pane.locator("#attachments .attachment img").waitFor();
+  await pane.locator("#input").fill("Count the files; and what is this picture?");
+  await pane.locator("#input").press("Enter");
+
+  // The prompt shows its image; the model (text-only) said so once.
+  const shown = pane.locator(".entry.user img.thumb");
+  await until(page, "the image in the transcript", async () => (await shown.count()) === 1);
+  assert.equal(await shown.evaluate((img) => (img as HTMLImageElement).naturalWidth), 40);
+  assert.equal(await pane.locator("#attachments").isHidden(), true);
+  await until(page, "the warning", async () => (await pane.locator(".notice", { hasText: "cannot see images" }).count()) === 1);
+
+  // The delegate call: a card with the child's progress and a button to open it.
+  const card = pane.locator(".entry.tool.delegate");
+  await until(page, "the delegate card", async () => (await card.count()) === 1);
+  await until(page, "the parent's answer", async () => (await pane.locator(".entry.assistant").last().innerText()).includes("Parent done."));
+  assert.match(await card.locator(".tool-output").innerText(), /three files/);
+  const childId = (await card.getAttribute("data-child-session-id"))!;
+  const parentId = await page.evaluate(
+    () => (window as unknown as { threadline: { panes: { sessionId: string | null }[] } }).threadline.panes[0]!.sessionId,
+  );
+  assert.match(childId, /^sess_/);
+
+  // The tree: the child is a branch of its parent, marked as a sub-agent.
+  const branch = page.locator(`#tree li:has(> button.node[data-session-id="${parentId}"]) > ul button.node.child[data-session-id="${childId}"]`);
+  await until(page, "the child under its parent in the tree", async () => (await branch.count()) === 1);
+  assert.match(await branch.locator(".node-meta").innerText(), /sub-agent/);
+  assert.equal(await branch.locator(".node-title").innerText(), "↳ count the files", "the server's title, marked once");
+
+  // Open child session: a new pane beside the parent, showing the child's work.
+  await card.locator("button.open-child").click();
+  await until(page, "a second pane", async () => (await page.locator(".pane").count()) === 2);
+  const second = page.locator(".pane").nth(1);
+  await until(page, "the child's answer", async () => (await second.locator(".entry.assistant").allInnerTexts()).join("").includes("three files"));
+  assert.match(await second.locator("#status").innerText(), /sub-agent of “Count the files; and what is this picture\?”/);
+  assert.equal(await pane.locator(".entry.user img.thumb").count(), 1, "the parent's pane keeps its session");
+  await page.screenshot({ path: join(outDir, "desktop-images-delegate.png") });
+
+  // A reload replays the image from the store.
+  await page.reload();
+  await page.locator("#connection", { hasText: "Connected" }).waitFor();
+  await until(page, "the image replayed", async () => (await page.locator(".pane").first().locator(".entry.user img.thumb").count()) === 1);
   assert.deepEqual(errors, []);
   await page.close();
 });

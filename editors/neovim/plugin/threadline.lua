@@ -1,4 +1,4 @@
--- :Threadline new|ask|interrupt|fork|compact|sessions|resume|delete|model|send|restart|search|rename|archive|unarchive|health
+-- :Threadline new|ask|steer|queue|interrupt|attach|fork|compact|sessions|resume|delete|model|send|restart|search|rename|archive|unarchive|health
 if vim.g.loaded_threadline then
   return
 end

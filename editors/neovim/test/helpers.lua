@@ -158,6 +158,62 @@ function H.record(pattern)
   return seen
 end
 
+--- Wait until `list` (a recording) holds `n` entries.
+---@param list table
+---@param n integer
+---@param what? string
+function H.wait_for(list, n, what)
+  H.wait(function()
+    return #list >= n
+  end, what)
+end
+
+--- Do `action` (an Ex command line, or a function) and wait for the turn it starts to
+--- end; returns the recorded `ThreadlineTurnDone` data (which goes on recording).
+---@param action string|fun()
+---@param what? string
+---@return table[]
+function H.turn(action, what)
+  local done = H.record('ThreadlineTurnDone')
+  if type(action) == 'string' then
+    vim.cmd(action)
+  else
+    action()
+  end
+  H.wait_for(done, 1, what or 'the turn')
+  return done
+end
+
+--- Answer every `vim.ui.select` until H.stop(), later (as a real picker does):
+--- `choose(items, opts)` gives the item (nil dismisses). Returns the questions asked,
+--- `{items, opts}` and whatever `note(opts)` adds (what the screen showed meanwhile).
+---@param choose fun(items: any[], opts: table): any
+---@param note? fun(opts: table): table
+---@return table[]
+function H.answer_select(choose, note)
+  local asked = {}
+  H.keep(vim.ui, 'select')
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(asked, vim.tbl_extend('force', { items = items, opts = opts }, note and note(opts) or {}))
+    vim.schedule(function()
+      on_choice(choose(items, opts))
+    end)
+  end
+  return asked
+end
+
+--- A `choose` for H.answer_select: the permission option of `kind` (none: dismissed).
+---@param kind string
+function H.option(kind)
+  return function(items)
+    for _, item in ipairs(items) do
+      if type(item) == 'table' and item.kind == kind then
+        return item
+      end
+    end
+  end
+end
+
 --- Start a session with `model` and wait until it is current.
 function H.new_session(tl, model)
   local sid

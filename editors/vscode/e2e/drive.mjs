@@ -126,6 +126,20 @@ async function send(text) {
   await until("the turn to start", async () => (await statusText()).includes("Generating"));
 }
 
+/**
+ * A new session whose turns follow `script`. The sessions' model is
+ * `scripted:<WORK>/script.json`, read once per sidecar: the script, and a restart,
+ * make the next turns do what it says (these are the last steps).
+ */
+async function newSessionWith(script) {
+  writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
+  await dismissToasts();
+  await runCommand("Threadline: Restart the Sidecar");
+  await page.waitForTimeout(1500);
+  await titleAction("New Session").click();
+  await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+}
+
 async function waitIdle(ms = 60_000) {
   await until("the turn to end", async () => !(await statusText()).includes("Generating"), ms);
 }
@@ -547,14 +561,7 @@ try {
         [{ text: "Done: greet shouts now." }],
       ],
     };
-    // The sessions' model is `scripted:<WORK>/script.json`, read once per sidecar: this
-    // script, and a restart, make the next turns do the work (this is the last step).
-    writeFileSync(join(WORK, "script.json"), JSON.stringify(script));
-    await dismissToasts();
-    await runCommand("Threadline: Restart the Sidecar");
-    await page.waitForTimeout(1500);
-    await titleAction("New Session").click();
-    await until("an empty chat", async () => (await chat().locator(".entry").count()) === 0);
+    await newSessionWith(script);
     const input = chat().locator("#input");
     await input.click();
     await input.fill("Make greet shout.");
@@ -602,6 +609,47 @@ try {
     const rows = await quickPickRows();
     await until("Plan marked current", async () => (await rows.allInnerTexts()).some((t) => t.includes("Plan") && t.includes("current")), 10_000);
     await page.keyboard.press("Escape");
+  });
+
+  // Images and sub-agents: a screenshot pasted into the chat (a paste event carrying an
+  // image file, as VS Code's webview gets one from the clipboard) is shown as a
+  // thumbnail, sent with the prompt and shown in the transcript; the prompt's turn
+  // delegates, and the card's "Open child session" shows the child in the chat view.
+  await step("paste-image-and-open-child-session", async () => {
+    const child = `scripted:${JSON.stringify({ rounds: [[{ text: "The sub-agent counted three files." }]] })}`;
+    const script = {
+      rounds: [
+        [{ tool_call: { name: "delegate", arguments: { task: "count the files", model: child } } }],
+        [{ text: "A blue and orange picture; three files." }],
+      ],
+    };
+    await newSessionWith(script);
+    const input = chat().locator("#input");
+    await input.click();
+    // A 40×20 PNG, left half blue, right half orange.
+    const png =
+      "iVBORw0KGgoAAAANSUhEUgAAACgAAAAUCAIAAABwJOjsAAAAKUlEQVR4nGPgzLxFNvrQI0I2Yhi1eNTiUYtHLR61eNTiUYtHLR45FgMA5LJ3/dNCyq0AAAAASUVORK5CYII=";
+    await input.evaluate((el, base64) => {
+      const data = new DataTransfer();
+      data.items.add(new File([Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))], "shot.png", { type: "image/png" }));
+      el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, png);
+    await chat().locator("#attachments .attachment img").waitFor({ state: "visible", timeout: 10_000 });
+    await snap("image-attached");
+    await input.fill("What is in this picture? Count the files too.");
+    await input.press("Enter");
+    const thumb = chat().locator(".entry.user img.thumb");
+    await until("the image in the transcript", async () => (await thumb.count()) === 1, 30_000);
+    assert.equal(await thumb.evaluate((img) => img.naturalWidth), 40, "the image decodes in the webview (CSP)");
+    await until("the text-only model's warning", async () => (await chatText(".entry.notice")).includes("cannot see images"), 30_000);
+    await until("the answer", async () => (await chatText(".entry.assistant")).includes("three files"), 30_000);
+    const card = chat().locator(".entry.tool.delegate");
+    assert.match(await card.locator(".tool-output").innerText(), /three files/);
+    await snap("image-and-delegate-in-transcript");
+    await card.locator("button.open-child").click();
+    await until("the child session in the chat view", async () => /sub-agent of/.test(await statusText()), 30_000);
+    assert.match(await chatText(".entry.assistant"), /The sub-agent counted three files\./);
+    assert.equal(await chat().locator("#title").innerText(), "↳ count the files");
   });
 } finally {
   writeFileSync(join(SHOTS, "results.json"), JSON.stringify({ results, pageErrors }, null, 2));

@@ -101,7 +101,7 @@ export class RecordingSink {
   }
 }
 
-export function scripted(script: { rounds: unknown[][]; summary?: unknown[] }): string {
+export function scripted(script: { rounds: unknown[][]; summary?: unknown[]; images?: boolean }): string {
   return `scripted:${JSON.stringify(script)}`;
 }
 

@@ -13,6 +13,7 @@ import { after, before, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { fillTemplate } from "../src/core/html";
 import type { HostMessage, WebviewMessage } from "../webview/src/messages";
+import { png } from "./png";
 
 const root = resolve(__dirname, "../..");
 const outDir = join(root, "test-output");
@@ -817,6 +818,123 @@ test("typing while the session works: Enter queues, Ctrl+Enter steers, the queue
   });
   await feed(page, [{ type: "elicitation", request: null }]);
   assert.equal(await form.isHidden(), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** Paste (or drop) files into the page's composer as a user's clipboard would. */
+async function pasteFiles(page: Page, files: { name: string; type: string; base64: string }[], how: "paste" | "drop" = "paste") {
+  await page.evaluate(
+    ({ files, how }) => {
+      const data = new DataTransfer();
+      for (const f of files) {
+        const bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
+        data.items.add(new File([bytes], f.name, { type: f.type }));
+      }
+      const input = document.querySelector("#input")!;
+      if (how === "paste") input.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+      else input.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    },
+    { files, how },
+  );
+}
+
+test("images: pasted and dropped as thumbnails, sent as the prompt's images, shown in prompts and tool results; a delegate card opens its child", async () => {
+  const { page, errors } = await openPage({ withVsCodeApi: true });
+  const sid = "sess_img";
+  const shot = png(48, 24).toString("base64");
+  await feed(page, [{ type: "session", sessionId: sid, models: [{ id: "m", name: "M" }], currentModel: "m" }]);
+
+  // Pasted: a thumbnail over the input; a file that is no image is refused with a word why.
+  await pasteFiles(page, [{ name: "shot.png", type: "image/png", base64: shot }]);
+  await page.locator("#attachments .attachment img").waitFor();
+  assert.equal(await page.locator("#attachments .attachment").count(), 1);
+  await pasteFiles(page, [{ name: "notes.pdf", type: "application/pdf", base64: "JVBERi0=" }], "drop");
+  await page.locator(".entry.notice.error").waitFor();
+  assert.match(await page.locator(".entry.notice.error").innerText(), /notes\.pdf .* is not a PNG, JPEG, GIF or WebP image/);
+  // Dropped: a second one; then removed again.
+  await pasteFiles(page, [{ name: "two.png", type: "image/png", base64: shot }], "drop");
+  await page.locator("#attachments .attachment:nth-child(2)").waitFor();
+  await page.locator("#attachments .attachment").nth(1).locator(".remove-attachment").click();
+  assert.equal(await page.locator("#attachments .attachment").count(), 1);
+  await page.screenshot({ path: join(outDir, "chat-attachment.png") });
+
+  // Sent with the prompt (an image alone could be sent too); the strip empties.
+  await page.locator("#input").fill("what is this?");
+  await page.locator("#input").press("Enter");
+  assert.deepEqual((await posted(page)).at(-1), {
+    type: "prompt",
+    text: "what is this?",
+    images: [{ mimeType: "image/png", data: shot, name: "shot.png" }],
+  });
+  assert.equal(await page.locator("#attachments").isHidden(), true);
+
+  // The turn as the host shows it: the prompt with its image, the model's warning, a tool's image.
+  const warning = "This model cannot see images: it reads a short description of each instead.";
+  await feed(page, [
+    { type: "turnStarted", text: "what is this?", images: [{ mimeType: "image/png", data: shot, name: "shot.png" }] },
+    update(sid, { sessionUpdate: "session_info_update", _meta: { threadline: { warning } } }),
+    update(sid, { sessionUpdate: "tool_call", toolCallId: "call_1", title: "screenshot", kind: "other", status: "in_progress" }),
+    update(sid, {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_1",
+      status: "completed",
+      content: [
+        { type: "content", content: { type: "text", text: "the screen:" } },
+        { type: "content", content: { type: "image", mimeType: "image/png", data: shot, _meta: { threadline: { image: { width: 48, height: 24, size: 90 } } } } },
+      ],
+    }),
+  ]);
+  const userImage = page.locator(".entry.user .images img.thumb");
+  assert.equal(await userImage.count(), 1);
+  assert.equal(await userImage.getAttribute("src"), `data:image/png;base64,${shot}`);
+  assert.equal(await userImage.evaluate((img) => (img as HTMLImageElement).naturalWidth), 48, "the image decodes (CSP allows it)");
+  assert.equal(await page.locator(".entry.notice.info", { hasText: "cannot see images" }).count(), 1);
+  const toolImage = page.locator(".entry.tool .tool-images img.thumb");
+  assert.equal(await toolImage.getAttribute("alt"), "Image: 48×24 PNG, 90 B");
+  await toolImage.click();
+  assert.match((await toolImage.getAttribute("class")) ?? "", /enlarged/);
+
+  // Replayed prompts: the image chunk joins its message's text.
+  await feed(page, [
+    update(sid, { sessionUpdate: "user_message_chunk", messageId: "msg_u2", content: { type: "text", text: "and this one?" } }),
+    update(sid, { sessionUpdate: "user_message_chunk", messageId: "msg_u2", content: { type: "image", mimeType: "image/png", data: shot } }),
+  ]);
+  const replayed = page.locator('.entry.user[data-message-id="msg_u2"]');
+  assert.equal(await replayed.locator(".body").innerText(), "and this one?");
+  assert.equal(await replayed.locator("img.thumb").count(), 1);
+
+  // A delegate call: the child's progress in a fold, and a button that opens the child.
+  const child = "sess_child1";
+  const progress = (text: string, status: string) =>
+    update(sid, {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_d",
+      status,
+      content: [{ type: "content", content: { type: "text", text } }],
+      _meta: { threadline: { childSessionId: child } },
+    });
+  await feed(page, [
+    update(sid, { sessionUpdate: "tool_call", toolCallId: "call_d", title: "Delegate: count the files", kind: "other", status: "pending" }),
+    progress(`Child session ${child}: ↳ count the files\n→ list_files`, "in_progress"),
+  ]);
+  const card = page.locator(".entry.tool.delegate");
+  assert.equal(await card.getAttribute("data-child-session-id"), child);
+  const fold = card.locator("details.child-progress");
+  assert.equal(await fold.getAttribute("open"), "");
+  assert.match(await fold.locator(".tool-output").innerText(), /→ list_files/);
+  await feed(page, [progress("three files\n(child session sess_child1)", "completed")]);
+  assert.match(await fold.locator(".tool-output").innerText(), /three files/);
+  assert.equal(await card.locator(".badge").innerText(), "done");
+  await page.screenshot({ path: join(outDir, "chat-images-delegate.png") });
+  await fold.locator("summary").click({ position: { x: 5, y: 5 } });
+  assert.equal(await fold.getAttribute("open"), null, "the fold closes");
+  await card.locator("button.open-child").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "openChild", sessionId: child });
+
+  // The child on screen: named as its parent's sub-agent.
+  await feed(page, [{ type: "reset" }, { type: "session", sessionId: child, parentSessionId: sid, parentTitle: "what is this?", kind: "child", models: [], currentModel: null }]);
+  assert.match(await page.locator("#status").innerText(), /sub-agent of “what is this\?”/);
   assert.deepEqual(errors, []);
   await page.close();
 });

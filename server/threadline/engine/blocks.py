@@ -101,6 +101,7 @@ def result_block(
     raw_output: Any = None,
     display: list[dict[str, Any]] | None = None,
     plan: list[dict[str, Any]] | None = None,
+    child_session_id: str | None = None,
 ) -> Block:
     """A call's ``tool_result``: what the tool gave (or why it never ran); ``display``:
     what clients are shown before it (its diff, its terminal), ``plan``: the plan an
@@ -121,6 +122,8 @@ def result_block(
         block["display"] = display
     if plan is not None:
         block["plan"] = plan
+    if child_session_id is not None:
+        block["childSessionId"] = child_session_id
     return block
 
 

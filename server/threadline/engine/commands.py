@@ -70,6 +70,9 @@ class _Command:
     def snapshot(self) -> list[Mutation]:
         return []
 
+    def streaming(self) -> events.MessageChunk | None:
+        return None
+
 
 class CompactCommand(_Command):
     """``/compact [instructions]``: a compaction that keeps two turns."""

@@ -52,6 +52,9 @@ class Compaction:
     def snapshot(self) -> list[Mutation]:
         return []  # nothing is stored until the summary is whole
 
+    def streaming(self) -> events.MessageChunk | None:
+        return None  # a summary is shown as the compaction's progress, not as chunks
+
     def cancelled(self) -> CompactionOutcome:
         tokens, messages = self._before or (0, len(self.host.transcript.working()))
         return CompactionOutcome.unchanged(tokens, messages, "cancelled")

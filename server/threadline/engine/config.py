@@ -24,6 +24,15 @@ class SessionConfig:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     """Kept "always" answers (``tools/approvals.py``): stored with the session, so they
     survive restarts and a fork inherits them."""
+    child: dict[str, Any] | None = None
+    """A child session's place (``engine/children.py``): ``parentSessionId``,
+    ``toolCallId`` (the parent's ``delegate`` call) and ``depth`` (1 for a child of a
+    top-level session); None for a session a person started."""
+
+    @property
+    def depth(self) -> int:
+        """How many ``delegate`` calls deep the session runs (0: started by a person)."""
+        return int(self.child["depth"]) if self.child else 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -28,11 +28,13 @@ from threadline_protocol.meta import (
 )
 
 from ..providers.registry import ProviderRegistry
+from ..settings import DelegateLimits
 from ..store.base import PendingPrompt, SessionRow, SessionStore
 from ..store.blobs import BLOB_SCHEME
 from . import capabilities, events, options
 from . import modes as session_modes
 from .catalog import Catalog
+from .children import Children
 from .commands import SLASH_COMMANDS
 from .compactor import Compaction
 from .config import SessionConfig
@@ -80,6 +82,7 @@ class Engine:
         self.providers = providers
         self.link = link
         self.live = LiveSessions(store, providers, link, workspaces)
+        self.live.delegator = Children(self.live, DelegateLimits.from_env())
         self.files = Files(self.live)
         self.feed = Feed(self.live)
         self.inbox = Inbox(self.live, self.feed, self._fork)
@@ -489,6 +492,12 @@ class Engine:
 # -- typed values to wire results -----------------------------------------------------
 
 
+def _child_of(config: dict[str, Any]) -> str | None:
+    """The parent of a child session started ``fresh`` (a fork names its own)."""
+    child = config.get("child")
+    return str(child["parentSessionId"]) if isinstance(child, dict) else None
+
+
 def _queued(prompt: PendingPrompt) -> QueuedPrompt:
     return QueuedPrompt.model_validate(
         {
@@ -533,7 +542,8 @@ def _listed(r: SessionRow) -> pm.SessionInfo:
         title=r.title,
         updated_at=r.updated_at,
         meta=pm.SessionInfoMeta(
-            parent_session_id=r.parent_id,
+            parent_session_id=r.parent_id or _child_of(r.config),
+            kind="child" if r.config.get("child") else "session",
             forked_at_message_id=r.forked_at_message_id,
             message_count=r.message_count,
             model=r.config.get("model"),

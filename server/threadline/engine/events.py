@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from threadline_protocol.sessions import SessionConfigOption
 
+from ..tools.base import CommandShown
 from .blocks import Block
 from .mutations import Msg
 
@@ -45,6 +46,10 @@ class ToolProgress:
 
     tool_call_id: str
     content: tuple[dict[str, Any], ...] | None = None
+    child_session_id: str | None = None
+    """The child session a ``delegate`` call runs, for clients to open."""
+    command: CommandShown | None = None
+    """Set when the content is the output of a command the sidecar runs itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,9 @@ class Usage:
 
     used: int
     size: int
+    cost: float | None = None
+    """The session's cost so far in US dollars (`cost.session_cost`); None when none of
+    its calls was made by a model with a price."""
 
 
 @dataclass(frozen=True, slots=True)

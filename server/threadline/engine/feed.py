@@ -82,7 +82,13 @@ class Feed:
         another window runs on it now: the partial answer so far, then the rest)."""
         if self.subscribed.get(session.id) is not session:
             self.subscribed[session.id] = session
+            newcomer = not session.heard
+            session.heard = True
             session.shown.seen_all()  # what came before is what the client looked at
+            running = session.running
+            so_far = running.task.streaming() if running is not None and newcomer else None
+            if so_far is not None:
+                session.announce(so_far)  # a turn here its client was not shown yet
             session.changed = self.refresh
             self.refresh(session)
         self._start()

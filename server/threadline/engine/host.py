@@ -17,6 +17,7 @@ from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal
 from ..tools.base import Tool, ToolContext
 from ..tools.modes import Decision
 from ..tools.registry import ToolRegistry
+from ..userconfig import Price
 from .config import SessionConfig
 from .events import Event
 from .mutations import Msg, Mutation
@@ -94,6 +95,10 @@ class TurnHost(CompactionHost, Protocol):
 
     @property
     def tools(self) -> ToolRegistry: ...
+
+    def price(self, model: str) -> Price | None:
+        """What ``model``'s tokens cost (threadline.toml's ``price``); None: unpriced."""
+        ...
 
     def tool_context(self, call_id: str, *, confined: bool = False) -> ToolContext:
         """What a tool run (or its ``locations``) is given for one call; ``confined``:

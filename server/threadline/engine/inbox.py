@@ -35,6 +35,7 @@ from threadline_protocol.errors import ErrorCode
 
 from ..providers.base import Usage
 from ..store.base import PendingPrompt
+from . import events
 from .commands import Fork, prompt_task, slash_command
 from .errors import EngineError, InvalidParams, SessionBusy, as_engine_error
 from .feed import Feed
@@ -150,6 +151,9 @@ class Tracked:
 
     def snapshot(self) -> list[Any]:
         return self.task.snapshot()
+
+    def streaming(self) -> events.MessageChunk | None:
+        return self.task.streaming()
 
     async def run(self) -> PromptOutcome:
         self.started = True

@@ -22,12 +22,13 @@ import anyio
 
 from ..store.base import SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
+from ..tools.delegate import Delegator
 from . import events
 from .bursts import BurstJournal
 from .errors import SessionBusy, SessionNotFound, as_engine_error
 from .folds import FoldCache, Project
 from .link import ClientLink
-from .mutations import Mutation
+from .mutations import Mutation, from_event
 from .outcomes import Interrupted
 from .ownership import LeaseKeeper, busy_error
 from .session import Session
@@ -66,6 +67,9 @@ class LiveSessions:
         self._generation = 0
         self._folds = FoldCache(store, replay=self._replay_projection)
         self._bursts = BurstJournal(store)
+        self.delegator: Delegator | None = None
+        """Runs child sessions for ``delegate`` calls (`children.Children`, set by the
+        engine); every session loaded here gets the tool."""
 
     def _replay_projection(self) -> tuple[Project, object]:
         """How this client is shown a replay, for folds kept as sessions grow."""
@@ -99,6 +103,23 @@ class LiveSessions:
 
     def load(self, row: SessionRow) -> Session:
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
+        session = self._held(row, transcript, seq)
+        if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
+            self.repair(session)
+        return session
+
+    def adopt(self, row: SessionRow, base: Transcript) -> Session:
+        """A fork made just now of a session held here, its transcript copied from the
+        parent's in memory (``base``, as of the fork point) and its own events applied,
+        instead of folding the parent's whole log again from the store."""
+        seq = 0
+        for e in self.store.load_events(row.id, after_seq=0):
+            base.apply(from_event(e.kind, e.payload))
+            seq = e.seq
+        return self._held(row, base, seq)
+
+    def _held(self, row: SessionRow, transcript: Transcript, seq: int) -> Session:
+        """The live session of ``row``, held here from now on."""
         session = Session(
             row,
             transcript,
@@ -108,12 +129,11 @@ class LiveSessions:
             seq,
             self.workspaces,
             self._bursts,
+            self.delegator,
         )
         session.checked = self._generation
         session.on_awaiting = self._say_awaiting
         self.sessions[row.id] = session
-        if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
-            self.repair(session)
         return session
 
     def _say_awaiting(self, session: Session, awaiting: bool) -> None:

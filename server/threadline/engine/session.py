@@ -19,9 +19,11 @@ from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, 
 from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
 from ..tools import modes
 from ..tools.approvals import Approvals
-from ..tools.base import Tool, ToolContext
+from ..tools.base import CommandShown, Tool, ToolContext
+from ..tools.delegate import Delegator
 from ..tools.permissions import PermissionBroker
 from ..tools.registry import ToolRegistry
+from ..userconfig import Price
 from . import events
 from .bursts import BurstJournal
 from .compiler import compile_request, to_chat_messages
@@ -147,8 +149,11 @@ class Session:
         seq: int,
         workspaces: Workspaces,
         bursts: BurstJournal | None = None,
+        delegator: Delegator | None = None,
     ) -> None:
         self.id = row.id
+        self.delegator = delegator
+        """Runs the child sessions of its ``delegate`` calls (none: it has no such tool)."""
         self.workspaces = workspaces
         self.checkpoint_notice: str | None = None
         """Why the workspace could not be checkpointed (said once: logged, and in
@@ -173,6 +178,11 @@ class Session:
         """Permission requests of its turn waiting for the user (``requires_action``)."""
         self.shown = Shown(title=row.title, model=self.config.model, options=self.options_shown())
         """What its client was last shown of the session's state (`feed.py`)."""
+        self.heard = True
+        """Whether its events go to this process's client: not for a child session
+        until the client opens it (`feed.Feed.subscribe`); its parent's call shows it."""
+        self.watchers: list[Callable[[events.Event], None]] = []
+        """Told every event the session announces (a parent following its child)."""
         self.changed: Callable[[Session], None] = _unwatched
         """Called when its state changes here (a task starts or ends, a permission
         waits), so every window is told (`feed.Feed`)."""
@@ -256,6 +266,9 @@ class Session:
             server_side.append(ForgetTool(facts))
         if enabled and (names is None or ASK_USER in names):
             server_side.append(AskUser())
+        delegate = self._delegate_tool()
+        if delegate is not None and enabled and (names is None or delegate.name in names):
+            server_side.append(delegate)
         registry = build_registry(
             tools=self.config.tools,
             exit_tools=self.config.exit_tools,
@@ -263,7 +276,10 @@ class Session:
             builtin=builtin,
             extra_tools=server_side,
         )
-        registry.visible = lambda tool: modes.offers(self.config.mode, tool)
+        registry.visible = lambda tool: (
+            modes.offers(self.config.mode, tool)
+            and (tool.name != "delegate" or self._may_delegate())
+        )
         return registry
 
     def options_shown(self) -> tuple[str, str, bool]:
@@ -272,6 +288,14 @@ class Session:
         builtin = self.config.builtin_tools
         on = builtin if isinstance(builtin, bool) else bool(builtin)
         return (self.config.model, self.config.mode, on)
+
+    def _may_delegate(self) -> bool:
+        return self.delegator is not None and self.delegator.may_delegate(self.config.depth)
+
+    def _delegate_tool(self) -> Tool | None:
+        from ..tools.delegate import Delegate
+
+        return None if self.delegator is None else Delegate(self.delegator)
 
     def save_config(self) -> None:
         """Store the session's options (its mode, kept approvals…) with its row."""
@@ -332,7 +356,10 @@ class Session:
             self.config = SessionConfig.from_json(row.config)
 
     def announce(self, event: events.Event) -> None:
-        self.link.announce(self.id, event)
+        for watch in self.watchers:
+            watch(event)
+        if self.heard:
+            self.link.announce(self.id, event)
 
     def maybe_title(self, prompt: list[dict[str, Any]]) -> None:
         if self.title:
@@ -352,6 +379,12 @@ class Session:
         def progress(content: list[dict[str, Any]]) -> None:
             self.announce(events.ToolProgress(call_id, tuple(content)))
 
+        def progress_command(content: list[dict[str, Any]], command: CommandShown) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content), command=command))
+
+        def child_progress(child_id: str, content: list[dict[str, Any]]) -> None:
+            self.announce(events.ToolProgress(call_id, tuple(content), child_id))
+
         return ToolContext(
             self.id,
             call_id,
@@ -361,6 +394,8 @@ class Session:
             progress,
             confined,
             self.asking_user,
+            child_progress,
+            progress_command,
         )
 
     @contextmanager
@@ -460,6 +495,9 @@ class Session:
 
     async def provider(self) -> Provider:
         return await self.providers.get(self.config.model)
+
+    def price(self, model: str) -> Price | None:
+        return self.providers.price(model)
 
     def compile_request(
         self,

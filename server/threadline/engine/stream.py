@@ -71,6 +71,12 @@ class Answer:
     def full_text(self) -> str:
         return "".join(self.text)
 
+    def shown_text(self) -> str:
+        """The text its client has been sent so far (what is pending goes out with the
+        next burst): what a client that starts watching now needs to catch up."""
+        waiting = sum(1 for kind, _ in self.pending if kind == "text")
+        return "".join(self.deltas[: len(self.deltas) - waiting])
+
     @property
     def stopped(self) -> bool:
         """The provider failed or the model looped: nothing more is read."""

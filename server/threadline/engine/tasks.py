@@ -20,6 +20,7 @@ from typing import Generic, Protocol, TypeVar
 
 import anyio
 
+from . import events
 from .mutations import Mutation
 
 R = TypeVar("R")
@@ -78,6 +79,11 @@ class SessionTask(Protocol[R_co]):
 
     def snapshot(self) -> list[Mutation]:
         """What it would leave if stopped now, for a fork to record."""
+        ...
+
+    def streaming(self) -> events.MessageChunk | None:
+        """The answer streamed so far and not yet stored, as one chunk: what a client
+        that starts watching mid-way is shown first (later chunks reach it anyway)."""
         ...
 
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from ..providers.base import ChatMessage, ToolCallFinal
+from ..providers.base import ChatMessage, ToolCallFinal, Usage
 from ..tools.base import Tool, ToolOutcome, mutates, preview_of
 from ..tools.modes import Decision
 from ..tools.schema import argument_problem
@@ -111,6 +111,8 @@ class ToolRunner:
         """What each call of the latest answer would do (an edit's diff), by call id."""
         self._checkpointed = False
         """The workspace was checkpointed before this turn's first change."""
+        self.usage = Usage()
+        """Model tokens the turn's calls spent (child sessions), part of the turn's usage."""
 
     def take_notes(self) -> list[ChatMessage]:
         notes, self.notes = self.notes, []
@@ -244,7 +246,10 @@ class ToolRunner:
             raw_output=outcome.raw_output,
             display=outcome.display,
             plan=outcome.plan,
+            child_session_id=outcome.child_session_id,
         )
+        if outcome.usage is not None:
+            self.usage += outcome.usage
         message = blocks.tool_message(self.turn_id, block)
         if has_images(outcome.content):
             result: ToolResult = MultimodalToolResult.holding(message)

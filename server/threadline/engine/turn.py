@@ -21,6 +21,7 @@ from ..tools.selection import offer_meta
 from . import blocks, events
 from .blocks import Block
 from .compactor import Compaction
+from .cost import session_cost
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .host import TurnHost
 from .ids import now_iso
@@ -171,7 +172,7 @@ class Turn:
     def _outcome(self, stop: str) -> TurnOutcome:
         return TurnOutcome(
             stop_reason=stop,
-            usage=self.totals,
+            usage=self.totals + self.tools.usage,
             turn_id=self.turn_id,
             message_id=self.last_message_id,
             user_message_id=self.user_message_id,
@@ -275,7 +276,9 @@ class Turn:
         if answer.usage is not None:
             self.totals += answer.usage
             used = answer.usage.input_tokens + answer.usage.output_tokens
-            host.announce(events.Usage(used, provider.context_window))
+            call = (self.config.model, answer.usage.input_tokens, answer.usage.output_tokens)
+            cost = session_cost(host.transcript.messages, host.price, pending=call)
+            host.announce(events.Usage(used, provider.context_window, cost))
         if not answer.calls and answer.error is None and self._offered_tools:
             answer.take_written_call()
         return answer
@@ -379,6 +382,13 @@ class Turn:
     def _left(self, why: Why, *, copy: bool) -> list[Mutation]:
         answer = None if self.answer is None else self._partial(self.answer)
         return unfinished(self.host.transcript, why, answer=answer, turn_id=self.turn_id, copy=copy)
+
+    def streaming(self) -> events.MessageChunk | None:
+        answer = self.answer
+        text = "" if answer is None else answer.shown_text()
+        if answer is None or not text:
+            return None
+        return events.MessageChunk(answer.message_id, self.turn_id, text)
 
     def snapshot(self) -> list[Mutation]:
         """What this turn would leave if interrupted now, for a fork to record. New

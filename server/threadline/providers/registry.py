@@ -27,7 +27,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..userconfig import ModelEntry, UserConfig
+    from ..userconfig import ModelEntry, Price, UserConfig
     from .policies import RateLimiter
     from .traits import TraitStore
 
@@ -194,6 +194,22 @@ class ProviderRegistry:
         if entry is None:
             return TEXT_ONLY
         return image_support(entry)
+
+    def price(self, model: str) -> Price | None:
+        """What ``model``'s tokens cost (its ``price`` in threadline.toml); None: not
+        priced. A scripted model's script may carry one (``"price": {input, output}``)."""
+        from ..userconfig import Price
+
+        if model.startswith("scripted:"):
+            from .scripted import load_script
+
+            try:
+                raw = load_script(model.partition(":")[2]).get("price")
+                return Price.parse(raw, model)
+            except (OSError, ValueError):
+                return None
+        entry = self._entry(model)
+        return entry.price if entry is not None else None
 
     def _entry(self, model: str) -> ModelEntry | None:
         if model in LOCAL_ALIASES or model.startswith("scripted:"):

@@ -19,7 +19,9 @@ script deterministically. Steps::
 ``"toolResultImages": true``: in tool results too); a recorded message's images are
 listed under ``images``. A ``"summary": [step, ...]`` key answers compaction requests
 instead of the rounds.
-``"record": "<file>"`` appends each request it is sent to that file as one JSON line
+``"context_window": N`` sets the context window (default 8192), for sessions far
+longer than a small model holds. ``"record": "<file>"`` appends each request it is
+sent to that file as one JSON line
 (``{"t", "purpose", "messages": [{"role", "content"}]}``, ``t`` the wall clock), so
 a test can see what the model was given and when. ``"steered": true`` counts rounds
 through a user message that follows a tool result (a prompt that steered the turn)
@@ -111,7 +113,7 @@ class ScriptedProvider:
     def __init__(self, spec: str, context_window: int = 8192) -> None:
         self._spec = spec
         self._script = load_script(spec)
-        self._context_window = context_window
+        self._context_window = int(self._script.get("context_window") or context_window)
         self._calls = 0
 
     @property

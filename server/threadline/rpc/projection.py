@@ -24,6 +24,7 @@ from threadline_protocol.sessions import SessionConfigOption
 
 from ..engine import events
 from ..engine.blocks import Block, shown_text
+from ..engine.cost import CURRENCY
 from ..engine.mutations import Msg
 
 Update = dict[str, Any]
@@ -94,13 +95,18 @@ def tool_call(block: Block, turn_id: str) -> Update:
 
 
 def tool_progress(
-    tool_call_id: str, status: str, content: Sequence[dict[str, Any]] | None = None
+    tool_call_id: str,
+    status: str,
+    content: Sequence[dict[str, Any]] | None = None,
+    child_session_id: str | None = None,
 ) -> Update:
     """A transitional status (``in_progress``), or the content a running call shows so
-    far (a command's output, its terminal): live only, not history."""
+    far (a command's output, its terminal, the child session it runs): live only."""
     u: Update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
     if content is not None:
         u["content"] = list(content)
+    if child_session_id is not None:
+        u["_meta"] = {"threadline": {"childSessionId": child_session_id}}
     return u
 
 
@@ -120,8 +126,13 @@ def tool_result(block: Block) -> Update:
     }
     if block.get("rawOutput") is not None:
         u["rawOutput"] = block["rawOutput"]
+    meta: dict[str, Any] = {}
     if status == "cancelled":
-        u["_meta"] = {"threadline": {"cancelled": True}}
+        meta["cancelled"] = True
+    if block.get("childSessionId"):
+        meta["childSessionId"] = block["childSessionId"]
+    if meta:
+        u["_meta"] = {"threadline": meta}
     return u
 
 
@@ -178,8 +189,12 @@ def compacted(message_id: str, turn_id: str, block: Block, *, shown: bool) -> Up
     return compaction(block.get("compactionId") or message_id, "completed", summary=block["text"])
 
 
-def usage_update(used: int, size: int) -> Update:
-    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+def usage_update(used: int, size: int, cost: float | None = None) -> Update:
+    """ACP's ``usage_update``; ``cost`` (the session's, USD) only when it has one."""
+    u: Update = {"sessionUpdate": "usage_update", "used": used, "size": size}
+    if cost is not None:
+        u["cost"] = {"amount": round(cost, 6), "currency": CURRENCY}
+    return u
 
 
 def session_info(info: events.SessionInfo) -> Update:
@@ -314,12 +329,12 @@ class Projection:
                 return [message_chunk(kind, message_id, turn_id, text)]
             case events.ToolCallStarted(block, turn_id):
                 return [tool_call(block, turn_id)]
-            case events.ToolProgress(tool_call_id, content):
-                return [tool_progress(tool_call_id, "in_progress", content)]
+            case events.ToolProgress(tool_call_id, content, child):
+                return [tool_progress(tool_call_id, "in_progress", content, child)]
             case events.ToolFinished(block):
                 return tool_finished(block)
-            case events.Usage(used, size):
-                return [usage_update(used, size)]
+            case events.Usage(used, size, cost):
+                return [usage_update(used, size, cost)]
             case events.SessionInfo(status=status):
                 if status and self.shows_notices:
                     return [session_info(event), notice(status)]

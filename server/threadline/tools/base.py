@@ -10,6 +10,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from threadline_protocol import methods as pm
 from threadline_protocol import work as pw
 
+from ..providers.base import Usage
+
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
 
@@ -71,6 +73,19 @@ def text_content(text: str) -> ShownContent:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandShown:
+    """A command the sidecar runs itself (not in a client's terminal), as it runs: a
+    projection that can show an agent-owned terminal (ACP v2's ``terminal_update``)
+    shows it as one; others show the call's content (the same ``output``)."""
+
+    command: str
+    cwd: str
+    """Absolute."""
+    output: str
+    """Everything kept of the output so far (`commands.output.BoundedOutput.text`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     session_id: str
     tool_call_id: str
@@ -87,10 +102,23 @@ class ToolContext:
     asking: Callable[[], AbstractContextManager[None]] = nullcontext
     """Held while the call waits for the user (``ask_user``'s question): every window
     shows the session as ``requires_action`` meanwhile."""
+    child_progress: Callable[[str, list[ShownContent]], None] | None = None
+    """Shows the content so far of a call that runs a child session (``delegate``),
+    naming the child (``_meta.threadline.childSessionId``) so a client can open it."""
 
-    def report(self, content: list[ShownContent]) -> None:
-        if self.progress is not None:
+    progress_command: Callable[[list[ShownContent], CommandShown], None] | None = None
+    """``progress`` for a command the sidecar runs: the content and the command it
+    shows (``run_command``). None: ``progress`` shows the content alone."""
+
+    def report(self, content: list[ShownContent], command: CommandShown | None = None) -> None:
+        if command is not None and self.progress_command is not None:
+            self.progress_command(content, command)
+        elif self.progress is not None:
             self.progress(content)
+
+    def report_child(self, child_session_id: str, content: list[ShownContent]) -> None:
+        if self.child_progress is not None:
+            self.child_progress(child_session_id, content)
 
 
 @dataclass(slots=True)
@@ -110,6 +138,11 @@ class ToolOutcome:
     plan: list[dict[str, Any]] | None = None
     """A new plan (``update_plan``): the whole list of ``{content, priority, status}``
     entries, for the engine to store and announce as ACP's ``plan`` update."""
+    usage: Usage | None = None
+    """Model tokens the call spent (a child session's turn), added to the turn's usage."""
+    child_session_id: str | None = None
+    """The child session the call ran (``delegate``): stored on its result, so clients
+    can open the child live and on replay."""
 
     @classmethod
     def text(

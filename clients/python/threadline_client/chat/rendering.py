@@ -88,11 +88,15 @@ def recap(message: dict[str, Any]) -> tuple[str, str, str] | None:
     return label, who, text
 
 
+TUNING = frozenset({"model", "context"})
+"""Arguments that tune a call (a ``delegate`` call's model) rather than say what it does."""
+
+
 def says(title: str, raw: Any) -> bool:
     """The title quotes the call's arguments already (``Run `make test```)."""
     if not isinstance(raw, dict):
         return False
-    values = [v for v in raw.values() if isinstance(v, str)]
+    values = [v for k, v in raw.items() if isinstance(v, str) and k not in TUNING]
     return bool(values) and all(" ".join(v.split()) in " ".join(title.split()) for v in values)
 
 
@@ -102,7 +106,20 @@ class _ToolLine:
     status: str = "pending"
     kind: str = ""
     output: str = ""
-    """A command's output so far (``run_command`` streams it into the call's updates)."""
+    """A command's output so far (``run_command`` streams it into the call's updates),
+    or what a child session did so far (``delegate``)."""
+    child: str = ""
+    """The child session a ``delegate`` call runs (``_meta.threadline.childSessionId``)."""
+
+
+CHILD_LINES = 3
+"""Lines of a running child session's progress shown under its ``delegate`` call."""
+
+
+def child_session(update: dict[str, Any]) -> str:
+    """The child session a ``delegate`` call's update names ("" for other calls)."""
+    meta = (update.get("_meta") or {}).get("threadline") or {}
+    return str(meta.get("childSessionId") or "")
 
 
 class TurnView:
@@ -179,7 +196,12 @@ class TurnView:
         for tool in self.tools.values():
             parts.append(Spinner("dots", text=Text(f"{tool.title} ({tool.status})", style="cyan")))
             if tool.output:
-                parts.append(output_tail(tool.output))
+                # A child's progress is kept compact: its last few lines only.
+                parts.append(
+                    output_tail(tool.output, CHILD_LINES)
+                    if tool.child
+                    else output_tail(tool.output)
+                )
         if self.status and not self.tools:
             parts.append(Spinner("dots", text=Text(self.status, style="dim")))
         return Group(*parts)
@@ -238,7 +260,10 @@ class TurnView:
             self.status = "thinking…"  # the model reads the result next
         elif tool is not None:
             tool.status = status
-            if tool.kind == "execute" and update.get("content"):
+            child = child_session(update)
+            if child:
+                tool.child = child
+            if (tool.kind == "execute" or tool.child) and update.get("content"):
                 tool.output = block_text(update.get("content"))
         self._dirty = True
 
@@ -269,6 +294,10 @@ class TurnView:
             line = Text(f"  ✗ {title} failed", style="red")
         else:
             line = Text(f"  ✓ {title}", style="green")
+        child = child_session(update)
+        if child:
+            output = ""  # the child's answer goes to the model; the child session has it all
+            line.append(f"  → child session {child} (open it: /resume {child})", style="dim")
         if output:
             line.append(f"  {output}", style="dim")
         self.console.print(line)

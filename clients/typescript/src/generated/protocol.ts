@@ -287,6 +287,7 @@ export interface ContextResult {
 /** ACP's ``Cost``: what the session's model calls cost so far. */
 export interface Cost {
   amount: number;
+  /** Constraints: pattern "^[A-Z]{3}$". */
   currency: string;
   /** Peers may add fields (ACP extensibility). */
   [key: string]: unknown;
@@ -1057,6 +1058,8 @@ export interface SessionInfo {
 export interface SessionInfoMeta {
   archived: boolean;
   forkedAtMessageId: string | null;
+  /** @default "session" */
+  kind?: "session" | "child";
   messageCount: number;
   model: string | null;
   parentSessionId: string | null;
@@ -1359,6 +1362,7 @@ export interface ToolCallStart {
 
 export interface ToolCallUpdateInfo {
   cancelled?: boolean | null;
+  childSessionId?: string | null;
 }
 
 export interface ToolCallUpdateMeta {
@@ -1408,6 +1412,7 @@ export interface ToolOffer {
 }
 
 export interface ToolResultBlock {
+  childSessionId?: string | null;
   compactSummary?: string | null;
   content: (TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource)[];
   display?: (DiffToolCallContent | TerminalToolCallContent)[] | null;
@@ -1486,7 +1491,8 @@ export interface Usage {
 
 /**
  * Context-window use after a model call: ``used`` of ``size`` tokens, and (ACP
- * 1.21) the cost, when the provider prices its calls (none does yet).
+ * 1.21) the session's cumulative cost in USD, present only when its model has a
+ * ``price`` in threadline.toml.
  */
 export interface UsageUpdate {
   _meta?: { [key: string]: unknown } | null;

@@ -11,6 +11,8 @@ local hl_ns = vim.api.nvim_create_namespace('threadline.chat.highlight')
 local status_ns = vim.api.nvim_create_namespace('threadline.chat.status')
 local id_ns = vim.api.nvim_create_namespace('threadline.chat.ids')
 local hint_ns = vim.api.nvim_create_namespace('threadline.chat.hint')
+local queue_ns = vim.api.nvim_create_namespace('threadline.chat.queue')
+local detail_ns = vim.api.nvim_create_namespace('threadline.chat.detail')
 
 --- Highlight groups of the chat buffer; each links to a standard group unless the user
 --- (or a colorscheme) defines it.
@@ -25,6 +27,7 @@ M.highlights = {
   ThreadlineContext = 'Directory',
   ThreadlineMessageId = 'NonText',
   ThreadlineHint = 'Comment',
+  ThreadlineQueued = 'DiagnosticInfo',
 }
 for group, link in pairs(M.highlights) do
   vim.api.nvim_set_hl(0, group, { link = link, default = true })
@@ -37,12 +40,14 @@ end
 ---@field current string? messageId of the text segment being streamed
 ---@field tools table<string, {mark: integer, title: string, input: any, output: string, status: string}>
 ---@field status string? what the status line of the buffer shows ('thinking…')
+---@field sticky boolean? the status stays while text streams
 ---@field order threadline.ChatMessage[] the messages shown, in buffer order
 ---@field known table<string, boolean> message ids shown (from history or as they streamed)
 ---@field compactions table<string, boolean> compaction ids whose summary is shown
 ---@field last_role string? 'user' or 'assistant': the heading the buffer ends under
 ---@field live table<string, boolean> message ids shown as they streamed from another editor
----@field watching boolean? updates of turns this Neovim does not run are shown (`session/load`)
+---@field queue table[] prompts waiting for the session (`session_info_update` `queue`)
+---@field title string? the session's title, as last announced
 local Chat = {}
 Chat.__index = Chat
 
@@ -156,7 +161,7 @@ function Chat:show(how, reuse)
 end
 
 function Chat:_reset()
-  self.messages, self.tools, self.current = {}, {}, nil
+  self.messages, self.tools, self.current, self.queue = {}, {}, nil, self.queue or {}
   self.order, self.known, self.live, self.compactions, self.last_role = {}, {}, {}, {}, nil
 end
 
@@ -164,7 +169,14 @@ end
 function Chat:_hint()
   local keys = require('threadline.config').options.keys
   local parts = {}
-  for _, k in ipairs({ { 'ask', 'ask' }, { 'compose', 'long prompt' }, { 'interrupt', 'interrupt' }, { 'details', 'details' } }) do
+  for _, k in ipairs({
+    { 'ask', 'ask (queues while a turn runs)' },
+    { 'steer', 'steer' },
+    { 'queue', 'queue' },
+    { 'compose', 'long prompt' },
+    { 'interrupt', 'interrupt' },
+    { 'details', 'details' },
+  }) do
     if keys[k[1]] then
       table.insert(parts, keys[k[1]] .. ' ' .. k[2])
     end
@@ -214,6 +226,88 @@ function Chat:append(text)
   for _, win in ipairs(follow) do
     vim.api.nvim_win_set_cursor(win, { last, 0 })
   end
+  if self.sticky then
+    self:set_status(self.status, true) -- stays under the last line
+  end
+  if self.queue and #self.queue > 0 then
+    self:_show_queue() -- stays under the last line
+  end
+end
+
+--- The heading an answer streams under, unless the buffer already ends under one.
+function Chat:answering()
+  if self.last_role ~= 'assistant' then
+    local row = self:_end()
+    self:block('## Threadline\n\n')
+    self:_highlight_from(row)
+    self.last_role = 'assistant'
+  end
+end
+
+--- The text of a waiting prompt (`{id, mode, state, prompt}`), its paragraphs joined
+--- by `sep`.
+---@param item table
+---@param sep string
+---@return string
+function M.prompt_text(item, sep)
+  local texts = {}
+  for _, b in ipairs(item.prompt or {}) do
+    if b.type == 'text' then
+      table.insert(texts, b.text)
+    end
+  end
+  return table.concat(texts, sep)
+end
+
+---@param item table a waiting prompt
+---@return string
+local function queued_line(item)
+  local text = vim.trim((M.prompt_text(item, ' '):gsub('%s+', ' ')))
+  if vim.fn.strchars(text) > 70 then
+    text = vim.fn.strcharpart(text, 0, 69) .. '…'
+  end
+  local what = item.state == 'held' and 'held' or (item.mode == 'steer' and 'steering' or 'queued')
+  return ('⏳ %s: %s'):format(what, text)
+end
+M.queued_line = queued_line
+
+--- The prompts waiting for the session, shown under the last line (they are not
+--- part of the conversation yet); `:Threadline queue` edits them.
+---@param items table[]
+function Chat:set_queue(items)
+  self.queue = items or {}
+  self:_show_queue()
+end
+
+function Chat:_show_queue()
+  vim.api.nvim_buf_clear_namespace(self.buf, queue_ns, 0, -1)
+  if #self.queue == 0 then
+    return
+  end
+  local lines = {}
+  for _, item in ipairs(self.queue) do
+    table.insert(lines, { { queued_line(item), 'ThreadlineQueued' } })
+  end
+  local key = require('threadline.config').options.keys.queue
+  if key then
+    table.insert(lines, { { key .. ' edits or removes what waits', 'ThreadlineHint' } })
+  end
+  local row = self:_end()
+  vim.api.nvim_buf_set_extmark(self.buf, queue_ns, row, 0, { virt_lines = lines })
+end
+
+--- The lines the buffer shows for the waiting prompts (read back from the buffer).
+---@return string[]
+function Chat:shown_queue()
+  local out = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, queue_ns, 0, -1, { details = true })) do
+    for _, line in ipairs(mark[4].virt_lines or {}) do
+      table.insert(out, table.concat(vim.tbl_map(function(chunk)
+        return chunk[1]
+      end, line)))
+    end
+  end
+  return out
 end
 
 --- Start a block on a fresh paragraph: a blank line after whatever is there.
@@ -396,9 +490,12 @@ function Chat:quote(id)
 end
 
 --- A line under the text that says what is happening (`thinking…`), or nothing.
+--- `sticky`: it stays (under the last line) while text streams, until it is replaced
+--- (who runs a turn in another editor); else the first words take it away.
 ---@param text string?
-function Chat:set_status(text)
-  self.status = text
+---@param sticky? boolean
+function Chat:set_status(text, sticky)
+  self.status, self.sticky = text, text ~= nil and sticky == true
   vim.api.nvim_buf_clear_namespace(self.buf, status_ns, 0, -1)
   if text then
     local row = self:_end()
@@ -412,7 +509,7 @@ end
 ---@param message_id string
 ---@param text string
 function Chat:chunk(message_id, text)
-  if self.status then
+  if self.status and not self.sticky then
     self:set_status(nil)
   end
   if self.current ~= message_id then
@@ -487,6 +584,9 @@ function Chat:tool(id, title, status, detail, input)
   -- A bare tool name gets its arguments; a title like `Read a.txt` already says them.
   local args = title:find(' ') and '' or require('threadline.util').args_line(input or (entry and entry.input), 60)
   local line = ('%s %s%s (%s)'):format(ICON[status] or '•', title, args ~= '' and (' ' .. args) or '', status)
+  if entry and entry.child then
+    line = line .. ' ↳ ' .. entry.child
+  end
   if detail and detail ~= '' then
     line = line .. ' — ' .. detail:gsub('%s+', ' '):sub(1, 120)
   end
@@ -500,9 +600,12 @@ function Chat:tool(id, title, status, detail, input)
     vim.bo[self.buf].modifiable = false
     vim.api.nvim_buf_clear_namespace(self.buf, hl_ns, row, row + 1)
     vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
+    if entry.open then
+      self:_show_detail(entry)
+    end
     return
   end
-  if self.status then
+  if self.status and not self.sticky then
     self:set_status(nil)
   end
   self:block(line)
@@ -511,6 +614,55 @@ function Chat:tool(id, title, status, detail, input)
   vim.api.nvim_buf_set_extmark(self.buf, hl_ns, row, 0, { end_col = #line, hl_group = group })
   self.tools[id] = { mark = mark, title = title, input = input, output = detail or '', status = status }
   self:append('\n')
+end
+
+--- The child session a `delegate` call runs: named on its line; `gO` on the line
+--- opens it, `<Tab>` shows or hides the child's progress under it.
+---@param id string
+---@param child? string
+function Chat:set_child(id, child)
+  local entry = self.tools[id]
+  if entry and child then
+    entry.child = child
+  end
+end
+
+--- Show or hide a tool call's whole result under its line (a `delegate` call's child
+--- progress: its calls and latest text).
+---@param entry table
+function Chat:toggle_detail(entry)
+  entry.open = not entry.open
+  self:_show_detail(entry)
+end
+
+function Chat:_show_detail(entry)
+  if entry.detail_mark then
+    vim.api.nvim_buf_del_extmark(self.buf, detail_ns, entry.detail_mark)
+    entry.detail_mark = nil
+  end
+  if not entry.open or entry.output == '' then
+    return
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})[1]
+  local lines = {}
+  for _, line in ipairs(vim.split(entry.output, '\n', { plain = true })) do
+    table.insert(lines, { { '    ' .. line, 'ThreadlineTool' } })
+  end
+  entry.detail_mark = vim.api.nvim_buf_set_extmark(self.buf, detail_ns, row, 0, { virt_lines = lines })
+end
+
+--- The lines shown under a tool call's line (its result, when expanded).
+---@param id string
+---@return string[]
+function Chat:shown_detail(id)
+  local entry = self.tools[id]
+  if not entry or not entry.detail_mark then
+    return {}
+  end
+  local mark = vim.api.nvim_buf_get_extmark_by_id(self.buf, detail_ns, entry.detail_mark, { details = true })
+  return vim.tbl_map(function(line)
+    return line[1][1]
+  end, mark[3] and mark[3].virt_lines or {})
 end
 
 --- The tool call on a buffer line, if any.
@@ -577,7 +729,8 @@ function Chat:render_message(m)
       if b.type == 'tool_result' then
         local status = b.status == 'completed' and 'completed' or 'failed'
         local entry = self.tools[b.toolUseId]
-        if not entry or entry.status ~= status then
+        self:set_child(b.toolUseId, type(b.childSessionId) == 'string' and b.childSessionId or nil)
+        if not entry or entry.status ~= status or b.childSessionId then
           self:tool(b.toolUseId, (entry and entry.title) or b.toolName or 'tool', status, util.block_text(b.content))
         end
       end
@@ -589,7 +742,7 @@ function Chat:render_message(m)
   for _, b in ipairs(m.content or {}) do
     if b.type == 'text' then
       table.insert(texts, b.text)
-    elseif b.type == 'resource' and type(b.resource) == 'table' then
+    elseif (b.type == 'resource' and type(b.resource) == 'table') or b.type == 'image' then
       table.insert(attached, label(b))
     elseif b.type == 'summary' then
       self:summary(b.text or '', b.compactionId or m.messageId)
@@ -603,11 +756,7 @@ function Chat:render_message(m)
     return
   end
   if fresh and text ~= '' then
-    if self.last_role ~= 'assistant' then
-      local row = self:_end()
-      self:block('## Threadline\n\n')
-      self:_highlight_from(row)
-    end
+    self:answering()
     self:chunk(m.messageId, text)
     self:close_segment()
   end
@@ -630,11 +779,14 @@ function Chat:replay(messages)
   vim.bo[self.buf].modifiable = true
   vim.api.nvim_buf_set_lines(self.buf, 0, -1, true, {})
   vim.bo[self.buf].modifiable = false
-  for _, space in ipairs({ hl_ns, id_ns, ns }) do
+  for _, space in ipairs({ hl_ns, id_ns, ns, detail_ns }) do
     vim.api.nvim_buf_clear_namespace(self.buf, space, 0, -1)
   end
   self:_reset()
   self:catch_up(messages)
+  -- What was shown under the last line goes under the new last line.
+  self:set_status(self.status, self.sticky)
+  self:_show_queue()
 end
 
 --- Show what `session/history` holds that the buffer does not (turns made in another

@@ -116,10 +116,10 @@ end
 --- Bring a chat buffer up to date with its session: what `session/history` holds that
 --- the buffer does not (turns made in another editor), then, with `watch`, a
 --- `session/load`, after which a turn running in another editor streams into the
---- buffer (its partial answer first). The sidecar pushes nothing else: a turn started
---- elsewhere later shows at the next sync (entering the buffer, focus, a prompt).
---- A sync asked for while one runs waits for it; one for a session whose turn runs
---- here does nothing.
+--- buffer (its partial answer first). Later changes stream by themselves (the
+--- sidecar's standing subscription, see `threadline.updates`); a sync on entering the
+--- buffer, on focus and before a prompt is a second net. A sync asked for while one
+--- runs waits for it; one for a session whose turn runs here does nothing.
 ---@param sid string
 ---@param watch? boolean
 ---@param after? fun(c: threadline.Chat?)
@@ -154,7 +154,6 @@ function M.sync(sid, watch, after)
       finish()
       return
     end
-    c.watching = true
     local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
     sidecar.request('session/load', params, finish)
   end)
@@ -224,41 +223,37 @@ local BUSY = -32010
 local refused
 local asking = {} ---@type table<string, boolean> prompts waiting for their buffer to catch up
 
---- A prompt the sidecar refused because the session's turn runs in another editor:
---- it was not stored, so it leaves the buffer (`<CR>` offers it again), and the
---- running turn streams into the buffer instead.
+--- A prompt the sidecar refused because the session was busy in another editor (it
+--- started there between this Neovim's last news of it and the prompt): it was not
+--- stored, so its block leaves the buffer, and it is sent again to wait in the
+--- session's queue; the running turn streams into the buffer meanwhile.
 ---@param sid string
 ---@param c threadline.Chat
 ---@param entry threadline.ChatMessage
 ---@param text string
----@param attached table[] context that was to go with it (kept for the next prompt)
+---@param prompt table[] the prompt's blocks
 ---@param err table
-refused = function(sid, c, entry, text, attached, err)
+refused = function(sid, c, entry, text, prompt, err)
   state.running[sid] = nil
   updates.set_phase(state, sid, nil)
   c:unsay(entry)
-  state.unsent[sid] = text
-  if #attached > 0 then
-    state.pending[sid] = vim.list_extend(attached, state.pending[sid] or {})
-  end
   local why = describe_error(err)
-  c:note('[not sent: ' .. why .. ']', 'ThreadlineError')
-  local key = config.options.keys.ask
-  notify(
-    'your prompt was not sent: ' .. why .. (key and (' (' .. key .. ' in the chat offers it again)') or ''),
-    vim.log.levels.WARN
-  )
-  local outcome = { sessionId = sid, error = why, sent = false }
+  c:note('[the session was busy: your prompt waits in the queue]')
+  local outcome = { sessionId = sid, error = why, sent = false, queued = true }
   state.last[sid] = outcome
   fire('ThreadlineTurnDone', outcome)
+  require('threadline.live').send(sid, prompt, 'queue', text)
   M.sync(sid, true)
 end
 
 --- Send a prompt (a new session is started if there is none). `#buffer` and
---- `@path` in the text attach that buffer or file.
+--- `@path` in the text attach that buffer or file. While the session works (here or
+--- in another editor) the prompt waits in its queue and runs as the next turn, or
+--- with `mode` 'steer' joins the running turn at its next model call.
 ---@param text string
 ---@param session_id? string default: the current buffer's session, else the last used
-function M.ask(text, session_id)
+---@param mode? 'queue'|'steer'
+function M.ask(text, session_id, mode)
   if not text or vim.trim(text) == '' then
     notify('nothing to ask', vim.log.levels.WARN)
     return
@@ -274,13 +269,16 @@ function M.ask(text, session_id)
     end)
     return
   end
-  if state.running[sid] or asking[sid] then
-    notify('a turn is already running (interrupt it with :Threadline interrupt)', vim.log.levels.WARN)
+  local context = require('threadline.context')
+  local live = require('threadline.live')
+  if state.running[sid] or asking[sid] or live.busy(sid) then
+    local prompt = { { type = 'text', text = text } }
+    vim.list_extend(prompt, vim.list_extend(state.pending[sid] or {}, context.references(text)))
+    state.pending[sid], state.unsent[sid] = nil, nil
+    live.send(sid, prompt, mode or 'queue', text)
     return
   end
-  local context = require('threadline.context')
-  local attached = state.pending[sid] or {}
-  local blocks = vim.list_extend(vim.list_extend({}, attached), context.references(text))
+  local blocks = vim.list_extend(vim.list_extend({}, state.pending[sid] or {}), context.references(text))
   state.pending[sid], state.unsent[sid] = nil, nil
   local c = switch_to(sid)
   asking[sid] = true
@@ -299,7 +297,7 @@ function M.ask(text, session_id)
     vim.list_extend(prompt, blocks)
     sidecar.request('session/prompt', { sessionId = sid, prompt = prompt }, function(err, result)
       if err and err.code == BUSY and state.running[sid] then
-        refused(sid, c, entry, text, attached, err)
+        refused(sid, c, entry, text, prompt, err)
         return
       end
       local meta = type(result) == 'table' and type(result._meta) == 'table' and result._meta.threadline
@@ -348,9 +346,11 @@ function M.compose(session_id)
   return buf
 end
 
---- Stop a session's running turn; its prompt answers `cancelled`.
+--- Stop a session's running turn; its prompt answers `cancelled`. What waits in the
+--- queue is held (`:Threadline queue resume` runs it), or with `clear` removed.
 ---@param session_id? string
-function M.interrupt(session_id)
+---@param clear? boolean
+function M.interrupt(session_id, clear)
   local sid = session_or_say(session_id, 'no session')
   if not sid then
     return
@@ -359,10 +359,18 @@ function M.interrupt(session_id)
     notify('the sidecar is not running (it died): nothing to interrupt; :Threadline restart', vim.log.levels.WARN)
     return
   end
-  sidecar.request('session/interrupt', { sessionId = sid }, answered('interrupt', function(result)
+  local params = { sessionId = sid }
+  if clear then
+    params._meta = { threadline = { clearQueue = true } }
+  end
+  -- This Neovim's own turn, or a queued prompt's turn its sidecar runs? (Asked now:
+  -- the interrupt's answer may come after the turn's own end.)
+  local a = state.activity[sid]
+  local mine = state.running[sid] or (a ~= nil and a.state ~= 'idle' and a.owner ~= nil and a.owner.here)
+  sidecar.request('session/interrupt', params, answered('interrupt', function(result)
     if not result.interrupted then
       notify('nothing was running')
-    elseif not state.running[sid] then
+    elseif not mine then
       -- The turn ran in another editor: its prompt there ends `cancelled`.
       notify('interrupted the turn running in another editor')
       local c = chat.all()[sid]
@@ -600,7 +608,7 @@ end
 --- Start the sidecar again (after it died) and reattach every open chat buffer.
 function M.restart()
   sidecar.shutdown(1000)
-  state.running, state.phase = {}, {}
+  state.running, state.phase, state.activity = {}, {}, {}
   local open = chat.all()
   for sid, c in pairs(open) do
     sidecar.request('session/resume', { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd() }, function(err)
@@ -668,14 +676,52 @@ function M.keys(buf)
       M.interrupt(sid)
     end, { buffer = buf, desc = 'Threadline: interrupt the turn' })
   end
-  if keys.ask then
-    vim.keymap.set('n', keys.ask, function()
-      vim.ui.input({ prompt = 'Ask: ', default = state.unsent[sid] }, function(text)
-        if text then
-          M.ask(text, sid)
-        end
-      end)
-    end, { buffer = buf, desc = 'Threadline: ask' })
+  --- A key that asks for a prompt with vim.ui.input and sends it (`mode`: see M.ask).
+  local function prompt_key(key, mode, desc, input_opts)
+    if key then
+      vim.keymap.set('n', key, function()
+        vim.ui.input(input_opts(), function(text)
+          if text then
+            M.ask(text, sid, mode)
+          end
+        end)
+      end, { buffer = buf, desc = desc })
+    end
+  end
+  prompt_key(keys.ask, nil, 'Threadline: ask (queued while a turn runs)', function()
+    local busy = state.running[sid] or require('threadline.live').busy(sid)
+    return { prompt = busy and 'Queue (runs next): ' or 'Ask: ', default = state.unsent[sid] }
+  end)
+  prompt_key(keys.steer, 'steer', 'Threadline: steer the running turn', function()
+    return { prompt = 'Steer the running turn: ' }
+  end)
+  if keys.queue then
+    vim.keymap.set('n', keys.queue, function()
+      require('threadline.live').queue_menu(sid)
+    end, { buffer = buf, desc = 'Threadline: edit or remove the queued prompts' })
+  end
+  --- The tool call on the cursor's line, if any.
+  local function tool_here()
+    local c = chat.of_buffer(buf)
+    return c, c and c:tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+  end
+  if keys.open_child then
+    vim.keymap.set('n', keys.open_child, function()
+      local _, entry = tool_here()
+      if entry and entry.child then
+        M.resume(entry.child)
+      else
+        notify('no child session on this line (a delegate call names one)')
+      end
+    end, { buffer = buf, desc = "Threadline: open a delegate call's child session" })
+  end
+  if keys.expand then
+    vim.keymap.set('n', keys.expand, function()
+      local c, entry = tool_here()
+      if c and entry then
+        c:toggle_detail(entry)
+      end
+    end, { buffer = buf, desc = "Threadline: show or hide a tool call's result under it" })
   end
   if keys.compose then
     vim.keymap.set('n', keys.compose, function()
@@ -716,8 +762,8 @@ M.subcommands = {
   ask = function(arg)
     M.ask(arg)
   end,
-  interrupt = function()
-    M.interrupt()
+  interrupt = function(arg, _, bang)
+    M.interrupt(nil, bang or arg == 'clear')
   end,
   fork = function(arg)
     M.fork(arg)
@@ -741,6 +787,18 @@ M.subcommands = {
     M.restart()
   end,
   send = send,
+  attach = function(arg)
+    if arg == '' then
+      notify('attach needs a file: :Threadline attach {image}', vim.log.levels.WARN)
+      return
+    end
+    local block, problem = require('threadline.context').image(arg)
+    if not block then
+      notify('attach: ' .. problem, vim.log.levels.WARN)
+      return
+    end
+    M.attach({ block })
+  end,
   prompt = function()
     M.compose()
     vim.cmd('startinsert')
@@ -750,7 +808,8 @@ M.subcommands = {
   end,
 }
 
-local USAGE = 'usage: :Threadline new [model] | ask {text} | interrupt | fork [messageId] | compact [text] | '
+local USAGE = 'usage: :Threadline new [model] | ask {text} | steer {text} | queue [clear|resume] | '
+  .. '[!]interrupt [clear] | attach {image} | fork [messageId] | compact [text] | '
   .. 'sessions [archived] | resume {id} | delete [id] | model [id] | [range]send [question] | prompt | restart | '
   .. 'search {words} | rename {title} | archive [id] | unarchive [id] | mode [name] | diff | rewind[!] | '
   .. 'unrewind | health'
@@ -797,6 +856,10 @@ function M.complete(lead, line)
     end, c and c:message_ids() or {})
   elseif sub == 'sessions' then
     return starting({ 'archived' })
+  elseif sub == 'queue' then
+    return starting({ 'clear', 'resume' })
+  elseif sub == 'interrupt' then
+    return starting({ 'clear' })
   elseif sub == 'resume' or sub == 'delete' or sub == 'archive' or sub == 'unarchive' then
     return starting(M.session_ids())
   elseif sub == 'mode' then
@@ -804,6 +867,8 @@ function M.complete(lead, line)
     return starting(vim.tbl_map(function(m)
       return m.id
     end, known.available))
+  elseif sub == 'attach' then
+    return vim.fn.getcompletion(lead, 'file')
   elseif sub == 'new' or sub == 'model' then
     return starting(sidecar.models())
   end

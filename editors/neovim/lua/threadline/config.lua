@@ -22,7 +22,7 @@ local M = {}
 ---@field diff boolean show an edit the model proposes (`fs/write_text_file`) as a diff to accept or reject
 ---@field open string how the chat buffer is shown: 'vsplit', 'split', 'tab', 'current'
 ---@field reuse_window boolean new, fork and resume show their buffer in the chat window already open
----@field keys {interrupt: string|false, ask: string|false, compose: string|false, details: string|false}
+---@field keys {interrupt: string|false, ask: string|false, steer: string|false, queue: string|false, compose: string|false, details: string|false, open_child: string|false, expand: string|false}
 ---@field timeout integer ms a synchronous helper (`require('threadline').call`) waits
 ---@field picker string `:Threadline search`'s picker: 'auto' (Telescope, fzf-lua or vim.ui.select, the first installed), 'telescope', 'fzf-lua', 'select'
 M.defaults = {
@@ -37,7 +37,16 @@ M.defaults = {
   diff = true,
   open = 'vsplit',
   reuse_window = true,
-  keys = { interrupt = '<C-c>', ask = '<CR>', compose = 'i', details = 'K' },
+  keys = {
+    interrupt = '<C-c>',
+    ask = '<CR>',
+    steer = 'S',
+    queue = 'Q',
+    compose = 'i',
+    details = 'K',
+    open_child = 'gO',
+    expand = '<Tab>',
+  },
   timeout = 30000,
   picker = 'auto',
 }

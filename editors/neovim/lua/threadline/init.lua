@@ -10,8 +10,9 @@
 --- Layout: this module is `setup()` and the API in one place; `commands` what a person
 --- can do (and the `:Threadline` command), `sidecar` the process and requests to it,
 --- `state` what is known of it, `updates` the streaming into buffers and a turn's end,
---- `chat` the buffers, `rpc` the connection, `requests` the sidecar's requests
---- (permission, tools, files), `editor_tools` the built-in tools, `review` the diff of
+--- `chat` the buffers, `live` what every window sees (state, queue, steer, changes
+--- made elsewhere), `rpc` the connection, `requests` the sidecar's requests
+--- (permission, questions, tools, files), `editor_tools` the built-in tools, `review` the diff of
 --- a proposed edit, `find` search, rename and archive, `health` `:checkhealth threadline`.
 local commands = require('threadline.commands')
 local find = require('threadline.find')
@@ -60,6 +61,20 @@ find.register(commands.subcommands)
 local work = require('threadline.work')
 work.register(commands.subcommands)
 M.set_mode = work.set_mode
+-- Running work (see `threadline.live`): `:Threadline steer|queue`.
+local live = require('threadline.live')
+live.register(commands.subcommands)
+M.queue = live.queue_menu
+M.remove_queued = live.remove
+M.update_queued = live.update
+M.resume_queue = live.resume_queue
+
+--- Steer the session's running turn (an ordinary prompt when nothing runs).
+---@param text string
+---@param session_id? string
+function M.steer(text, session_id)
+  commands.ask(text, session_id, 'steer')
+end
 M.diff = work.diff
 M.rewind = work.rewind
 M.unrewind = work.unrewind
@@ -94,7 +109,13 @@ function M.status(session_id)
   if not phase then
     return ''
   end
-  local label = { thinking = '⋯ thinking', answering = '✎ answering', tool = '⚙ running a tool', compacting = '⋯ compacting' }
+  local label = {
+    thinking = '⋯ thinking',
+    answering = '✎ answering',
+    tool = '⚙ running a tool',
+    compacting = '⋯ compacting',
+    elsewhere = '⋯ busy in another editor',
+  }
   return label[phase] or phase
 end
 
@@ -120,7 +141,7 @@ end
 function M.stop()
   sidecar.shutdown()
   state.session_id = nil
-  state.running, state.last, state.phase, state.pending = {}, {}, {}, {}
+  state.running, state.last, state.phase, state.pending, state.activity = {}, {}, {}, {}, {}
 end
 
 ---@param opts? table see `threadline.Config`

@@ -1,4 +1,5 @@
---- Answers to the sidecar's requests: permission (`vim.ui.select`), editor tools
+--- Answers to the sidecar's requests: permission (`vim.ui.select`), the agent's
+--- questions (`elicitation/create`: `vim.ui.select` / `vim.ui.input`), editor tools
 --- (`tool/call`), and files (`fs/read_text_file`, `fs/write_text_file`) served from
 --- loaded buffers so the model sees unsaved text.
 ---
@@ -86,6 +87,100 @@ function M.permission(params)
     end
   end
   return { outcome = { outcome = 'selected', optionId = choice.optionId } }
+end
+
+--- The names of a requested schema's properties, in the order to ask them: the
+--- required ones as listed, then the rest by name.
+---@param schema table
+---@return string[]
+local function field_names(schema)
+  local props = type(schema.properties) == 'table' and schema.properties or {}
+  local names, seen = {}, {}
+  for _, name in ipairs(type(schema.required) == 'table' and schema.required or {}) do
+    if props[name] and not seen[name] then
+      table.insert(names, name)
+      seen[name] = true
+    end
+  end
+  local rest = vim.tbl_filter(function(name)
+    return not seen[name]
+  end, vim.tbl_keys(props))
+  table.sort(rest)
+  return vim.list_extend(names, rest)
+end
+
+--- Ask for one property's value: a choice (`enum`, a boolean) with vim.ui.select,
+--- anything else with vim.ui.input (a number is asked again until it is one). nil:
+--- the user dismissed the question.
+---@param prop table ACP property schema
+---@param prompt string
+---@return any
+local function ask_value(prop, prompt)
+  local kind = 'threadline.elicitation'
+  local choices = type(prop.enum) == 'table' and prop.enum
+    or (type(prop.items) == 'table' and type(prop.items.enum) == 'table' and prop.items.enum)
+    or nil
+  if choices or prop.type == 'boolean' then
+    local items = choices or { 'yes', 'no' }
+    local picked = await(function(done)
+      vim.ui.select(items, { prompt = prompt, kind = kind }, function(item)
+        done(item)
+      end)
+    end)
+    if picked == nil then
+      return nil
+    elseif prop.type == 'boolean' then
+      return picked == 'yes'
+    elseif prop.type == 'array' then
+      return { picked }
+    end
+    return picked
+  end
+  local again = ''
+  while true do
+    local text = await(function(done)
+      vim.ui.input({ prompt = again .. prompt, default = prop.default and tostring(prop.default) or nil }, function(t)
+        done(t)
+      end)
+    end)
+    if text == nil then
+      return nil
+    end
+    if prop.type ~= 'number' and prop.type ~= 'integer' then
+      return text
+    end
+    local n = tonumber(vim.trim(text))
+    if n and (prop.type == 'number' or n == math.floor(n)) then
+      return n
+    end
+    again = ('(%s is not %s) '):format(vim.trim(text), prop.type == 'integer' and 'a whole number' or 'a number')
+  end
+end
+
+--- `elicitation/create` (the agent's `ask_user`): each field of the form in turn, the
+--- question in its prompt; dismissing any of them declines the whole question.
+---@param params table `{sessionId, toolCallId?, mode, message, requestedSchema}`
+---@return table `{action, content?}`
+function M.elicitation(params)
+  local schema = type(params.requestedSchema) == 'table' and params.requestedSchema or {}
+  local props = type(schema.properties) == 'table' and schema.properties or {}
+  local names = field_names(schema)
+  local message = tostring(params.message or 'Threadline asks')
+  local content = {}
+  for _, name in ipairs(names) do
+    local prop = props[name]
+    local prompt = message .. ': '
+    if #names > 1 then
+      local label = prop.title or name
+      prompt = ('%s\n%s%s: '):format(message, label, prop.description and (' (' .. prop.description .. ')') or '')
+    end
+    local value = ask_value(prop, prompt)
+    if value == nil then
+      return { action = 'decline' }
+    end
+    content[name] = value
+  end
+  return { action = 'accept', content = next(content) and content or vim.empty_dict() }
 end
 
 ---@param params table `{sessionId, toolCallId, name, arguments}`
@@ -214,6 +309,8 @@ end
 function M.handle(method, params)
   if method == 'session/request_permission' then
     return M.permission(params)
+  elseif method == 'elicitation/create' then
+    return M.elicitation(params)
   elseif method == 'tool/call' then
     return M.tool_call(params)
   elseif method == 'fs/read_text_file' and config.options.fs then

@@ -15,8 +15,13 @@ local notify, describe_error = util.notify, util.describe_error
 
 local function capabilities()
   local fs = config.options.fs
-  -- `session.compaction`: show compactions as ACP's `compaction_update`.
-  return { fs = { readTextFile = fs, writeTextFile = fs }, session = { compaction = vim.empty_dict() } }
+  -- `session.compaction`: show compactions as ACP's `compaction_update`;
+  -- `elicitation.form`: the agent's questions (`ask_user`) are asked here.
+  return {
+    fs = { readTextFile = fs, writeTextFile = fs },
+    session = { compaction = vim.empty_dict() },
+    elicitation = { form = vim.empty_dict() },
+  }
 end
 
 --- Every tool this Neovim answers: the user's, then the built-in editor tools.

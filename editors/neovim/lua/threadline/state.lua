@@ -11,6 +11,7 @@
 ---@field dead {code: integer, signal: integer}? the sidecar died (until restarted)
 ---@field compacting table<string, boolean> sessions with a `:Threadline compact` in flight
 ---@field unsent table<string, string> a prompt the sidecar refused, offered again by `<CR>`
+---@field activity table<string, threadline.Activity> what each open session is doing, as the sidecar last said (any window)
 local state = {
   conn = nil,
   session_id = nil,
@@ -21,6 +22,7 @@ local state = {
   pending = {},
   compacting = {},
   unsent = {},
+  activity = {},
 }
 
 return state

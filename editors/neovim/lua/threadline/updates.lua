@@ -1,13 +1,25 @@
 --- `session/update` notifications into chat buffers.
 ---
 --- Updates of a turn this Neovim is running go into that session's buffer as they
---- arrive; replays and announcements are skipped (a resumed or forked buffer is filled
---- from `session/history` instead). Every update is also fired as the `User`
---- autocommand `ThreadlineUpdate` (data = {sessionId, update}).
+--- arrive. The sidecar also streams every change another window makes to a session
+--- this Neovim has open (its standing subscription): turns started there (or a
+--- prompt of this Neovim's that waited in the queue) are shown as they come, what
+--- the buffer shows already (a replay of the history) is skipped, and
+--- `session_info_update` (state, owner, queue, title, model, rewinds, deletion) goes
+--- to `threadline.live`. Every update is also fired as the `User` autocommand
+--- `ThreadlineUpdate` (data = {sessionId, update}).
 local chat = require('threadline.chat')
 local util = require('threadline.util')
 
 local M = {}
+
+--- The child session a `delegate` call runs (`_meta.threadline.childSessionId`).
+---@param u table
+---@return string?
+local function child_of(u)
+  local meta = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline or {}
+  return type(meta.childSessionId) == 'string' and meta.childSessionId or nil
+end
 
 ---@param u table
 ---@return boolean
@@ -60,25 +72,24 @@ function M.handle(state, params)
     return
   end
   if kind == 'session_info_update' then
-    -- A wait the sidecar knows about (a model loading, a retry, a queue) says why
-    -- the turn is slow.
-    local meta = type(u._meta) == 'table' and type(u._meta.threadline) == 'table' and u._meta.threadline or {}
-    local c = chat.all()[sid]
-    if c and state.running[sid] and type(meta.status) == 'string' then
-      c:set_status(meta.status)
-    end
+    require('threadline.live').info(state, sid, u)
     return
   end
   if not state.running[sid] then
     local c = chat.all()[sid]
-    if c and c.watching then
+    if c then
       M.watched(c, u)
     end
-    return -- else a replay or an announcement: the buffer is filled from history
+    return -- no buffer: it is filled from history when it opens
   end
   local c = chat.get(sid)
-  if kind == 'agent_message_chunk' then
+  if kind == 'user_message_chunk' then
+    M.watched(c, u) -- steering that joined this turn (from here or another window)
+  elseif kind == 'agent_message_chunk' then
     M.set_phase(state, sid, 'answering')
+    if c.current ~= u.messageId then
+      c:answering()
+    end
     c:chunk(u.messageId or 'answer', util.block_text(u.content))
   elseif kind == 'agent_thought_chunk' then
     M.set_phase(state, sid, 'thinking')
@@ -87,9 +98,11 @@ function M.handle(state, params)
     end
   elseif kind == 'tool_call' then
     M.set_phase(state, sid, 'tool')
+    c:answering()
     c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
   elseif kind == 'tool_call_update' then
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
+    c:set_child(u.toolCallId, child_of(u))
     c:tool(u.toolCallId, c:tool_title(u.toolCallId) or u.toolCallId, status, util.block_text(u.content))
     if status == 'completed' or status == 'failed' then
       M.set_phase(state, sid, 'thinking')
@@ -97,8 +110,8 @@ function M.handle(state, params)
   end
 end
 
---- An update of a turn this Neovim does not run (`session/load` replays the history,
---- then streams a turn running in another editor): what the buffer shows already is
+--- An update of a turn this Neovim does not run (a turn of another window, a queued
+--- prompt's turn, a replay of `session/load`): what the buffer shows already is
 --- skipped, the rest is shown as it comes.
 ---@param c threadline.Chat
 ---@param u table
@@ -113,8 +126,9 @@ function M.watched(c, u)
       local b = u.content or {}
       if not c.live[id] then
         c.live[id] = true
-        c:user(b.type == 'text' and b.text or '', b.type == 'resource' and { label(b) } or {}, id, false)
-      elseif b.type == 'resource' then
+        local attached = (b.type == 'resource' or b.type == 'image') and { label(b) } or {}
+        c:user(b.type == 'text' and b.text or '', attached, id, false)
+      elseif b.type == 'resource' or b.type == 'image' then
         c:append('> 📎 ' .. label(b) .. '\n')
       elseif b.type == 'text' then
         c:append(b.text)
@@ -123,20 +137,19 @@ function M.watched(c, u)
     end
     if not c.live[id] then
       c.live[id] = true
-      if c.last_role ~= 'assistant' then
-        c:block('## Threadline\n\n')
-        c.last_role = 'assistant'
-      end
+      c:answering()
     end
     c:chunk(id, util.block_text(u.content))
   elseif kind == 'tool_call' then
     if not c.tools[u.toolCallId] then
+      c:answering()
       c:tool(u.toolCallId, u.title or 'tool', u.status or 'pending', util.block_text(u.content), u.rawInput)
     end
   elseif kind == 'tool_call_update' then
     local entry = c.tools[u.toolCallId]
     local status = cancelled(u) and 'failed' or u.status or 'in_progress'
-    if entry and entry.status ~= status then
+    c:set_child(u.toolCallId, child_of(u))
+    if entry and (entry.status ~= status or entry.child) then
       c:tool(u.toolCallId, entry.title, status, util.block_text(u.content))
     end
   end
@@ -154,6 +167,12 @@ function M.turn_done(state, sid, c, err, result)
     return -- the sidecar died meanwhile: already reported
   end
   state.running[sid] = nil
+  local a = state.activity[sid]
+  if a and a.owner and a.owner.here then
+    -- This sidecar's work ended with the turn (the `idle` news normally comes first;
+    -- if a queued turn starts next, its own news says so).
+    state.activity[sid] = { state = 'idle' }
+  end
   M.set_phase(state, sid, nil)
   c:set_status(nil)
   c:close_segment()
@@ -185,6 +204,7 @@ end
 ---@param signal integer
 function M.sidecar_died(state, code, signal)
   state.dead = { code = code, signal = signal }
+  state.activity = {} -- nothing is known of the sessions until it is restarted
   local how = signal ~= 0 and ('was killed by signal %d'):format(signal) or ('exited with code %d'):format(code)
   for sid in pairs(state.running) do
     state.running[sid] = nil

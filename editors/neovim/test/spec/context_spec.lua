@@ -34,10 +34,8 @@ describe('threadline context and edits', function()
     vim.cmd('2,3Threadline send')
     local chat_buf = tl.buffer(sid)
     assert.matches('[attached code.lua:2-3: it goes with your next prompt]', H.text(chat_buf), 1, true)
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('what do these lines do?')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('what do these lines do?')
     end, 'the turn')
     local content = user_prompt(sid)
     assert.equals('what do these lines do?', content[1].text)
@@ -57,11 +55,7 @@ describe('threadline context and edits', function()
     local _, file_buf = edit('x.lua', { 'one', 'two', 'three' })
     local sid = H.new_session(tl, 'scripted:echo')
     vim.api.nvim_set_current_buf(file_buf)
-    local done = H.record('ThreadlineTurnDone')
-    vim.cmd('3Threadline send why three?')
-    H.wait(function()
-      return #done == 1
-    end, 'the turn')
+    local done = H.turn('3Threadline send why three?', 'the turn')
     assert.equals(sid, done[1].sessionId)
     local content = user_prompt(sid)
     assert.equals('why three?', content[1].text)
@@ -71,10 +65,8 @@ describe('threadline context and edits', function()
   it('#buffer in a prompt attaches the buffer being edited', function()
     edit('notes.md', { '# Notes', 'remember the milk' })
     local sid = H.new_session(tl, 'scripted:echo')
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('summarise #buffer')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('summarise #buffer')
     end, 'the turn')
     local content = user_prompt(sid)
     assert.equals('# Notes\nremember the milk', content[2].resource.text)
@@ -94,10 +86,8 @@ describe('threadline context and edits', function()
       { { text = 'done' } }
     )
     local sid = H.new_session(tl, model)
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('look')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('look')
     end, 'the turn')
     assert.equals('end_turn', done[1].stopReason)
     local results = {}
@@ -115,17 +105,11 @@ describe('threadline context and edits', function()
 
   it('a proposed edit is shown as a diff; rejecting it writes nothing', function()
     local path, buf = edit('out.txt', { 'old text' })
-    local asked = {}
-    vim.ui.select = function(items, opts, on_choice)
-      table.insert(asked, { opts = opts, tabs = #vim.api.nvim_list_tabpages(), diff = vim.wo.diff })
-      vim.schedule(function()
-        if opts.kind == 'threadline.diff' then
-          on_choice('Reject')
-        else
-          on_choice(items[1]) -- allow once
-        end
-      end)
-    end
+    local asked = H.answer_select(function(items, opts)
+      return opts.kind == 'threadline.diff' and 'Reject' or items[1] -- allow once
+    end, function()
+      return { tabs = #vim.api.nvim_list_tabpages(), diff = vim.wo.diff }
+    end)
     local model = H.scripted(
       { { tool_call = { name = 'write_file', arguments = { path = 'out.txt', content = 'new text\n' }, id = 'w1' } } },
       { { text = 'ok' } }
@@ -139,10 +123,8 @@ describe('threadline context and edits', function()
       return #modes == 1
     end, 'mode auto')
     local tabs = #vim.api.nvim_list_tabpages()
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('rewrite it')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('rewrite it')
     end, 'the turn')
     assert.equals(1, #asked)
     assert.equals('threadline.diff', asked[1].opts.kind)
@@ -160,10 +142,8 @@ describe('threadline context and edits', function()
       { { text = 'sorry' } }
     )
     local sid = H.new_session(tl, model)
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('read')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('read')
     end, 'the turn')
     assert.matches("✗ Read file (failed) — invalid arguments: 'path' is a required property", H.text(tl.buffer(sid)), 1, true)
   end)

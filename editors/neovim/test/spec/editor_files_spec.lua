@@ -13,10 +13,8 @@ describe('threadline workspace tools through Neovim buffers', function()
 
   local function run(model)
     local sid = H.new_session(tl, model)
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('go')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('go')
     end, 'the turn')
     assert.equals('end_turn', done[1].stopReason)
     return sid
@@ -55,20 +53,14 @@ describe('threadline workspace tools through Neovim buffers', function()
     vim.fn.writefile({ 'old' }, path)
     vim.cmd('edit ' .. vim.fn.fnameescape(path))
     local target = vim.api.nvim_get_current_buf()
-    local asked = {}
-    vim.ui.select = function(items, opts, on_choice)
-      table.insert(asked, opts.prompt)
-      vim.schedule(function()
-        on_choice(items[1]) -- allow once
-      end)
-    end
+    local asked = H.answer_select(H.option('allow_once'))
     run(H.scripted(
       { { tool_call = { name = 'write_file', arguments = { path = 'out.txt', content = 'new text\n' }, id = 'call_write' } } },
       { { text = 'written' } }
     ))
     -- The permission question shows the diff beside it, so the write is not asked again.
     assert.equals(1, #asked, 'the permission, with the diff of the edit')
-    assert.matches('Write out.txt', asked[1], 1, true)
+    assert.matches('Write out.txt', asked[1].opts.prompt, 1, true)
     assert.same({ 'new text' }, vim.api.nvim_buf_get_lines(target, 0, -1, true))
     assert.is_false(vim.bo[target].modified)
     assert.same({ 'new text' }, vim.fn.readfile(path))

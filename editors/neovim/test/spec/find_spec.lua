@@ -93,10 +93,8 @@ describe('threadline search, rename, archive', function()
       },
     })
     local sid = H.new_session(tl, H.scripted({ { tool_call = { name = 'barometer', arguments = vim.empty_dict() } } }, { { text = 'Pressure is normal.' } }))
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('what does the barometer say', sid)
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('what does the barometer say', sid)
     end, 'the turn')
     vim.cmd('enew')
     select_with(function(items)

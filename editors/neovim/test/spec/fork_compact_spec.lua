@@ -10,10 +10,8 @@ describe('threadline fork and compact', function()
 
   local function two_turns(model)
     local sid = H.new_session(tl, model or 'scripted:echo')
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('alpha words')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('alpha words')
     end, 'turn 1')
     tl.ask('beta words')
     H.wait(function()

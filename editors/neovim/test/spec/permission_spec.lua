@@ -25,31 +25,15 @@ describe('threadline permission prompts', function()
         },
       },
     })
-    H.keep(vim.ui, 'select')
   end)
   after_each(function()
     H.stop()
   end)
 
   local function run_with_choice(kind)
-    local asked = {}
-    vim.ui.select = function(items, opts, on_choice)
-      table.insert(asked, { items = items, opts = opts })
-      vim.schedule(function() -- answer later, as a real picker would
-        for _, item in ipairs(items) do
-          if item.kind == kind then
-            return on_choice(item, 1)
-          end
-        end
-        on_choice(nil)
-      end)
-    end
+    local asked = H.answer_select(H.option(kind))
     H.new_session(tl, DEPLOY)
-    local done = H.record('ThreadlineTurnDone')
-    vim.cmd('Threadline ask ship it')
-    H.wait(function()
-      return #done == 1
-    end, 'the turn')
+    local done = H.turn('Threadline ask ship it', 'the turn')
     return asked, done[1]
   end
 

@@ -87,10 +87,8 @@ describe('threadline sessions', function()
 
   it('ask without a session starts one', function()
     tl = H.start({ model = 'scripted:echo' })
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('echo these words')
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('echo these words')
     end, 'the turn')
     assert.equals('end_turn', done[1].stopReason)
     assert.matches('echo these words', H.text(tl.buffer()), 1, true)

@@ -94,10 +94,8 @@ describe('threadline setup', function()
     assert.matches('model not changed: no API key', messages[#messages].msg, 1, true)
     assert.matches('[model not changed (still scripted:echo): no API key', H.text(tl.buffer(sid)), 1, true)
     -- The session kept its model: the next prompt is answered, not an auth error.
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('still echoing', sid)
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('still echoing', sid)
     end, 'the prompt after the refusal')
     assert.equals('end_turn', done[1].stopReason)
     assert.equals('', tl.status(sid))

@@ -1,7 +1,7 @@
 -- Two editors on one home: this Neovim and another editor's sidecar (driven over the
 -- plugin's rpc module). A turn running there streams here once resumed, turns made
--- there show here, a prompt refused as busy leaves no prompt behind, an interrupt from
--- here says what it did, and a session deleted there is said in words.
+-- there show here, a prompt sent while it runs there waits in the queue, an interrupt
+-- from here says what it did, and a session deleted there is said in words.
 local H = require('helpers')
 
 local SLOW = H.scripted({ { text = 'partial ' }, { text = 'answer' }, { sleep = 1.5 }, { text = ' and the rest' }, { hang = true } })
@@ -25,6 +25,7 @@ describe('threadline with two editors on one session', function()
 
   --- A session whose turn runs in the other editor, its partial answer streamed there.
   local function running_elsewhere()
+    tl.call('session/list', vim.empty_dict()) -- this Neovim's sidecar is up before the turn starts
     local sid = other.call('session/new', { cwd = H.home, mcpServers = {}, _meta = { threadline = { model = SLOW } } }).sessionId
     other.request('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'work elsewhere' } } })
     H.wait(function()
@@ -41,7 +42,7 @@ describe('threadline with two editors on one session', function()
       return H.text(buf):find('partial answer', 1, true) ~= nil
     end, 'the partial answer here')
     assert.matches('## You\n\nwork elsewhere\n\n## Threadline\n\npartial answer', H.text(buf), 1, true)
-    assert.is_nil(H.text(buf):find('and the rest', 1, true), 'the rest has not streamed yet')
+    assert.is_nil(H.text(buf):find('and the rest', 1, true), 'the rest has not streamed yet: ' .. H.text(buf))
     H.wait(function()
       return H.text(buf):find('partial answer and the rest', 1, true) ~= nil
     end, 'the live stream')
@@ -66,10 +67,12 @@ describe('threadline with two editors on one session', function()
     end, 'the turn made elsewhere')
     -- A prompt first shows what was made elsewhere meanwhile, then itself.
     other.call('session/prompt', { sessionId = sid, prompt = { { type = 'text', text = 'third from there' } } })
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('and one from here', sid)
+    -- (Until the news that it ended there comes, a prompt from here would be queued.)
     H.wait(function()
-      return #done == 1
+      return not require('threadline.live').busy(sid)
+    end, 'the turn there seen ended')
+    local done = H.turn(function()
+      tl.ask('and one from here', sid)
     end, 'the turn here')
     local text = H.text(buf)
     local third = text:find('third from there', 1, true)
@@ -82,27 +85,65 @@ describe('threadline with two editors on one session', function()
     assert.equals(8, #H.history(tl, sid))
   end)
 
-  it('a prompt refused because the turn runs elsewhere leaves no prompt block; the running turn streams instead', function()
+  it('a prompt or steer while the turn runs elsewhere waits; a refused one is queued; an interrupt holds them, queue clear removes them', function()
     local sid = running_elsewhere()
     resume(sid)
     local buf = tl.buffer(sid)
-    local messages = H.record_notify()
-    local done = H.record('ThreadlineTurnDone')
+    local c = require('threadline.chat').all()[sid]
+    H.wait(function()
+      return require('threadline.live').busy(sid)
+    end, 'the session shown as running elsewhere')
+    assert.matches('running in another editor (Threadline pid', c.status, 1, true)
+    assert.equals('⋯ busy in another editor', tl.status(sid))
+    local done = H.record('ThreadlinePromptDone')
     tl.ask('are you there', sid)
     H.wait(function()
-      return #done == 1
-    end, 'the refusal')
-    local text = H.text(buf)
-    assert.is_nil(text:find('are you there', 1, true), 'the refused prompt is not shown as sent: ' .. text)
-    assert.matches('_[not sent: this session is running in another editor', text, 1, true)
-    assert.equals(false, done[1].sent)
-    assert.equals('are you there', tl.state.unsent[sid])
-    assert.matches('your prompt was not sent', messages[#messages].msg, 1, true)
+      return vim.deep_equal(c:shown_queue()[1], '⏳ queued: are you there')
+    end, 'the queued prompt shown')
+    assert.is_nil(H.text(buf):find('are you there', 1, true), 'not part of the conversation yet')
     assert.is_nil(tl.state.running[sid])
-    -- (The rest comes after the note, as its own paragraph.)
+    -- A steer from here joins the turn running there: shown as a prompt at once.
+    vim.cmd('Threadline steer hold on')
     H.wait(function()
-      return H.text(buf):find('and the rest', 1, true) ~= nil
-    end, 'the running turn streaming here')
+      return H.text(buf):find('## You\n\nhold on', 1, true) ~= nil
+    end, 'the steer shown')
+    -- A prompt sent before the news that the session is busy came (as if the turn had
+    -- started there a moment ago) is refused, taken back, and queued.
+    tl.state.activity[sid] = nil
+    local turns = H.record('ThreadlineTurnDone')
+    tl.ask('and again', sid)
+    H.wait_for(turns, 1, 'the refusal')
+    assert.equals(false, turns[1].sent)
+    assert.is_true(turns[1].queued)
+    H.wait(function()
+      return vim.tbl_contains(c:shown_queue(), '⏳ queued: and again')
+    end, 'the refused prompt queued')
+    local text = H.text(buf)
+    assert.matches('_[the session was busy: your prompt waits in the queue]_', text, 1, true)
+    assert.is_nil(text:find('## You\n\nand again', 1, true), 'the refused block was taken back: ' .. text)
+    assert.same(
+      { '⏳ queued: are you there', '⏳ steering: hold on', '⏳ queued: and again', 'Q edits or removes what waits' },
+      c:shown_queue()
+    )
+    -- An interrupt stops the turn there and holds what waits.
+    vim.cmd('Threadline interrupt')
+    H.wait_for(done, 3, 'every waiting prompt answered')
+    for _, d in ipairs(done) do
+      assert.equals('cancelled', d.stopReason)
+      assert.equals('held', d.queue)
+    end
+    H.wait(function()
+      return c:shown_queue()[1] == '⏳ held: are you there'
+    end, 'the held prompts shown')
+    assert.same(
+      { '⏳ held: are you there', '⏳ held: hold on', '⏳ held: and again', 'Q edits or removes what waits' },
+      c:shown_queue()
+    )
+    vim.cmd('Threadline queue clear')
+    H.wait(function()
+      return #c:shown_queue() == 0
+    end, 'the queue emptied')
+    assert.same({}, tl.call('session/queue/list', { sessionId = sid }).prompts)
   end)
 
   it('an interrupt from here stops the turn running elsewhere and says so', function()
@@ -125,10 +166,8 @@ describe('threadline with two editors on one session', function()
   it('a session deleted in the other editor is said in words', function()
     local sid = H.new_session(tl, 'scripted:echo')
     other.call('session/delete', { sessionId = sid })
-    local done = H.record('ThreadlineTurnDone')
-    tl.ask('still there?', sid)
-    H.wait(function()
-      return #done == 1
+    local done = H.turn(function()
+      tl.ask('still there?', sid)
     end, 'the failed prompt')
     assert.matches('no longer exists: it was deleted (perhaps in another editor)', done[1].error, 1, true)
     assert.matches('no longer exists: it was deleted', H.text(tl.buffer(sid)), 1, true)

@@ -57,11 +57,7 @@ describe('threadline agent work', function()
     H.new_session(tl, H.scripted({ { tool_call = { name = 'update_plan', arguments = { entries = plan } } } }, {
       { text = 'Planned.' },
     }))
-    local done = H.record('ThreadlineTurnDone')
-    vim.cmd('Threadline ask plan it')
-    H.wait(function()
-      return #done == 1
-    end, 'the turn')
+    local done = H.turn('Threadline ask plan it', 'the turn')
     local buffer = H.text(tl.buffer())
     assert.matches('**Plan**\n\n- [~] Look around\n- [ ] Write the code (high)', buffer, 1, true)
     local modes = H.record('ThreadlineMode')
@@ -93,24 +89,11 @@ describe('threadline agent work', function()
       { { tool_call = { name = 'edit_file', arguments = { path = 'calc.py', edits = { edit } } } } },
       { { text = 'Fixed.' } }
     )
-    local asked = {}
-    vim.ui.select = function(items, opts, on_choice)
-      table.insert(asked, { kind = opts.kind, diffs = diff_windows() })
-      vim.schedule(function()
-        for _, item in ipairs(items) do
-          if type(item) == 'table' and item.kind == 'allow_once' then
-            return on_choice(item, 1)
-          end
-        end
-        on_choice(nil)
-      end)
-    end
+    local asked = H.answer_select(H.option('allow_once'), function(opts)
+      return { kind = opts.kind, diffs = diff_windows() }
+    end)
     H.new_session(tl, model)
-    local done = H.record('ThreadlineTurnDone')
-    vim.cmd('Threadline ask fix add')
-    H.wait(function()
-      return #done == 1
-    end, 'the turn')
+    local done = H.turn('Threadline ask fix add', 'the turn')
     assert.equals('end_turn', done[1].stopReason)
     -- One question (the write is not asked about again), with the diff beside it.
     assert.equals(1, #asked)
@@ -155,11 +138,7 @@ describe('threadline agent work', function()
 
   it('streams into a split while the command runs', function()
     local command = 'echo started; while [ ! -f go ]; do sleep 0.1; done; echo finished'
-    vim.ui.select = function(items, _, on_choice)
-      vim.schedule(function()
-        on_choice(items[1]) -- allow once
-      end)
-    end
+    H.answer_select(H.option('allow_once'))
     H.new_session(tl, H.scripted(
       { { tool_call = { name = 'run_command', arguments = { command = command } } } },
       { { text = 'Ran it.' } }

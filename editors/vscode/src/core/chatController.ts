@@ -5,6 +5,7 @@
  */
 import type {
   CancellationToken,
+  ContentBlock,
   CreateElicitationParams,
   CreateElicitationResult,
   Disposable,
@@ -17,7 +18,7 @@ import type {
   ThreadlineSessionOptions,
   ToolDefinition,
 } from "@threadline/client";
-import type { HostMessage, ModeChoice, ModelChoice, WebviewMessage, WhileRunning } from "../../webview/src/messages";
+import type { HostMessage, ImageAttachment, ModeChoice, ModelChoice, WebviewMessage, WhileRunning } from "../../webview/src/messages";
 import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
@@ -46,6 +47,18 @@ export interface ChatControllerOptions {
   openDiff?(file: FileDiff, cwd: string): Promise<void>;
   /** Ask before something that cannot be taken back lightly (a rewind with files). */
   confirm?(question: string): Promise<boolean>;
+  /**
+   * Open a `delegate` call's child session somewhere else (the desktop: a new pane).
+   * Without it the child is shown here, in place of the parent.
+   */
+  openChild?(sessionId: string): Promise<void> | void;
+}
+
+/** The prompt as ACP blocks: the text (when there is any), then the images. */
+export function promptBlocks(text: string, images: readonly ImageAttachment[] = []): ContentBlock[] {
+  const blocks: ContentBlock[] = text ? [{ type: "text", text }] : [];
+  for (const image of images) blocks.push({ type: "image", mimeType: image.mimeType, data: image.data });
+  return blocks;
 }
 
 interface ThreadlineInfo {
@@ -120,6 +133,8 @@ class Peers {
 export class ChatController implements Disposable {
   private sessionId: string | null = null;
   private parentSessionId: string | null = null;
+  /** `child`: the session on screen is a `delegate` call's child session. */
+  private kind: "session" | "child" = "session";
   private model: string | null = null;
   private models: ModelChoice[] = [];
   private modes: ModeChoice[] = [];
@@ -233,8 +248,8 @@ export class ChatController implements Disposable {
   }
 
   /** Tell the other controllers showing this session (`turnStarted`, `turnEnded`…). */
-  private toPeers(message: HostMessage): void {
-    for (const peer of this.peers.others(this, this.sessionId)) peer.sink.post(message);
+  private toPeers(message: HostMessage, sessionId: string | null = this.sessionId): void {
+    for (const peer of this.peers.others(this, sessionId)) peer.sink.post(message);
   }
 
   /** Handle one webview message; failures become an error notice in the chat. */
@@ -244,7 +259,9 @@ export class ChatController implements Disposable {
         case "ready":
           return await this.ready();
         case "prompt":
-          return await this.prompt(message.text, message.whileRunning);
+          return await this.prompt(message.text, message.whileRunning, message.images);
+        case "openChild":
+          return await this.openChild(message.sessionId);
         case "interrupt":
           return await this.interrupt(message.clearQueue);
         case "queueEdit":
@@ -302,6 +319,7 @@ export class ChatController implements Disposable {
       title: title ?? null,
       parentSessionId: this.parentSessionId,
       parentTitle: parentTitle ?? null,
+      kind: this.kind,
       models: this.models,
       currentModel: this.model,
       modes: this.modes,
@@ -350,6 +368,7 @@ export class ChatController implements Disposable {
     this.sessionId = result.sessionId;
     this.sessionCwd = this.options.cwd();
     this.parentSessionId = null;
+    this.kind = "session";
     this.takeModes(result.modes);
     const state = result.models;
     if (state) {
@@ -368,17 +387,18 @@ export class ChatController implements Disposable {
    * the next turn (the default) or, with `steer`, joins the running turn; the server
    * shows either to every window (`queue` in `session_info_update`, a user message).
    */
-  async prompt(text: string, whileRunning?: WhileRunning): Promise<void> {
-    if (this.sessionId && this.busy) return this.promptWhileRunning(this.sessionId, text, whileRunning ?? "queue");
+  async prompt(text: string, whileRunning?: WhileRunning, images: ImageAttachment[] = []): Promise<void> {
+    const blocks = promptBlocks(text, images);
+    if (this.sessionId && this.busy) return this.promptWhileRunning(this.sessionId, text, blocks, whileRunning ?? "queue");
     this.setRunning(true);
     try {
       const sessionId = await this.ensureSession();
-      const started: HostMessage = { type: "turnStarted", text };
+      const started: HostMessage = { type: "turnStarted", text, ...(images.length ? { images } : {}) };
       this.sink.post(started);
       this.toPeers(started);
       let ended: HostMessage;
       try {
-        const result = await this.client.prompt(sessionId, text);
+        const result = await this.client.prompt(sessionId, blocks);
         const meta = result._meta as { threadline?: { messageId?: string; userMessageId?: string } } | null | undefined;
         ended = {
           type: "turnEnded",
@@ -391,16 +411,25 @@ export class ChatController implements Disposable {
         this.notice("error", errorText(err));
         ended = { type: "turnEnded", stopReason: "error" };
       }
-      this.sink.post(ended);
-      this.toPeers(ended);
-      await this.postTurnDiff(sessionId);
+      // The view may show another session by now (a delegate call's child, opened from
+      // its card while the turn ran): the end and the diff are the parent's.
+      this.toPeers(ended, sessionId);
+      if (this.sessionId === sessionId) {
+        this.sink.post(ended);
+        await this.postTurnDiff(sessionId);
+      }
     } finally {
       this.setRunning(false);
     }
   }
 
-  private async promptWhileRunning(sessionId: string, text: string, whileRunning: WhileRunning): Promise<void> {
-    const result = await this.client.prompt(sessionId, text, undefined, whileRunning);
+  private async promptWhileRunning(
+    sessionId: string,
+    text: string,
+    blocks: ContentBlock[],
+    whileRunning: WhileRunning,
+  ): Promise<void> {
+    const result = await this.client.prompt(sessionId, blocks, undefined, whileRunning);
     const meta = (result._meta as { threadline?: { queue?: string; userMessageId?: string } } | null | undefined)?.threadline;
     // Removed from the queue, or held by an interrupt: the queue box said so already.
     if (meta?.queue || sessionId !== this.sessionId) return;
@@ -651,9 +680,16 @@ export class ChatController implements Disposable {
     await this.show(sessionId);
   }
 
+  /** A `delegate` call's "Open child session": where the editor opens it, or here. */
+  async openChild(sessionId: string): Promise<void> {
+    if (this.options.openChild) return await this.options.openChild(sessionId);
+    await this.show(sessionId);
+  }
+
   newSession(): void {
     this.sessionId = null;
     this.parentSessionId = null;
+    this.kind = "session";
     this.mode = null;
     this.lastDiff = [];
     this.sessionState = "idle";
@@ -676,9 +712,10 @@ export class ChatController implements Disposable {
       info = archived.sessions.find((s) => s.sessionId === sessionId);
       if (info) sessions.push(...archived.sessions);
     }
-    const meta = (info?._meta ?? {}) as { model?: string; parentSessionId?: string | null };
+    const meta = (info?._meta ?? {}) as { model?: string; parentSessionId?: string | null; kind?: string };
     this.sessionId = sessionId;
     this.parentSessionId = parentSessionId ?? meta.parentSessionId ?? null;
+    this.kind = meta.kind === "child" ? "child" : "session";
     const parentTitle = this.parentSessionId
       ? sessionTitle(sessions.find((s) => s.sessionId === this.parentSessionId))
       : null;

@@ -6,6 +6,7 @@
 import type { HostMessage, WebviewMessage, WhileRunning } from "./messages";
 import { initialState, isBusy, reduce, type ChatState } from "./state";
 import { ChatView, findElements } from "./view";
+import { Attachments, filesOf } from "./attachments";
 
 export interface MountedChat {
   receive(message: HostMessage): void;
@@ -30,12 +31,39 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
    * Send what was typed. While the session works (a turn here or in another window, a
    * compaction) it is queued as the next turn, or with `steer` given to the running turn.
    */
+  const attachments = new Attachments(els.attachments, (text) => {
+    reduce(state, { type: "notice", level: "error", text });
+    schedule();
+  });
   const submit = (gesture: WhileRunning = "queue") => {
     const text = els.input.value.trim();
-    if (!text || state.sidecarDown !== null) return;
-    post(isBusy(state) ? { type: "prompt", text, whileRunning: gesture } : { type: "prompt", text });
+    if ((!text && !attachments.pending.length) || state.sidecarDown !== null) return;
+    const images = attachments.take();
+    const extra = images.length ? { images } : {};
+    post(isBusy(state) ? { type: "prompt", text, whileRunning: gesture, ...extra } : { type: "prompt", text, ...extra });
     els.input.value = "";
   };
+  // Images pasted into the input or dropped on the composer wait as thumbnails.
+  els.input.addEventListener("paste", (event) => {
+    const files = filesOf(event.clipboardData);
+    if (!files.length) return;
+    event.preventDefault();
+    void attachments.add(files);
+  });
+  const composer = els.input.closest<HTMLElement>(".composer") ?? els.input;
+  composer.addEventListener("dragover", (event) => {
+    if (![...(event.dataTransfer?.types ?? [])].includes("Files")) return;
+    event.preventDefault();
+    composer.classList.add("dragging");
+  });
+  composer.addEventListener("dragleave", () => composer.classList.remove("dragging"));
+  composer.addEventListener("drop", (event) => {
+    composer.classList.remove("dragging");
+    const files = filesOf(event.dataTransfer);
+    if (!files.length) return;
+    event.preventDefault();
+    void attachments.add(files);
+  });
   els.send.addEventListener("click", () => submit("queue"));
   els.steer.addEventListener("click", () => submit("steer"));
   els.input.addEventListener("keydown", (event) => {

@@ -22,6 +22,15 @@ export interface ModelChoice {
 /** A session mode (`ask`, `plan`, `code`, `auto`) as the mode picker shows it. */
 export type ModeChoice = ModelChoice;
 
+/** An image pasted or dropped into the composer: sent as an ACP `image` block. */
+export interface ImageAttachment {
+  mimeType: string;
+  /** The bytes, base64. */
+  data: string;
+  /** The file's name when it had one (shown as the thumbnail's tooltip). */
+  name?: string;
+}
+
 /** Host → webview. */
 export type HostMessage =
   /** The session shown from now on (after new, fork or resume), with the model picker's state. */
@@ -32,6 +41,8 @@ export type HostMessage =
       parentSessionId?: string | null;
       /** The parent's title, shown instead of its raw id. */
       parentTitle?: string | null;
+      /** `child`: a `delegate` call's session (its parent is the session that delegated). */
+      kind?: "session" | "child";
       models: ModelChoice[];
       currentModel: string | null;
       /** The mode picker's state (absent: the server has no modes). */
@@ -42,8 +53,8 @@ export type HostMessage =
   | { type: "reset" }
   /** One `session/update` of the session shown. */
   | { type: "update"; notification: SessionNotification }
-  /** A turn began with this user text. */
-  | { type: "turnStarted"; text: string }
+  /** A turn began with this user text (and these images). */
+  | { type: "turnStarted"; text: string; images?: ImageAttachment[] }
   /** The running turn ended (`cancelled` after an interrupt). */
   | {
       type: "turnEnded";
@@ -81,7 +92,9 @@ export type WhileRunning = "queue" | "steer";
 export type WebviewMessage =
   | { type: "ready" }
   /** `whileRunning`: typed while the session works (Enter queues, Ctrl/Cmd+Enter steers). */
-  | { type: "prompt"; text: string; whileRunning?: WhileRunning }
+  | { type: "prompt"; text: string; whileRunning?: WhileRunning; images?: ImageAttachment[] }
+  /** Open a `delegate` call's child session (VS Code: in the chat view; desktop: a new pane). */
+  | { type: "openChild"; sessionId: string }
   /** `clearQueue`: the prompts waiting are removed too. */
   | { type: "interrupt"; clearQueue?: boolean }
   /** Replace a waiting prompt's text (`session/queue/update`). */

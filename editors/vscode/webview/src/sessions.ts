@@ -2,7 +2,8 @@
  * How sessions are named in lists (the chat's Sessions panel and VS Code's Resume
  * quick pick share this). Forks keep their parent's title, so a fork is marked "↳"
  * and names its parent, and rows that would still read the same get a number: no two
- * rows of one list look alike.
+ * rows of one list look alike. A `delegate` call's child session (titled `↳ <task>` by
+ * the server) is named as its parent's sub-agent.
  */
 import type { SearchHit, SessionInfo, SnippetSpan } from "@threadline/client";
 
@@ -14,6 +15,7 @@ export interface SessionRow {
 interface ListMeta {
   messageCount?: number;
   parentSessionId?: string | null;
+  kind?: "session" | "child";
 }
 
 export function sessionTitle(s: Pick<SessionInfo, "title"> | undefined): string {
@@ -24,9 +26,13 @@ function parentOf(s: SessionInfo): string | null {
   return ((s._meta ?? {}) as ListMeta).parentSessionId ?? null;
 }
 
+function isChild(s: SessionInfo): boolean {
+  return ((s._meta ?? {}) as ListMeta).kind === "child";
+}
+
 /** A row for each session of `all`, by session id. */
 export function describeSessions(all: readonly SessionInfo[]): Map<string, SessionRow> {
-  const base = new Map(all.map((s) => [s.sessionId, `${parentOf(s) ? "↳ " : ""}${sessionTitle(s)}`]));
+  const base = new Map(all.map((s) => [s.sessionId, `${parentOf(s) && !isChild(s) ? "↳ " : ""}${sessionTitle(s)}`]));
   // Oldest first gets the plain label; later look-alikes are numbered.
   const byAge = [...all].sort((a, b) => a.updatedAt.localeCompare(b.updatedAt) || a.sessionId.localeCompare(b.sessionId));
   const seen = new Map<string, number>();
@@ -43,7 +49,7 @@ export function describeSessions(all: readonly SessionInfo[]): Map<string, Sessi
     const count = meta.messageCount ?? 0;
     const parts = [`${count} message${count === 1 ? "" : "s"}`, s.updatedAt.slice(0, 16).replace("T", " ")];
     const parent = parentOf(s);
-    if (parent) parts.push(`fork of “${labels.get(parent) ?? "a session not listed"}”`);
+    if (parent) parts.push(`${isChild(s) ? "sub-agent" : "fork"} of “${labels.get(parent) ?? "a session not listed"}”`);
     rows.set(s.sessionId, { label: labels.get(s.sessionId)!, detail: parts.join(" · ") });
   }
   return rows;

@@ -15,9 +15,9 @@ import type {
   Usage,
 } from "@threadline/client";
 import type { HostMessage, ModeChoice, ModelChoice } from "./messages";
-import { contentText } from "./content";
+import { contentText, imageOf, imagesOf, type ImageView } from "./content";
 
-export { contentText };
+export { contentText, type ImageView };
 
 export type ToolStatus = "pending" | "in_progress" | "completed" | "failed";
 
@@ -33,7 +33,8 @@ export type SessionState = NonNullable<SessionInfoUpdateInfo["state"]>;
 
 /** `compacted`: a compaction took the message out of the model's context. */
 export type Entry =
-  | { kind: "user"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
+  /** `images`: pasted or dropped with the prompt (or a replayed prompt's image blocks). */
+  | { kind: "user"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean; images?: ImageView[] }
   | { kind: "assistant"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
   | { kind: "thought"; key: string; messageId: string | null; text: string; version: number; compacted?: boolean }
   /** What the engine told the model for one request (not part of the history: no fork). */
@@ -51,6 +52,10 @@ export type Entry =
       output: string;
       /** ACP `diff` content of an edit (shown as a coloured unified diff). */
       diffs: ToolDiff[];
+      /** Images the tool returned (MCP and client tools' image content). */
+      images: ImageView[];
+      /** A `delegate` call's child session (`_meta.threadline.childSessionId`): the card opens it. */
+      childSessionId: string | null;
       cancelled: boolean;
       version: number;
     }
@@ -61,6 +66,8 @@ export interface ChatState {
   title: string | null;
   parentSessionId: string | null;
   parentTitle: string | null;
+  /** `child`: the session is a `delegate` call's child of `parentSessionId` (else a fork). */
+  kind: "session" | "child";
   entries: Entry[];
   running: boolean;
   /** The session's state as the server says it: `running` for a turn in any window. */
@@ -108,6 +115,7 @@ export function initialState(): ChatState {
     title: null,
     parentSessionId: null,
     parentTitle: null,
+    kind: "session",
     entries: [],
     running: false,
     sessionState: "idle",
@@ -194,6 +202,33 @@ function appendText(
   if (marks.truncated && kind === "assistant") notice(state, "info", "Interrupted.");
 }
 
+/** A `delegate` call's child session, from the update's `_meta.threadline`. */
+function childOf(update: { _meta?: { [key: string]: unknown } | null }): string | null {
+  const tl = (update._meta as { threadline?: { childSessionId?: string | null } } | null | undefined)?.threadline;
+  return tl?.childSessionId ?? null;
+}
+
+/**
+ * A prompt's image (replayed, or another window's prompt): onto its user entry, which
+ * the prompt's text chunk of the same message made or makes (the text comes first).
+ */
+function appendImages(state: ChatState, messageId: string | null, images: ImageView[], marks: ReplayMarks): void {
+  let target: Extract<Entry, { kind: "user" }> | undefined;
+  const last = state.entries[state.entries.length - 1];
+  if (messageId) {
+    for (let i = state.entries.length - 1; i >= 0 && !target; i--) {
+      const e = state.entries[i]!;
+      if (e.kind === "user" && e.messageId === messageId) target = e;
+    }
+  } else if (last?.kind === "user" && last.messageId === null) target = last;
+  if (!target) {
+    target = { kind: "user", key: nextKey("user"), messageId, text: "", version: 0, ...(marks.compacted ? { compacted: true } : {}) };
+    state.entries.push(target);
+  }
+  target.images = [...(target.images ?? []), ...images];
+  target.version += 1;
+}
+
 /** The `diff` items of tool-call content. */
 function diffsOf(content: unknown): ToolDiff[] {
   if (!Array.isArray(content)) return [];
@@ -230,6 +265,10 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       return;
     case "user_message_chunk": {
       const marks = marksOf(update);
+      if (update.content.type === "image" && !marks.ephemeral) {
+        appendImages(state, update.messageId ?? null, imagesOf(update.content), marks);
+        return;
+      }
       appendText(state, marks.ephemeral ? "note" : "user", update.messageId ?? null, contentText(update.content), marks);
       return;
     }
@@ -246,6 +285,8 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
         input: update.rawInput ?? null,
         output: contentText(update.content ?? []),
         diffs: diffsOf(update.content ?? []),
+        images: imagesOf(update.content ?? []),
+        childSessionId: childOf(update),
         cancelled: false,
         version: 0,
       });
@@ -264,6 +305,8 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
           input: null,
           output: "",
           diffs: [],
+          images: [],
+          childSessionId: null,
           cancelled: false,
           version: 0,
         };
@@ -276,7 +319,9 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
         tool.output = contentText(update.content);
         const diffs = diffsOf(update.content);
         if (diffs.length) tool.diffs = diffs;
+        tool.images = imagesOf(update.content);
       }
+      tool.childSessionId = childOf(update) ?? tool.childSessionId;
       const meta = update._meta as { threadline?: { cancelled?: boolean } } | null | undefined;
       if (meta?.threadline?.cancelled) tool.cancelled = true;
       tool.version += 1;
@@ -296,6 +341,8 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
       }
       if (info.queue) state.queue = info.queue;
       if (info.model) state.currentModel = info.model;
+      // Said once per session: the model reads a placeholder instead of the images.
+      if (info.warning) notice(state, "info", info.warning);
       return;
     }
     case "compaction_update": {
@@ -352,6 +399,7 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.sessionId = message.sessionId;
       state.parentSessionId = message.parentSessionId ?? null;
       state.parentTitle = message.parentTitle ?? null;
+      state.kind = message.kind ?? "session";
       state.models = message.models;
       state.currentModel = message.currentModel;
       if (message.modes) state.modes = message.modes;
@@ -384,7 +432,14 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.running = true;
       state.turnDiff = null;
       state.rewindId = null;
-      state.entries.push({ kind: "user", key: nextKey("user"), messageId: null, text: message.text, version: 0 });
+      state.entries.push({
+        kind: "user",
+        key: nextKey("user"),
+        messageId: null,
+        text: message.text,
+        version: 0,
+        ...(message.images?.length ? { images: message.images.map((i) => imageOf({ type: "image", ...i })!) } : {}),
+      });
       break;
     case "turnEnded": {
       state.running = false;

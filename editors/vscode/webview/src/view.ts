@@ -4,7 +4,7 @@
  * composer) lives in media/chat.html; this module only fills it.
  */
 import type { FileDiff } from "@threadline/client";
-import { isBusy, type ChatState, type Entry, type ToolDiff } from "./state";
+import { isBusy, type ChatState, type Entry, type ImageView, type ToolDiff } from "./state";
 import { renderMarkdown } from "./markdown";
 import { renderElicitation } from "./elicitation";
 import { parseUnified, unifiedDiff, type DiffLine } from "./unifiedDiff";
@@ -24,6 +24,8 @@ export interface Elements {
   steer: HTMLButtonElement;
   send: HTMLButtonElement;
   input: HTMLTextAreaElement;
+  /** The images pasted or dropped, waiting to be sent with the prompt. */
+  attachments: HTMLElement;
   compact: HTMLButtonElement;
   sessionsButton: HTMLButtonElement;
   newSession: HTMLButtonElement;
@@ -54,6 +56,7 @@ export function findElements(root: ParentNode = document): Elements {
     steer: byId<HTMLButtonElement>("steer"),
     send: byId<HTMLButtonElement>("send"),
     input: byId<HTMLTextAreaElement>("input"),
+    attachments: byId("attachments"),
     compact: byId<HTMLButtonElement>("compact"),
     sessionsButton: byId<HTMLButtonElement>("sessions"),
     newSession: byId<HTMLButtonElement>("new-session"),
@@ -95,6 +98,29 @@ function inlineDiff(file: FileDiff): HTMLElement[] {
   details.dataset.path = file.path;
   details.append(el("summary", undefined, "Show the diff"), diffBlock(parseUnified(file.diff)));
   return [details];
+}
+
+/** Images as thumbnails (a click shows one full width); a reference without bytes as its label. */
+export function imageNodes(images: readonly ImageView[]): HTMLElement[] {
+  return images.map((image) => {
+    if (!image.src) return el("span", "image-ref", `[${image.label}]`);
+    const img = el("img", "thumb");
+    img.src = image.src;
+    img.alt = image.label;
+    img.title = `${image.label} (click to enlarge)`;
+    img.addEventListener("click", () => img.classList.toggle("enlarged"));
+    return img;
+  });
+}
+
+/** Fill `box` with the images (once per change of them); hidden when there are none. */
+function showImages(box: HTMLElement, images: readonly ImageView[] | undefined): void {
+  const list = images ?? [];
+  const signature = list.map((i) => `${i.label}:${i.src?.length ?? 0}:${i.src?.slice(-16) ?? ""}`).join("|");
+  box.hidden = list.length === 0;
+  if (box.dataset.signature === signature) return;
+  box.dataset.signature = signature;
+  box.replaceChildren(...imageNodes(list));
 }
 
 function pretty(value: unknown): string {
@@ -201,7 +227,7 @@ export class ChatView {
         head.append(el("span", "tool-icon", "⚙"), el("span", "tool-title"), el("span", "badge"));
         const input = el("details", "tool-input");
         input.append(el("summary", undefined, "Input"), el("pre", "json"));
-        card.append(head, input, el("div", "tool-diff"), el("pre", "tool-output"));
+        card.append(head, input, el("div", "tool-diff"), el("pre", "tool-output"), el("div", "images tool-images"));
         return card;
       }
       case "notice":
@@ -222,6 +248,7 @@ export class ChatView {
       default: {
         const node = el("div", `entry ${entry.kind}`);
         node.append(el("div", "role", entry.kind === "user" ? "You" : "Assistant"), el("div", "body"));
+        if (entry.kind === "user") node.append(el("div", "images"));
         return node;
       }
     }
@@ -249,6 +276,8 @@ export class ChatView {
           diff.replaceChildren(...toolDiffNodes(entry.diffs));
         }
         diff.hidden = entry.diffs.length === 0;
+        showImages(node.querySelector<HTMLElement>(".tool-images")!, entry.images);
+        if (entry.childSessionId) this.childControls(node, entry.childSessionId, entry.status === "in_progress" || entry.status === "pending");
         return;
       }
       case "notice":
@@ -262,6 +291,7 @@ export class ChatView {
         return;
       case "user":
         node.querySelector(".body")!.textContent = entry.text;
+        showImages(node.querySelector<HTMLElement>(".images")!, entry.images);
         if (entry.messageId) node.dataset.messageId = entry.messageId;
         this.markCompacted(node, entry.compacted);
         this.forkButton(node, entry.messageId);
@@ -274,6 +304,34 @@ export class ChatView {
         this.forkButton(node, entry.messageId);
         return;
     }
+  }
+
+  /**
+   * A `delegate` call's card: the child's progress (then its answer) in a fold the user
+   * can close, and a button that opens the child session. Made once; the text keeps
+   * being filled.
+   */
+  private childControls(card: HTMLElement, childSessionId: string, running: boolean): void {
+    card.classList.add("delegate");
+    card.dataset.childSessionId = childSessionId;
+    let fold = card.querySelector<HTMLDetailsElement>("details.child-progress");
+    if (!fold) {
+      fold = el("details", "child-progress");
+      fold.open = true;
+      const summary = el("summary");
+      summary.append(el("span", "child-label"));
+      const open = el("button", "open-child", "Open child session");
+      open.title = "Open the child session this call runs (its whole transcript; live while it runs)";
+      open.addEventListener("click", (event) => {
+        event.preventDefault();
+        this.post({ type: "openChild", sessionId: card.dataset.childSessionId! });
+      });
+      summary.append(open);
+      fold.append(summary, card.querySelector(".tool-output")!);
+      card.append(fold);
+    }
+    fold.dataset.running = String(running);
+    fold.querySelector(".child-label")!.textContent = running ? "The sub-agent's progress" : "What the sub-agent did";
   }
 
   private markCompacted(node: HTMLElement, compacted: boolean | undefined): void {
@@ -491,7 +549,10 @@ export class ChatView {
       parts.push(`last turn ${used.inputTokens ?? 0} in · ${used.outputTokens ?? 0} out`);
     }
     if (!state.compacting && state.compaction?.status === "in_progress") parts.push("Compacting…");
-    if (state.parentSessionId) parts.push(`fork of “${state.parentTitle ?? "an untitled session"}”`);
+    if (state.parentSessionId) {
+      const parent = `“${state.parentTitle ?? "an untitled session"}”`;
+      parts.push(state.kind === "child" ? `sub-agent of ${parent}` : `fork of ${parent}`);
+    }
     status.textContent = parts.join(" · ");
   }
 

@@ -9,7 +9,11 @@ v1's builder of the same stored block and then reshaped here:
   ``agent_thought``), and a turn's own prompt is shown as ``user_message`` once stored
   (``PromptStored``: a v2 client learns its message id from the agent);
 * tool calls: ``tool_call_update`` creates and patches (v1's ``tool_call`` is gone), a
-  running call's growing output is appended with ``tool_call_content_chunk``, a
+  running call's growing output is appended with ``tool_call_content_chunk``; a
+  command the sidecar runs is an agent-owned terminal instead (the call's content is
+  a ``terminal`` reference; ``terminal_update`` says the command, its folder, a
+  replacement snapshot of the output and at the end its exit, and
+  ``terminal_output_chunk`` appends the new bytes), a
   cancelled call is ``cancelled`` (v1 says ``failed``), diffs are ``changes`` plus a
   ``git_patch`` (v1's ``oldText``/``newText`` are gone);
 * plans: ``plan_update`` with a ``planId``;
@@ -20,11 +24,13 @@ v1's builder of the same stored block and then reshaped here:
 * Threadline's ``_meta`` block is ``_meta._threadline`` (`meta.v2_meta`).
 
 State kept per connection: the state last shown per session (a state is shown once),
-and what each running tool call has shown (to send only what was appended).
+and what each running tool call and terminal has shown (to send only what was
+appended).
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
 from collections.abc import Hashable
 from dataclasses import replace
@@ -33,6 +39,7 @@ from typing import Any
 from ...engine import events
 from ...engine.blocks import Block, shown_text
 from ...engine.mutations import Msg
+from ...tools.base import CommandShown
 from .. import projection as v1
 from ..wire import wire
 from .meta import v2_meta
@@ -109,14 +116,78 @@ def tool_call(block: Block, turn_id: str) -> Update:
     return u
 
 
-def tool_result(block: Block) -> Update:
-    """The call's final patch: v2 has a ``cancelled`` status of its own."""
+def tool_result(block: Block, terminal: str | None = None) -> Update:
+    """The call's final patch: v2 has a ``cancelled`` status of its own. A command
+    shown as a terminal keeps the reference first (the result follows it)."""
     u = v1.tool_result(block)
     if block.get("status") == "cancelled":
         u["status"] = "cancelled"
         u.pop("_meta", None)
-    u["content"] = [tool_content(c) for c in u["content"]]
+    anchor = [] if terminal is None else [{"type": "terminal", "terminalId": terminal}]
+    u["content"] = anchor + [tool_content(c) for c in u["content"]]
     return u
+
+
+def terminal_id(call_id: str) -> str:
+    """The agent-owned terminal a call's command runs in (one per call, never reused:
+    call ids are unique)."""
+    return f"terminal-{call_id}"
+
+
+def _bytes(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def terminal_started(call_id: str, shown: CommandShown) -> list[Update]:
+    """The call's content becomes the terminal's reference; the terminal's first
+    upsert says what runs where and the output so far."""
+    tid = terminal_id(call_id)
+    return [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "in_progress",
+            "content": [{"type": "terminal", "terminalId": tid}],
+        },
+        {
+            "sessionUpdate": "terminal_update",
+            "terminalId": tid,
+            "command": shown.command,
+            "cwd": shown.cwd,
+            "output": {"data": _bytes(shown.output)},
+        },
+    ]
+
+
+def terminal_output(call_id: str, before: str, now: str) -> list[Update]:
+    """New output appended (``terminal_output_chunk``), or, when the kept output did not
+    only grow (its middle was left out), a replacement snapshot."""
+    tid = terminal_id(call_id)
+    if not now.startswith(before):
+        return [
+            {"sessionUpdate": "terminal_update", "terminalId": tid, "output": {"data": _bytes(now)}}
+        ]
+    added = now[len(before) :]
+    if not added:
+        return []
+    return [{"sessionUpdate": "terminal_output_chunk", "terminalId": tid, "data": _bytes(added)}]
+
+
+def terminal_exited(block: Block) -> Update:
+    """The command ended: its exit code or signal from the stored result (neither
+    known for a cancelled call: an empty exit status still marks it ended)."""
+    raw = block.get("rawOutput")
+    exit_status: dict[str, Any] = {}
+    if isinstance(raw, dict):
+        if isinstance(raw.get("exitCode"), int) and raw["exitCode"] >= 0:
+            exit_status["exitCode"] = raw["exitCode"]
+        if isinstance(raw.get("signal"), str):
+            exit_status["signal"] = raw["signal"]
+    return {
+        "sessionUpdate": "terminal_update",
+        "terminalId": terminal_id(block["toolUseId"]),
+        "exitStatus": exit_status,
+    }
 
 
 def plan(entries: list[dict[str, Any]]) -> Update:
@@ -126,8 +197,8 @@ def plan(entries: list[dict[str, Any]]) -> Update:
     }
 
 
-def tool_finished(block: Block) -> list[Update]:
-    out = [tool_result(block)]
+def tool_finished(block: Block, terminal: str | None = None) -> list[Update]:
+    out = [tool_result(block, terminal)]
     if block.get("plan") is not None:
         out.append(plan(block["plan"]))
     return out
@@ -195,6 +266,8 @@ class ProjectionV2:
     def __init__(self) -> None:
         self._state: dict[str, str] = {}
         self._shown: dict[str, list[dict[str, Any]]] = {}
+        self._terminals: dict[str, str] = {}
+        """Per call whose command the sidecar runs: the output its terminal shows."""
 
     def replay(self, message: Msg) -> list[Update]:
         return replay(message)
@@ -208,13 +281,18 @@ class ProjectionV2:
                 return [user_message(message), *self._running(session_id)]
             case events.ToolCallStarted(block, turn_id):
                 return [*self._running(session_id), tool_call(block, turn_id)]
+            case events.ToolProgress(call_id, command=command) if command is not None:
+                return self._terminal(call_id, command)
             case events.ToolProgress(call_id, content):
                 return self._progress(call_id, content)
             case events.ToolFinished(block):
                 self._shown.pop(block["toolUseId"], None)
-                return tool_finished(block)
-            case events.Usage(used, size):
-                return [v1.usage_update(used, size)]
+                if self._terminals.pop(block["toolUseId"], None) is None:
+                    return tool_finished(block)
+                shown = terminal_id(block["toolUseId"])
+                return [terminal_exited(block), *tool_finished(block, shown)]
+            case events.Usage(used, size, cost):
+                return [v1.usage_update(used, size, cost)]
             case events.SessionInfo():
                 return self._session_info(session_id, event)
             case events.CompactionProgress():
@@ -261,6 +339,13 @@ class ProjectionV2:
                 return out
             info = rest
         return [*out, _retag(v1.session_info(info))]
+
+    def _terminal(self, call_id: str, shown: CommandShown) -> list[Update]:
+        before = self._terminals.get(call_id)
+        self._terminals[call_id] = shown.output
+        if before is None:
+            return terminal_started(call_id, shown)
+        return terminal_output(call_id, before, shown.output)
 
     def _progress(self, call_id: str, content: tuple[dict[str, Any], ...] | None) -> list[Update]:
         """In progress; what a running call shows is appended when it only grew

@@ -67,7 +67,10 @@ async def _moved_later(result: Awaitable[Any]) -> Moved:
 
 def initialize(engine: Engine, params: v2.InitializeRequestV2) -> v2.InitializeResponseV2:
     """v2's capabilities: the session baseline, prompts with embedded context, MCP over
-    stdio and HTTP (v2 has no SSE), delete; Threadline's own block in ``_meta``."""
+    stdio and HTTP (v2 has no SSE), delete, ``additionalDirectories``; Threadline's own
+    block in ``_meta``. No ``authMethods``: Threadline needs no authentication (the
+    providers' keys are the user's configuration), so a client never calls ``auth/*``
+    (those answer -32601: not offered)."""
     v1_answer = capabilities.initialize_result(__version__, engine.providers)
     own = v1_answer["agentCapabilities"]["_meta"]["threadline"]
     info = v1_answer["agentInfo"]
@@ -79,6 +82,7 @@ def initialize(engine: Engine, params: v2.InitializeRequestV2) -> v2.InitializeR
                 prompt=v2.PromptCapabilitiesV2(embedded_context={}),
                 mcp=v2.McpCapabilitiesV2(stdio={}, http={}),
                 delete={},
+                additional_directories={},
             ),
             meta={v2.META_KEY: {**own, "methods": sorted(OWN + v for v in VERBS)}},
         ),
@@ -100,7 +104,12 @@ def _servers(params: v2.NewSessionRequestV2 | v2.ResumeSessionRequestV2) -> list
 def new_session(
     engine: Engine, params: v2.NewSessionRequestV2
 ) -> Awaitable[v2.NewSessionResponseV2]:
-    raw = {"cwd": params.cwd, "mcpServers": _servers(params), "_meta": v1_meta(params.meta)}
+    raw = {
+        "cwd": params.cwd,
+        "additionalDirectories": params.additional_directories,
+        "mcpServers": _servers(params),
+        "_meta": v1_meta(params.meta),
+    }
     result = engine.new_session(pm.NewSessionParams.model_validate(raw))
 
     async def done() -> v2.NewSessionResponseV2:
@@ -125,8 +134,14 @@ def resume(
     engine: Engine, params: v2.ResumeSessionRequestV2
 ) -> Awaitable[v2.ResumeSessionResponseV2]:
     """``replayFrom: {type: start}`` is v1's load (history replayed first), without it
-    v1's resume."""
-    raw = {"sessionId": params.session_id, "cwd": params.cwd, "mcpServers": _servers(params)}
+    v1's resume. ``additionalDirectories`` is the session's complete list of extra roots
+    from now on (omitted or empty: none), as on v1."""
+    raw = {
+        "sessionId": params.session_id,
+        "cwd": params.cwd,
+        "additionalDirectories": params.additional_directories,
+        "mcpServers": _servers(params),
+    }
     v1_params_ = pm.LoadSessionParams.model_validate(raw)
     got = engine.load(v1_params_) if params.replay_from is not None else engine.resume(v1_params_)
 

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from ...redact import command_env
-from ..base import ToolContext, ToolKind, ToolOutcome, text_content
+from ..base import CommandShown, ToolContext, ToolKind, ToolOutcome, text_content
 from ..sandbox import PathRefused
 from ..workspace.common import ToolArgError, int_arg, named, refusal, sandbox_of
 from . import confine, runner
@@ -115,7 +115,9 @@ class RunCommand:
                     cwd=cwd,
                     env=command_env(dict(os.environ)),
                     timeout=timeout,
-                    on_output=lambda text: ctx.report([text_content(text)]),
+                    on_output=lambda text: ctx.report(
+                        [text_content(text)], CommandShown(command, cwd, text)
+                    ),
                 )
         except OSError as exc:
             return ToolOutcome.text(f"could not start the command: {exc}", is_error=True)
