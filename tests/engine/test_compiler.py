@@ -10,7 +10,9 @@ from threadline.engine.compiler import (
     result_chars,
 )
 from threadline.engine.mutations import Msg
+from threadline.providers.anthropic_provider import to_anthropic_messages
 from threadline.providers.base import ChatMessage, ToolCallFinal, ToolSpec
+from threadline.providers.openai_messages import to_openai_messages
 
 
 def msg(mid: str, role: str, *content: dict[str, Any]) -> Msg:
@@ -119,3 +121,21 @@ def test_a_summary_is_sent_as_a_user_message_and_no_tools_means_no_choice() -> N
     )
     assert last.content == "It prints 1."
     assert request.tool_choice == "none" and request.tools == []
+
+
+def test_apis_that_take_system_text_only_first_get_the_tool_section_there() -> None:
+    spec = ToolSpec("read_file", "Read a file", {"type": "object"})
+    request = compile_request(
+        system_prompt="Be brief.",
+        experiences={},
+        working=TRANSCRIPT,
+        tools=[spec],
+        bios="Tools: two calls left.",
+    )
+    assert request.messages[-1] == ChatMessage("system", "Tools: two calls left.")
+    wire = to_openai_messages(request.messages)
+    assert wire[0] == {"role": "system", "content": "Be brief.\n\nTools: two calls left."}
+    assert [m["role"] for m in wire].count("system") == 1
+    system, rest = to_anthropic_messages(request.messages)
+    assert system == "Be brief.\n\nTools: two calls left."
+    assert all("Tools: two calls left." not in str(m["content"]) for m in rest), "not sent twice"
