@@ -32,7 +32,7 @@ from threadline.providers.base import (
     Usage,
 )
 from threadline.providers.local import LocalModel, LocalModelError, LocalProvider, find_model_path
-from threadline.providers.local.chatml import render_segments
+from threadline.providers.local.chatml import next_message_segments, render_segments
 from threadline.providers.local.prefixcache import PrefixCache
 
 WEATHER = ToolSpec(
@@ -340,7 +340,8 @@ async def _turn(
     provider: LocalProvider, messages: list[ChatMessage], text: str
 ) -> tuple[Usage, int]:
     """One short answer appended to ``messages``; its usage and the prompt tokens
-    llama.cpp evaluated for it."""
+    llama.cpp evaluated for it (not counting those the provider evaluated after the
+    answer, ahead of the next prompt)."""
     messages.append(ChatMessage("user", text))
     before = _evaluated(provider.model)
     usage: Usage | None = None
@@ -351,9 +352,9 @@ async def _turn(
                 parts.append(event.text)
             elif isinstance(event, Usage):
                 usage = event
-    assert usage is not None
+    assert usage is not None and provider.last_job is not None
     messages.append(ChatMessage("assistant", "".join(parts)))
-    return usage, _evaluated(provider.model) - before
+    return usage, _evaluated(provider.model) - before - provider.last_job.warmed
 
 
 @pytest.mark.model
@@ -470,3 +471,19 @@ async def test_with_tools_a_new_selection_and_budget_reevaluate_no_history(
     # llama.cpp evaluated the rest (and the few tokens the tool protocol feeds after
     # the prompt, "message:" or "functions."), not the reused prefix again.
     assert evaluated <= usage.input_tokens - usage.cache_read_tokens + 16, usage
+
+
+@pytest.mark.model
+async def test_after_an_answer_the_start_of_the_next_message_is_already_evaluated(
+    model: LocalModel,
+) -> None:
+    provider = LocalProvider(model)
+    session = [ChatMessage("system", CACHE_SYSTEM)]
+    await _turn(provider, session, RIVERS)
+    # What the next prompt begins with: everything so far, "<|im_end|>", "<|im_start|>user".
+    ahead = len(model.tokenize_segments(next_message_segments(session)))
+    second, evaluated = await _turn(provider, session, "Which of them is the longest?")
+    assert second.cache_read_tokens >= ahead, second
+    # Only the new message's own tokens are evaluated for it (and the assistant header).
+    question = model.tokenize("Which of them is the longest?")
+    assert evaluated <= len(question) + 6, (evaluated, len(question))

@@ -108,6 +108,13 @@ def render_segments(request: ChatRequest) -> list[Segment]:
     return segments
 
 
+def next_message_segments(messages: Sequence[ChatMessage]) -> list[Segment]:
+    """``messages`` rendered without tools, then the start of the next user (or tool
+    result) message: the prefix the session's next prompt begins with."""
+    segments = render_segments(ChatRequest(list(messages)))[:-2]
+    return [*segments, (IM_START, True), ("user\n", False)]
+
+
 def offers_tools(request: ChatRequest) -> bool:
     """Whether the model is shown the functions and the call protocol; with
     ``tool_choice="none"`` earlier calls are rendered as plain text instead."""
