@@ -296,6 +296,10 @@ class Inbox:
         """Run what waits, one task at a time, until nothing does, something else runs
         the session, or a task ends cancelled or failed."""
         try:
+            # The prompts that joined the work that just ended (steers) are answered at
+            # the feed's next look; that look first, so that every client has those
+            # answers before the next turn's first update.
+            await self.feed.next_round(LOOK_SECONDS)
             while (head := self._head(session)) is not None:
                 content = head.prompt
                 task = prompt_task(session, content, self.fork, message_id=head.id)
