@@ -245,7 +245,7 @@ class LocalProvider:
             )
         )
         emit(Done(finish))
-        if not offers_tools(request):
+        if not offers_tools(request) and request.purpose == "turn":
             # Still under the lock, after the answer is out: the next prompt of this
             # session goes on where this answer ends, with "<|im_end|>", "<|im_start|>"
             # and the next message's role; evaluated now, its first token comes that
