@@ -131,7 +131,7 @@ class ScriptedProvider:
         return self._calls
 
     def count_tokens(self, request: ChatRequest) -> int:
-        return rough_token_count(request)
+        return rough_token_count(replace(request, messages=system_first(request.messages)))
 
     async def aclose(self) -> None:
         return None
