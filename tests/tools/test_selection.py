@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.toolprompts import PLAIN_QUESTIONS
 from tests.support import SidecarClient, scripted
 from threadline.engine.memory import SessionMemory
 from threadline.providers.base import (
@@ -21,6 +22,8 @@ from threadline.providers.base import (
     ToolCallFinal,
     ToolOfferLimits,
 )
+from threadline.tools.base import ToolContext, ToolOutcome
+from threadline.tools.delegate import Delegate, DelegateRequest
 from threadline.tools.factory import build_registry
 from threadline.tools.memory import ForgetTool, RememberTool
 from threadline.tools.selection import FIND_TOOLS, FOUND_PREFIX, ToolSelector
@@ -44,10 +47,22 @@ EDITOR = [
 ]
 
 
-def selector(tools: list[dict[str, Any]] = EDITOR) -> ToolSelector:
-    """The default tool set of an editor that can write files, plus ``tools``."""
+class NoChildren:
+    """A delegator that is never called: selection only reads the tool's description."""
+
+    async def delegate(self, request: DelegateRequest, ctx: ToolContext) -> ToolOutcome:
+        raise AssertionError("selection never runs a tool")
+
+    def may_delegate(self, depth: int) -> bool:
+        return True
+
+
+def selector(tools: list[dict[str, Any]] = EDITOR, *, delegate: bool = False) -> ToolSelector:
+    """The default tool set of an editor that can write files, plus ``tools`` (and
+    ``delegate``, as a session that may start children has it)."""
     none = SessionMemory(lambda _: None, dict)
     memory = [RememberTool(none), ForgetTool(none)]
+    memory += [Delegate(NoChildren())] if delegate else []
     caps = {"fs": {"writeTextFile": True}}
     return ToolSelector(build_registry(tools=tools, client_capabilities=caps, extra_tools=memory))
 
@@ -65,10 +80,19 @@ def offered(sel: ToolSelector, *messages: ChatMessage, limits: ToolOfferLimits) 
         "List three colours.",
         "Tell me a joke.",
         "Write a Python function that adds two numbers.",
+        *(question for question, _ in PLAIN_QUESTIONS),
     ],
 )
 def test_a_plain_question_is_offered_no_tools(question: str) -> None:
     assert offered(selector(), ChatMessage("user", question), limits=SMALL_MODEL_TOOLS) == []
+
+
+@pytest.mark.parametrize("question", [question for question, _ in PLAIN_QUESTIONS])
+def test_a_plain_question_is_not_delegated(question: str) -> None:
+    """ "How many legs does a spider have?" once offered ``delegate`` ("read many
+    files"), and the small model answered it with a tool schema."""
+    sel = selector(delegate=True)
+    assert offered(sel, ChatMessage("user", question), limits=SMALL_MODEL_TOOLS) == []
 
 
 @pytest.mark.parametrize(

@@ -29,9 +29,11 @@ PARAMETERS: dict[str, Any] = {
             "type": "string",
             "description": "What the sub-agent is to do and what it should report back.",
         },
+        # No "enum" here: llama.cpp's server (llama_cpp.server, the tool-calling chat
+        # format) ended the stream with no finish reason whenever this tool was offered
+        # with one. The description names the two values; anything else is "fresh".
         "context": {
             "type": "string",
-            "enum": ["fork", "fresh"],
             "description": (
                 "fork: the sub-agent starts knowing this whole conversation; "
                 "fresh: it starts with only the task (default)."

@@ -62,11 +62,13 @@ REQUEST_WORDS = frozenset(
     a about an and any are as be can could do does for from give how i in into is it
     list make me my name of on or please say show some tell that the this to two three
     what which who why will with would write you your explain describe create get use
-    need want like short brief long quick simple few
+    need want like short brief long quick simple few many much
     """.split()  # noqa: SIM905 - a word list reads better as words
 )
 """Words that start everyday requests ("Write a haiku", "List three colours", "Name
-two fruits"): they rank tools that are relevant anyway, never make one relevant."""
+two fruits", "How many legs…"): they rank tools that are relevant anyway, never make
+one relevant ("many" alone offered ``delegate``, whose description reads "read many
+files", to "How many legs does a spider have?")."""
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SEPARATORS = re.compile(r"[_.\-/]+")
