@@ -4,11 +4,15 @@ and for a fork.
 
 The default model (SmolLM2-135M, in process), built-in tools off, a system prompt,
 greedy, 8-token answers; time to first token is ``session/prompt`` sent → the first
-``agent_message_chunk`` read. One session is prompted 8 times; then two sessions A
-and B alternately (A1 B1 A2 B2 …); then a session of 4 turns is forked and the fork's
-first turn is compared with its parent's next one. The same-run peer is the same
-sidecar with the prompt cache off (``THREADLINE_PROMPT_CACHE_MB=0``: llama.cpp keeps
-only the last prompt evaluated), doing the same, alternating case by case.
+``agent_message_chunk`` read. Three sessions (one in the smoke run) are prompted 8
+times each, one after the other (turn 1 and turn 8: the medians over them); then two
+sessions A and B alternately (A1 B1 A2 B2 …); then a session of 4 turns is forked and
+the fork's first turn is compared with its parent's next one (three times, the fork
+taken again after each parent turn, which goes first alternating; medians). Every
+session asks its own questions.
+The same-run peer is the same sidecar with the prompt cache off
+(``THREADLINE_PROMPT_CACHE_MB=0``: llama.cpp keeps only the last prompt evaluated),
+doing the same, alternating case by case.
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from ..wire import Connection
 FIGURE = "local model warm context"
 SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 TURNS = 8
-QUESTIONS = [
-    f"Question {i}: say something true about the number {i} and a colour you like."
-    for i in range(2 * TURNS + 4)
-]
+
+
+def ask(who: str, i: int) -> str:
+    """Turn ``i``'s question for session ``who``. Each session asks its own: with the
+    same questions (greedy, so the same answers) a later session's prompts were the
+    earlier one's, its turns found them kept and evaluated nothing (session A's
+    50–210 ms in the run of 2026-11-26 15:00)."""
+    return f"{who}, question {i}: say something true about the number {i} and a colour you like."
 
 
 def _session(conn: Connection) -> str:
@@ -59,21 +67,30 @@ def _ttft(conn: Connection, sid: str, text: str) -> float:
     return (first[0] - pending.t_sent) / 1e6
 
 
-def _cases(conn: Connection) -> dict[str, list[float]]:
+def _cases(conn: Connection, alone: int) -> dict[str, list[float]]:
+    """``alone`` sessions of ``TURNS`` turns one after the other (``alone{k}``), then
+    A and B alternately, then a fork and its parent."""
     out: dict[str, list[float]] = {}
-    one = _session(conn)
-    out["alone"] = [_ttft(conn, one, QUESTIONS[i]) for i in range(TURNS)]
+    for k in range(alone):
+        one = _session(conn)
+        out[f"alone{k}"] = [_ttft(conn, one, ask(f"Alone {k}", i)) for i in range(TURNS)]
     a, b = _session(conn), _session(conn)
     out["A"], out["B"] = [], []
     for i in range(TURNS):
-        out["A"].append(_ttft(conn, a, QUESTIONS[i]))
-        out["B"].append(_ttft(conn, b, QUESTIONS[TURNS + i]))
+        out["A"].append(_ttft(conn, a, ask("Tab A", i)))
+        out["B"].append(_ttft(conn, b, ask("Tab B", i)))
     parent = _session(conn)
     for i in range(4):
-        _ttft(conn, parent, QUESTIONS[i])
-    child = str(conn.call("session/fork", {"sessionId": parent})["sessionId"])
-    out["fork"] = [_ttft(conn, child, QUESTIONS[2 * TURNS])]
-    out["parent"] = [_ttft(conn, parent, QUESTIONS[2 * TURNS + 1])]
+        _ttft(conn, parent, ask("Parent", i))
+    out["fork"], out["parent"] = [], []
+    for k in range(alone):  # a fork and its parent's next turn; again from there
+        child = str(conn.call("session/fork", {"sessionId": parent})["sessionId"])
+        # Whichever goes first also evaluates the end of the last answer as rendered
+        # ("<|im_end|>", "<|im_start|>user"), which the other then finds evaluated;
+        # so the order alternates (the fork first in the smoke run).
+        order = [("fork", child, "Fork"), ("parent", parent, "Parent")]
+        for key, sid, who in order if k % 2 == 0 else order[::-1]:
+            out[key].append(_ttft(conn, sid, ask(who, 4 + k)))
     return out
 
 
@@ -85,10 +102,11 @@ def run(ctx: Context) -> list[Row]:
     try:
         for conn in (cached, plain):  # load the model
             _ttft(conn, _session(conn), "Hello.")
+        alone = ctx.n(3, 1)
         t0 = time.monotonic()
-        on = _cases(cached)
+        on = _cases(cached, alone)
         ctx.log(f"promptcache: cache on in {time.monotonic() - t0:.0f} s")
-        off = _cases(plain)
+        off = _cases(plain, alone)
     finally:
         cached.close()
         plain.close()
@@ -96,18 +114,28 @@ def run(ctx: Context) -> list[Row]:
 
 
 def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
+    def solos(r: dict[str, list[float]]) -> list[list[float]]:
+        return [v for k, v in r.items() if k.startswith("alone")]
+
+    def turn(r: dict[str, list[float]], i: int) -> float:
+        """Turn ``i``'s time to first token, the median over the sessions alone."""
+        return summarize([s[i] for s in solos(r)]).p50
+
     def later(r: dict[str, list[float]], key: str) -> float:
-        return summarize(r[key][1:]).p50  # turns 2.. (turn 1 evaluates a new session)
+        # turns 2.. (turn 1 evaluates a new session)
+        rest = [v for s in solos(r) for v in s[1:]] if key == "alone" else r[key][1:]
+        return summarize(rest).p50
 
     rows: list[Row] = []
-    growth = on["alone"][-1] / on["alone"][0]
+    growth = turn(on, -1) / turn(on, 0)
     rows.append(
         Row(
             FIGURE,
             f"one session: time to first token at turn {TURNS} vs turn 1",
-            f"{ms(on['alone'][-1])} vs {ms(on['alone'][0])}",
-            "turns: " + ", ".join(ms(v) for v in on["alone"]),
-            f"{ratio(growth)} turn 1; cache off: {ratio(off['alone'][-1] / off['alone'][0])}",
+            f"{ms(turn(on, -1))} vs {ms(turn(on, 0))}",
+            "; ".join("turns: " + ", ".join(ms(v) for v in s) for s in solos(on)),
+            f"{ratio(growth)} turn 1 (median of {len(solos(on))} session(s)); cache off: "
+            f"{ratio(turn(off, -1) / turn(off, 0))}",
             "≤ 1.2× turn 1",
             verdict(growth <= 1.2),
         )
@@ -127,15 +155,19 @@ def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
             verdict(alternating / alone <= 1.5),
         )
     )
-    fork, parent = on["fork"][0], on["parent"][0]
+    fork, parent = summarize(on["fork"]).p50, summarize(on["parent"]).p50
+    off_fork, off_parent = summarize(off["fork"]).p50, summarize(off["parent"]).p50
     rows.append(
         Row(
             FIGURE,
             "a fork's first turn vs its parent's next turn (after 4 turns)",
             f"{ms(fork)} vs {ms(parent)}",
-            "",
-            f"{ratio(fork / parent)} parent; cache off: {ms(off['fork'][0])} vs "
-            f"{ms(off['parent'][0])} ({ratio(off['fork'][0] / off['parent'][0])})",
+            "forks: "
+            + ", ".join(ms(v) for v in on["fork"])
+            + "; parent: "
+            + ", ".join(ms(v) for v in on["parent"]),
+            f"{ratio(fork / parent)} parent; cache off: {ms(off_fork)} vs "
+            f"{ms(off_parent)} ({ratio(off_fork / off_parent)})",
             "≤ 1.2× the parent's",
             verdict(fork / parent <= 1.2),
         )

@@ -27,7 +27,7 @@ from llama_cpp import Llama, StoppingCriteriaList
 
 from threadline.providers.local.chatml import IM_END, IM_START
 from threadline.providers.local.generation import DEFAULT_TOP_P
-from threadline.providers.local.model import DEFAULT_N_CTX, DEFAULT_N_THREADS
+from threadline.providers.local.model import DEFAULT_FLASH_ATTN, DEFAULT_N_CTX, DEFAULT_N_THREADS
 
 REPEAT_PENALTY = 1.1
 """The local provider's default for text completions (``Generator.complete``)."""
@@ -115,7 +115,7 @@ def main() -> None:
         n_ctx=DEFAULT_N_CTX,
         n_threads=DEFAULT_N_THREADS,
         n_threads_batch=DEFAULT_N_THREADS,
-        flash_attn=True,
+        flash_attn=DEFAULT_FLASH_ATTN,
         verbose=False,
     )
     print(json.dumps({"ready": True, "load_s": time.perf_counter() - t0}), flush=True)

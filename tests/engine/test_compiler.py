@@ -10,7 +10,9 @@ from threadline.engine.compiler import (
     result_chars,
 )
 from threadline.engine.mutations import Msg
+from threadline.providers.anthropic_provider import to_anthropic_messages
 from threadline.providers.base import ChatMessage, ToolCallFinal, ToolSpec
+from threadline.providers.openai_messages import to_openai_messages
 
 
 def msg(mid: str, role: str, *content: dict[str, Any]) -> Msg:
@@ -70,13 +72,15 @@ def test_a_small_transcript_compiles_to_these_messages() -> None:
     )
     limit = result_chars(1000)
     assert limit == 1000  # the floor, for a tiny window
-    system, user, answer, tool, final, nudge = request.messages
+    system, user, answer, tool, final, section, nudge = request.messages
     assert system == ChatMessage(
         "system",
         DEFAULT_SYSTEM_PROMPT
-        + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers."
-        + "\n\nTools: two calls left.",
+        + "\n\nThings to remember (durable notes):\n- [exp_1] The user prefers short answers.",
     )
+    # The tool section changes per call: it comes after the history, not in the first
+    # message, so the history stays a prefix the next call reuses.
+    assert section == ChatMessage("system", "Tools: two calls left.")
     assert user == ChatMessage(
         "user",
         "Explain main.py\n\n[resource file:///main.py]\nprint(1)\n\n"
@@ -117,3 +121,21 @@ def test_a_summary_is_sent_as_a_user_message_and_no_tools_means_no_choice() -> N
     )
     assert last.content == "It prints 1."
     assert request.tool_choice == "none" and request.tools == []
+
+
+def test_apis_that_take_system_text_only_first_get_the_tool_section_there() -> None:
+    spec = ToolSpec("read_file", "Read a file", {"type": "object"})
+    request = compile_request(
+        system_prompt="Be brief.",
+        experiences={},
+        working=TRANSCRIPT,
+        tools=[spec],
+        bios="Tools: two calls left.",
+    )
+    assert request.messages[-1] == ChatMessage("system", "Tools: two calls left.")
+    wire = to_openai_messages(request.messages)
+    assert wire[0] == {"role": "system", "content": "Be brief.\n\nTools: two calls left."}
+    assert [m["role"] for m in wire].count("system") == 1
+    system, rest = to_anthropic_messages(request.messages)
+    assert system == "Be brief.\n\nTools: two calls left."
+    assert all("Tools: two calls left." not in str(m["content"]) for m in rest), "not sent twice"

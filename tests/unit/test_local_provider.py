@@ -16,6 +16,9 @@ import anyio
 import llama_cpp
 import pytest
 
+from threadline.engine.compiler import compile_request
+from threadline.engine.mutations import Msg
+from threadline.engine.session import bios
 from threadline.providers.base import (
     ChatMessage,
     ChatRequest,
@@ -29,7 +32,7 @@ from threadline.providers.base import (
     Usage,
 )
 from threadline.providers.local import LocalModel, LocalModelError, LocalProvider, find_model_path
-from threadline.providers.local.chatml import render_segments
+from threadline.providers.local.chatml import next_message_segments, render_segments
 from threadline.providers.local.prefixcache import PrefixCache
 
 WEATHER = ToolSpec(
@@ -337,7 +340,8 @@ async def _turn(
     provider: LocalProvider, messages: list[ChatMessage], text: str
 ) -> tuple[Usage, int]:
     """One short answer appended to ``messages``; its usage and the prompt tokens
-    llama.cpp evaluated for it."""
+    llama.cpp evaluated for it (not counting those the provider evaluated after the
+    answer, ahead of the next prompt)."""
     messages.append(ChatMessage("user", text))
     before = _evaluated(provider.model)
     usage: Usage | None = None
@@ -348,9 +352,9 @@ async def _turn(
                 parts.append(event.text)
             elif isinstance(event, Usage):
                 usage = event
-    assert usage is not None
+    assert usage is not None and provider.last_job is not None
     messages.append(ChatMessage("assistant", "".join(parts)))
-    return usage, _evaluated(provider.model) - before
+    return usage, _evaluated(provider.model) - before - provider.last_job.warmed
 
 
 @pytest.mark.model
@@ -402,3 +406,84 @@ def test_the_cache_is_bounded_by_bytes_least_recently_used_first() -> None:
     assert len(cache) == 2 and cache.size == 80
     cache.remember((1,) * 50, b"y" * 10)  # (1,)*40 is a prefix of it: replaced
     assert len(cache) == 2 and cache.size == 50
+
+
+# -- with tools offered: the tool section changes per call, the history does not ----
+
+CLOCK = ToolSpec("get_time", "Get the current time in a city", WEATHER.parameters)
+
+
+def _said(mid: str, role: str, text: str) -> Msg:
+    return {
+        "messageId": mid,
+        "turnId": mid,
+        "role": role,
+        "content": [{"type": "text", "text": text}],
+        "createdAt": "2026-11-26T00:00:00.000Z",
+    }
+
+
+def _engine_request(working: list[Msg], tools: list[ToolSpec], budget: int) -> ChatRequest:
+    """The request the engine compiles: its own compiler and tool section."""
+    return compile_request(
+        system_prompt=CACHE_SYSTEM,
+        experiences={},
+        working=working,
+        tools=tools,
+        bios=bios(tools, frozenset(), budget),
+        max_tokens=4,
+        temperature=0.0,
+    )
+
+
+async def _call(provider: LocalProvider, request: ChatRequest) -> tuple[Usage, int]:
+    before = _evaluated(provider.model)
+    with anyio.fail_after(120):
+        events = [event async for event in provider.stream(request)]
+    usage = next(e for e in events if isinstance(e, Usage))
+    return usage, _evaluated(provider.model) - before
+
+
+@pytest.mark.model
+async def test_with_tools_a_new_selection_and_budget_reevaluate_no_history(
+    model: LocalModel,
+) -> None:
+    model.prompt_cache = PrefixCache()
+    provider = LocalProvider(model)
+    history = [_said("u1", "user", RIVERS)]
+    first = _engine_request(history, [WEATHER], 25)
+    await _call(provider, first)
+    history += [
+        _said("a1", "assistant", "The Danube, the Rhine and the Elbe flow to three seas."),
+        _said("u2", "user", "Which of them is the longest?"),
+    ]
+    second = _engine_request(history, [WEATHER, CLOCK], 24)  # another selection and budget
+    usage, evaluated = await _call(provider, second)
+    # Everything the two prompts share up to the first call's tool section (the system
+    # prompt and the first question) is reused, not just "<|im_start|>system".
+    shared = next(
+        i for i, (a, b) in enumerate(zip(first.messages, second.messages, strict=False)) if a != b
+    )
+    assert shared == 2, first.messages
+    kept = len(model.tokenize_segments(render_segments(second)[: 4 * shared]))
+    assert kept > 40
+    assert usage.cache_read_tokens >= kept, usage
+    # llama.cpp evaluated the rest (and the few tokens the tool protocol feeds after
+    # the prompt, "message:" or "functions."), not the reused prefix again.
+    assert evaluated <= usage.input_tokens - usage.cache_read_tokens + 16, usage
+
+
+@pytest.mark.model
+async def test_after_an_answer_the_start_of_the_next_message_is_already_evaluated(
+    model: LocalModel,
+) -> None:
+    provider = LocalProvider(model)
+    session = [ChatMessage("system", CACHE_SYSTEM)]
+    await _turn(provider, session, RIVERS)
+    # What the next prompt begins with: everything so far, "<|im_end|>", "<|im_start|>user".
+    ahead = len(model.tokenize_segments(next_message_segments(session)))
+    second, evaluated = await _turn(provider, session, "Which of them is the longest?")
+    assert second.cache_read_tokens >= ahead, second
+    # Only the new message's own tokens are evaluated for it (and the assistant header).
+    question = model.tokenize("Which of them is the longest?")
+    assert evaluated <= len(question) + 6, (evaluated, len(question))

@@ -198,16 +198,27 @@ def to_chat_messages(
     return out
 
 
-def system_text(system_prompt: str | None, experiences: dict[str, str], bios: str | None) -> str:
+def system_text(system_prompt: str | None, experiences: dict[str, str]) -> str:
+    """The first message: what stays the same from call to call of a session."""
     parts = [system_prompt or DEFAULT_SYSTEM_PROMPT]
     if experiences:
         parts.append(
             "Things to remember (durable notes):\n"
             + "\n".join(f"- [{k}] {v}" for k, v in experiences.items())
         )
-    if bios:
-        parts.append(bios)
     return "\n\n".join(parts)
+
+
+def with_tool_section(messages: list[ChatMessage], bios: str | None) -> list[ChatMessage]:
+    """``messages`` with the tool section as a system message after them.
+
+    Not in the first message: the section changes from call to call (the tools
+    selected for this call, the calls left in the turn), and a model that keeps its
+    evaluated prompt (llama.cpp's KV cache, a provider's prompt cache) reuses only the
+    prefix up to the first changed token. After the history, the next call of the
+    session (the next tool round, the next turn) evaluates only what was added since
+    and the section again, however long the history."""
+    return [*messages, ChatMessage("system", bios)] if bios else messages
 
 
 def compile_request(
@@ -225,9 +236,10 @@ def compile_request(
 ) -> ChatRequest:
     """``context_window``, when known, bounds each tool result (:func:`result_chars`);
     ``images``: how the model takes images (see :func:`to_chat_messages`)."""
-    messages = [ChatMessage("system", system_text(system_prompt, experiences, bios))]
+    messages = [ChatMessage("system", system_text(system_prompt, experiences))]
     limit = None if context_window is None else result_chars(context_window)
     messages += to_chat_messages(working, result_limit=limit, images=images)
+    messages = with_tool_section(messages, bios)
     messages += [
         ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)
         for m in ephemeral

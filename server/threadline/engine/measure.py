@@ -25,7 +25,9 @@ def context_parts(session: CompactionHost, provider: Provider) -> ContextUse:
     )
     used = provider.count_tokens(request)
     without_tools = provider.count_tokens(replace(request, tools=[], tool_choice="none"))
-    system = provider.count_tokens(ChatRequest(messages=request.messages[:1]))
+    # Every system message: the first, and the tool section after the history.
+    system_messages = [m for m in request.messages if m.role == "system"]
+    system = provider.count_tokens(ChatRequest(messages=system_messages))
     summaries = [m for m in session.transcript.working() if _is_summary(m)]
     summary = provider.count_tokens(ChatRequest(to_chat_messages(summaries))) if summaries else 0
     tools = max(0, used - without_tools)

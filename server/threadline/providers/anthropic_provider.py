@@ -45,6 +45,7 @@ from .base import (
     ToolCallFinal,
     Usage,
     rough_token_count,
+    system_first,
 )
 from .configured import EndpointOptions, SdkProvider
 from .sdk_stream import MissingKey, relay
@@ -181,6 +182,7 @@ def image_blocks(images: list[ImagePart]) -> list[dict[str, Any]]:
 
 def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
     """The system text and the alternating user/assistant messages of a request."""
+    messages = system_first(messages)
     system: list[str] = []
     out: list[dict[str, Any]] = []
 

@@ -211,6 +211,23 @@ class ChatRequest:
     """Why the engine asks: a turn's model call, or a compaction summary."""
 
 
+def system_first(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` with every later system message folded into the first one.
+
+    The engine sends the per-call tool section as a system message after the history,
+    where a model that keeps its evaluated prompt (the embedded one) reuses the history
+    before it. APIs and chat templates that take system text only at the start (many
+    refuse it anywhere else) get it where they always did: appended to the first."""
+    if not messages or messages[0].role != "system":
+        return messages
+    later = [m for m in messages[1:] if m.role == "system"]
+    if not later:
+        return messages
+    text = "\n\n".join(m.content for m in [messages[0], *later] if m.content)
+    first = ChatMessage("system", text)
+    return [first, *(m for m in messages[1:] if m.role != "system")]
+
+
 class Provider(Protocol):
     """A model backend. ``stream`` yields events until ``Done`` or ``ProviderError``."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from .base import ChatMessage, ChatRequest, ImagePart
+from .base import ChatMessage, ChatRequest, ImagePart, system_first
 
 
 def to_openai_messages(
@@ -16,7 +16,7 @@ def to_openai_messages(
 ) -> list[dict[str, Any]]:
     """Provider-neutral messages in the chat completions shape."""
     out: list[dict[str, Any]] = []
-    for m in messages:
+    for m in system_first(messages):
         if m.role == "user" and m.images:
             out.append({"role": "user", "content": content_parts(m.content, m.images)})
         elif m.role in ("system", "user"):

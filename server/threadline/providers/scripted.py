@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +55,7 @@ from .base import (
     ToolCallFinal,
     Usage,
     rough_token_count,
+    system_first,
 )
 
 ECHO_SCRIPT: dict[str, Any] = {"rounds": [[{"echo": True}]]}
@@ -129,12 +131,15 @@ class ScriptedProvider:
         return self._calls
 
     def count_tokens(self, request: ChatRequest) -> int:
-        return rough_token_count(request)
+        return rough_token_count(replace(request, messages=system_first(request.messages)))
 
     async def aclose(self) -> None:
         return None
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+        # Sent as an API is: system text first (as the OpenAI-compatible and Anthropic
+        # providers send it), so scripts and recordings see what those models see.
+        request = replace(request, messages=system_first(request.messages))
         self._calls += 1
         if self._script.get("record"):
             _record(str(self._script["record"]), request)

@@ -94,14 +94,25 @@ def render_segments(request: ChatRequest) -> list[Segment]:
     if not messages or messages[0].role != "system":
         messages.insert(0, ChatMessage(role="system", content=DEFAULT_SYSTEM_PROMPT))
     names = _tool_names(messages)
+    # The functions go with the last system message: the engine's tool section after
+    # the history, so the history stays the same prefix from call to call (llama.cpp
+    # reuses it) while the selection changes.
+    tools_at = max(i for i, m in enumerate(messages) if m.role == "system") if tools_mode else -1
     segments: list[Segment] = []
     for i, m in enumerate(messages):
         role, text = _message_body(m, tools_mode, names)
-        if i == 0 and tools_mode:
+        if i == tools_at:
             text += _tools_block(request.tools)
         segments += [(IM_START, True), (f"{role}\n{text}", False), (IM_END, True), ("\n", False)]
     segments += [(IM_START, True), ("assistant\n", False)]
     return segments
+
+
+def next_message_segments(messages: Sequence[ChatMessage]) -> list[Segment]:
+    """``messages`` rendered without tools, then the start of the next user (or tool
+    result) message: the prefix the session's next prompt begins with."""
+    segments = render_segments(ChatRequest(list(messages)))[:-2]
+    return [*segments, (IM_START, True), ("user\n", False)]
 
 
 def offers_tools(request: ChatRequest) -> bool:

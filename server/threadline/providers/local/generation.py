@@ -23,6 +23,10 @@ PREFILL_CHUNK = 64
 """Prompt tokens evaluated between cancellation checks (measured 0.1-0.9 s a chunk)."""
 
 
+WARM_MAX = 16
+"""At most this many tokens are evaluated ahead for a session's next prompt."""
+
+
 class Cancelled(Exception):
     """Generation was cancelled (flag set or the consumer went away)."""
 
@@ -69,6 +73,20 @@ class Generator:
             done += PREFILL_CHUNK
             llm.create_completion(tokens[:done], max_tokens=1, temperature=0.0)
         self._check()
+
+    def warm(self, tokens: list[int]) -> int:
+        """Evaluate the few tokens of ``tokens`` after what the context holds, if it
+        holds a prefix of them (else nothing: a guess that went wrong costs nothing).
+        Returns how many were evaluated; never more than `WARM_MAX`."""
+        llm = self._llm
+        held = llm.n_tokens
+        if held == 0 or common_prefix(llm.input_ids[:held].tolist(), tokens) < held:
+            return 0
+        rest = tokens[held:]
+        if not rest or len(rest) > WARM_MAX:
+            return 0
+        llm.eval(rest)
+        return len(rest)
 
     def reply(
         self,

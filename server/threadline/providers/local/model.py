@@ -33,6 +33,13 @@ DEFAULT_N_THREADS = 1
 work, llama.cpp's spinning OpenMP workers stall (token gaps up to 4.7 s, prefill 4-6x
 slower); with 1 thread the worst token gap stays under ~0.1 s. Pass ``n_threads=2``
 on an idle machine."""
+DEFAULT_FLASH_ATTN = False
+"""Off, measured (issue 31; one thread, alternating processes, load 6–7): with flash
+attention on, evaluating 30 new tokens after 800 already in the context took
+1.15–1.23 s against 0.65–0.84 s off, and 30 after 273 1.1 s against 0.75 s, while
+at the start of the context both take the same; an 800-token prompt from nothing took
+17.6–18.5 s on, 15.2–18.2 s off. llama.cpp's CPU flash attention costs more per token
+the further into the context it is, which is where a long session's next turn is."""
 LOCK_POLL_SECONDS = 0.05
 
 
@@ -75,7 +82,7 @@ class LocalModel:
         name: str = DEFAULT_MODEL_NAME,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int = DEFAULT_N_THREADS,
-        flash_attn: bool = True,
+        flash_attn: bool = DEFAULT_FLASH_ATTN,
     ) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
         self.name = name
