@@ -16,7 +16,8 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
   Written again once `STORE_AFTER` more events were folded, or more messages' replay
   made, than the kept one holds (and a tenth of the transcript, or `STORE_BEHIND`
   events); after the answer that needed the fold (the event loop's next turn), and
-  only if the transcript has not changed meanwhile. A fold that cannot be written is only a cache lost.
+  only if the transcript has not changed meanwhile. A fold that cannot be written is
+  only a cache lost.
 
 A session grown by prompting is kept the same way as it grows (`grown`, after each
 turn: the replay of its new messages made too, so a restart replays none), and

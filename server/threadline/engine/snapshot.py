@@ -189,7 +189,7 @@ class KeptReplay:
             if at + sum(lengths) != len(data):
                 return False
             variants = [orjson.dumps(v) for v in header["variants"]]
-            if any(code >> 1 >= len(variants) for code in codes):
+            if n and max(codes) >> 1 >= len(variants):
                 return False
         except (ValueError, KeyError, TypeError):
             return False

@@ -193,7 +193,15 @@ class Transcript:
 
     @property
     def last_message_id(self) -> str | None:
-        return self.messages[-1]["messageId"] if self.messages else None
+        """Known from the index while a restored fold's messages are still JSON (the
+        feed asks on every ``session/load``: parsing 100,000 messages to answer it would
+        cost more than the rest of the load)."""
+        n = len(self)
+        if n and self._unparsed:
+            last = next(reversed(self.index))
+            if self.index[last] == n - 1:
+                return last
+        return self.messages[-1]["messageId"] if n else None
 
     def compacted_indexes(self) -> set[int]:
         """Positions of messages the latest checkpoint (or a replace) took out of the prompt."""
