@@ -246,11 +246,10 @@ def test_a_store_of_schema_6_gets_the_replay_column_and_drops_older_folds(
         store.close()
 
 
-def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_without(
-    pg_url: str,
-) -> None:
-    """The owner's sidecar adds ``tl_folds.replay``; until then a team role (which may
-    not) keeps folds without their replay."""
+def _older_schema(pg_url: str, version: int, *changes: str) -> str:
+    """A database with one session ``s`` (event m1) taken back to schema ``version`` by
+    ``changes``, and a team role of that version's grants (docs/teams.md) that may not
+    create tables; returns the team role's URL."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -261,21 +260,40 @@ def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_wi
     owner.append("s", [msg_event("m1")], "t1")
     owner.close()
     dbname = str(conninfo_to_dict(pg_url)["dbname"])
+    role = f"threadline_team{version}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE tl_folds DROP COLUMN replay")
-        conn.execute("INSERT INTO tl_folds VALUES('s', 1, '\\x00')")
-        conn.execute("UPDATE tl_meta SET value='5' WHERE key='schema_version'")
-        conn.execute("DROP ROLE IF EXISTS threadline_team5")
-        conn.execute("CREATE ROLE threadline_team5 LOGIN PASSWORD 'team-pw'")
-        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team5")  # pyright: ignore[reportArgumentType]
+        for change in changes:
+            conn.execute(change)  # pyright: ignore[reportArgumentType]
+        conn.execute("UPDATE tl_meta SET value=%s WHERE key='schema_version'", (str(version),))
+        conn.execute(f"DROP ROLE IF EXISTS {role}")  # pyright: ignore[reportArgumentType]
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'team-pw'")  # pyright: ignore[reportArgumentType]
+        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO {role}")  # pyright: ignore[reportArgumentType]
         conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         conn.execute(
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
-            "TO threadline_team5"
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"  # pyright: ignore[reportArgumentType]
         )
     params = conninfo_to_dict(pg_url)
-    params.update(user="threadline_team5", password="team-pw")
-    team = PostgresStore(make_conninfo("", **params))
+    params.update(user=role, password="team-pw")
+    return make_conninfo("", **params)
+
+
+def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_without(
+    pg_url: str,
+) -> None:
+    """The owner's sidecar adds ``tl_folds.replay``; until then a team role (which may
+    not) keeps folds without their replay."""
+    import psycopg
+
+    from threadline.store.postgres import PostgresStore
+
+    team = PostgresStore(
+        _older_schema(
+            pg_url,
+            5,
+            "ALTER TABLE tl_folds DROP COLUMN replay",
+            "INSERT INTO tl_folds VALUES('s', 1, '\\x00')",
+        )
+    )
     try:
         team.save_fold("s", 1, b"team", b"no column for it")
         assert team.load_fold("s") == (1, b"team") and team.load_fold_replay("s", 1) is None
@@ -490,29 +508,11 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
     """A database of schema 1 (before kept folds): a role that may not create tables
     still runs sessions on it, without kept folds; the owner's next sidecar upgrades it."""
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from threadline.store.postgres import PostgresStore
 
-    owner = PostgresStore(pg_url)
-    owner.create_session("s", "/tmp", {}, "t0")
-    owner.append("s", [msg_event("m1")], "t1")
-    owner.close()
-    dbname = str(conninfo_to_dict(pg_url)["dbname"])
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE tl_folds")
-        conn.execute("UPDATE tl_meta SET value='1' WHERE key='schema_version'")
-        conn.execute("DROP ROLE IF EXISTS threadline_team1")
-        conn.execute("CREATE ROLE threadline_team1 LOGIN PASSWORD 'team-pw'")
-        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team1")  # pyright: ignore[reportArgumentType]
-        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-        conn.execute(
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
-            "TO threadline_team1"
-        )
-    params = conninfo_to_dict(pg_url)
-    params.update(user="threadline_team1", password="team-pw")
-    team = PostgresStore(make_conninfo("", **params))
+    team_url = _older_schema(pg_url, 1, "DROP TABLE tl_folds")
+    team = PostgresStore(team_url)
     try:
         team.append("s", [msg_event("m2")], "t2")
         team.save_fold("s", 2, b"not kept")
@@ -529,7 +529,7 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
         assert version == (str(PG_SCHEMA_VERSION),)
     # not granted the new table yet: still works, deletes included, without kept folds
-    team = PostgresStore(make_conninfo("", **params))
+    team = PostgresStore(team_url)
     try:
         assert team.load_fold("s") is None
         team.create_session("t", "/tmp", {}, "t3")
