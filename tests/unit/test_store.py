@@ -309,6 +309,11 @@ def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_wi
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
         assert version == (str(PG_SCHEMA_VERSION),)
+        compression = conn.execute(
+            "SELECT attname, attcompression FROM pg_attribute WHERE attrelid="
+            "'tl_folds'::regclass AND attname IN ('data', 'replay') ORDER BY attname"
+        ).fetchall()
+        assert compression == [("data", "l"), ("replay", "l")], "kept folds compressed by lz4"
 
 
 def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:

