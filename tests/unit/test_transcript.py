@@ -296,6 +296,7 @@ def test_a_kept_folds_replay_is_read_only_when_a_replay_needs_it() -> None:
     assert _spliced(back) == t.history() and len(back) == len(t) and back.replayed == len(t)
     assert back.last_message_id == "s"
     assert not reads, "history needs no replay"
+    assert back.index == t.index and back.working() == t.working()
 
     def projected(msg: dict[str, Any]) -> list[dict[str, Any]]:
         raise AssertionError("the kept replay is spliced, not made again")
