@@ -47,6 +47,10 @@ function M.handle(state, params)
     return
   end
   local kind = u.sessionUpdate
+  if kind == 'tool_call_update' and (u.status == 'completed' or u.status == 'failed') then
+    -- A question or permission request of this call that still waits was withdrawn.
+    require('threadline.requests').withdraw(sid, u.toolCallId)
+  end
   if require('threadline.work').update(sid, u, state.running[sid] == true) then
     return
   end
