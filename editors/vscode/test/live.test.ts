@@ -210,3 +210,34 @@ test("a question withdrawn by an interrupt closes its form", async (t) => {
   await waitFor(() => viewState(made.sink).elicitation === null, 5000, "the form closed");
   assert.equal(made.sink.of("turnEnded").at(-1)?.stopReason, "cancelled");
 });
+
+test("the model, mode and built-in tools pickers follow config_option_update, from this window and another", async (t) => {
+  const a = await sidecar(t);
+  const b = await sidecar(t, {}, a.home);
+  const { chat, sink } = chatOn(a.client, SLOW);
+  await chat.handle({ type: "prompt", text: "hello" });
+  const sid = chat.currentSessionId!;
+  assert.equal(viewState(sink).builtinTools, "on", "the session's built-in tools, from session/new");
+
+  // This window switches the built-in tools off with the picker.
+  await chat.handle({ type: "setBuiltinTools", value: "off" });
+  assert.equal(viewState(sink).builtinTools, "off");
+
+  // Another window (a second sidecar on the same store) changes all three.
+  await b.client.load({ sessionId: sid, cwd: CWD, mcpServers: [] });
+  const other = scripted({ rounds: [[{ text: "other" }]] });
+  await b.client.setConfigOption({ sessionId: sid, configId: "model", value: other });
+  await b.client.setConfigOption({ sessionId: sid, configId: "mode", value: "plan" });
+  await b.client.setConfigOption({ sessionId: sid, configId: "builtinTools", value: "on" });
+  await waitFor(() => viewState(sink).builtinTools === "on", 10_000, "the built-in tools switched in the other window");
+  await waitFor(() => viewState(sink).currentModel === other, 10_000, "the model changed in the other window");
+  await waitFor(() => viewState(sink).currentMode === "plan", 10_000, "the mode changed in the other window");
+  // What the page reads came as config_option_update, and the host's copy follows it
+  // (a later session message, the model command's current pick).
+  assert.ok(sink.of("update").some((m) => m.notification.update.sessionUpdate === "config_option_update"));
+  assert.equal(chat.currentModel, other);
+  assert.equal(chat.currentMode, "plan");
+  await chat.handle({ type: "setMode", mode: "code" });
+  const state = viewState(sink);
+  assert.deepEqual([state.currentModel, state.currentMode, state.builtinTools], [other, "code", "on"]);
+});

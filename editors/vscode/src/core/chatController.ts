@@ -12,6 +12,7 @@ import type {
   FileDiff,
   LoadSessionParams,
   LoadSessionResult,
+  SessionConfigOption,
   SessionInfoUpdateInfo,
   SessionModeState,
   ThreadlineClient,
@@ -19,6 +20,7 @@ import type {
   ToolDefinition,
 } from "@threadline/client";
 import type { HostMessage, ImageAttachment, ModeChoice, ModelChoice, WebviewMessage, WhileRunning } from "../../webview/src/messages";
+import { pickerState, type BuiltinTools } from "../../webview/src/configOptions";
 import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
@@ -86,7 +88,7 @@ export type ChatClient = Pick<
   | "archive"
 > &
   Partial<
-    Pick<ThreadlineClient, "history" | "setMode" | "diff" | "rewind" | "unrewind" | "editQueued" | "removeQueued" | "resumeQueue">
+    Pick<ThreadlineClient, "history" | "setMode" | "setConfigOption" | "diff" | "rewind" | "unrewind" | "editQueued" | "removeQueued" | "resumeQueue">
   > & {
     /** `session/load`; its result carries the session's modes (a client may drop it). */
     load(params: LoadSessionParams): Promise<LoadSessionResult | void>;
@@ -137,6 +139,8 @@ export class ChatController implements Disposable {
   private kind: "session" | "child" = "session";
   private model: string | null = null;
   private models: ModelChoice[] = [];
+  /** The session's built-in tools (`builtinTools` config option; null: not known yet). */
+  private builtinTools: BuiltinTools | null = null;
   private modes: ModeChoice[] = [];
   private mode: string | null = null;
   /** The session's folder (diff paths are relative to it). */
@@ -175,6 +179,11 @@ export class ChatController implements Disposable {
       if (u.sessionUpdate === "usage_update") this.contextFigures.set(notification.sessionId, { used: u.used, size: u.size });
       if (u.sessionUpdate === "current_mode_update" && notification.sessionId === this.sessionId) {
         this.mode = u.currentModeId;
+      }
+      // Model, mode or built-in tools changed here or in another window: the pickers
+      // follow (the page reads the same update; this keeps the host's copy true).
+      if (u.sessionUpdate === "config_option_update" && notification.sessionId === this.sessionId) {
+        this.takeConfig(u.configOptions);
       }
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
@@ -282,6 +291,8 @@ export class ChatController implements Disposable {
           return await this.setModel(message.model);
         case "setMode":
           return await this.setMode(message.mode);
+        case "setBuiltinTools":
+          return await this.setBuiltinTools(message.value);
         case "rewind":
           return await this.rewind(message.messageId);
         case "openDiff":
@@ -324,7 +335,17 @@ export class ChatController implements Disposable {
       currentModel: this.model,
       modes: this.modes,
       currentMode: this.mode,
+      builtinTools: this.builtinTools,
     });
+  }
+
+  /** Take the pickers' state from a session's config options. */
+  private takeConfig(options: readonly SessionConfigOption[] | null | undefined): void {
+    const picked = pickerState(options);
+    if (picked.currentModel !== undefined) this.model = picked.currentModel;
+    if (picked.currentMode !== undefined) this.mode = picked.currentMode;
+    if (picked.modes && !this.modes.length) this.modes = picked.modes;
+    if (picked.builtinTools !== undefined) this.builtinTools = picked.builtinTools;
   }
 
   /** Take the mode picker's state from a session result (`modes`). */
@@ -370,6 +391,8 @@ export class ChatController implements Disposable {
     this.parentSessionId = null;
     this.kind = "session";
     this.takeModes(result.modes);
+    this.builtinTools = null;
+    this.takeConfig(result.configOptions);
     const state = result.models;
     if (state) {
       this.model = state.currentModelId;
@@ -509,6 +532,19 @@ export class ChatController implements Disposable {
     this.postSession();
   }
 
+  /** The built-in tools picker: `builtinTools` on or off for the session's next turn. */
+  async setBuiltinTools(value: BuiltinTools): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Send a first message, then switch the built-in tools.");
+      return;
+    }
+    if (!this.client.setConfigOption) return;
+    const result = await this.client.setConfigOption({ sessionId: this.sessionId, configId: "builtinTools", value });
+    this.builtinTools = value;
+    this.takeConfig(result.configOptions);
+    this.postSession();
+  }
+
   /**
    * "Rewind to here (files too)": the session ends just before this prompt and the files
    * it changed since go back; the cut turns stay in a new session (the notice names it).
@@ -609,7 +645,8 @@ export class ChatController implements Disposable {
   async setModel(model: string): Promise<void> {
     if (this.sessionId) {
       const result = await this.client.setModel(this.sessionId, model);
-      this.model = result.configOptions.find((o) => o.id === "model")?.currentValue ?? model;
+      this.model = model;
+      this.takeConfig(result.configOptions);
     } else {
       this.model = model;
     }
@@ -720,6 +757,7 @@ export class ChatController implements Disposable {
       ? sessionTitle(sessions.find((s) => s.sessionId === this.parentSessionId))
       : null;
     if (meta.model) this.model = meta.model;
+    this.builtinTools = null;
     this.sink.post({ type: "reset" });
     this.shownPrompts.clear();
     this.sessionState = "idle";
@@ -732,8 +770,9 @@ export class ChatController implements Disposable {
     this.lastDiff = [];
     try {
       const loaded = await this.client.load({ sessionId, cwd: this.sessionCwd });
-      if (loaded?.modes) {
+      if (loaded?.modes || loaded?.configOptions) {
         this.takeModes(loaded.modes);
+        this.takeConfig(loaded.configOptions);
         this.postSession(info?.title, parentTitle);
       }
     } finally {

@@ -90,6 +90,9 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
   els.modeSelect.addEventListener("change", () => {
     post({ type: "setMode", mode: els.modeSelect.value });
   });
+  els.toolsSelect.addEventListener("change", () => {
+    post({ type: "setBuiltinTools", value: els.toolsSelect.value === "off" ? "off" : "on" });
+  });
   view.render(state);
 
   return {

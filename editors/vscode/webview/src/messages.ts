@@ -48,6 +48,8 @@ export type HostMessage =
       /** The mode picker's state (absent: the server has no modes). */
       modes?: ModeChoice[];
       currentMode?: string | null;
+      /** The built-in tools picker's state (absent or null: not known). */
+      builtinTools?: "on" | "off" | null;
     }
   /** Forget the transcript on screen (a replay of another session follows). */
   | { type: "reset" }
@@ -111,6 +113,8 @@ export type WebviewMessage =
   | { type: "compact"; instructions?: string }
   | { type: "setModel"; model: string }
   | { type: "setMode"; mode: string }
+  /** Built-in tools on or off for the session (`builtinTools` config option). */
+  | { type: "setBuiltinTools"; value: "on" | "off" }
   /** End the session just before this prompt, files too (`session/rewind`). */
   | { type: "rewind"; messageId: string }
   /** Open a diff editor for one file of the last turn's diff. */

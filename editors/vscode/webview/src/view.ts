@@ -16,6 +16,7 @@ export interface Elements {
   transcript: HTMLElement;
   modelSelect: HTMLSelectElement;
   modeSelect: HTMLSelectElement;
+  toolsSelect: HTMLSelectElement;
   plan: HTMLElement;
   turnDiff: HTMLElement;
   queue: HTMLElement;
@@ -48,6 +49,7 @@ export function findElements(root: ParentNode = document): Elements {
     transcript: byId("transcript"),
     modelSelect: byId<HTMLSelectElement>("model"),
     modeSelect: byId<HTMLSelectElement>("mode"),
+    toolsSelect: byId<HTMLSelectElement>("builtin-tools"),
     plan: byId("plan"),
     turnDiff: byId("turn-diff"),
     queue: byId("queue"),
@@ -518,6 +520,11 @@ export class ChatView {
     modeSelect.hidden = state.modes.length === 0;
     if (state.currentMode) modeSelect.value = state.currentMode;
     modeSelect.disabled = busy || !state.sessionId;
+
+    const { toolsSelect } = this.els;
+    toolsSelect.hidden = state.builtinTools === null;
+    if (state.builtinTools) toolsSelect.value = state.builtinTools;
+    toolsSelect.disabled = busy || !state.sessionId;
 
     interrupt.disabled = !turn;
     interrupt.classList.toggle("active", turn);
