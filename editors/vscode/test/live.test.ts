@@ -241,3 +241,23 @@ test("the model, mode and built-in tools pickers follow config_option_update, fr
   const state = viewState(sink);
   assert.deepEqual([state.currentModel, state.currentMode, state.builtinTools], [other, "code", "on"]);
 });
+
+test("a steer or queued prompt sent just after the work ended runs at once and shows before its answer", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = chatOn(client, "scripted:echo");
+  await chat.handle({ type: "prompt", text: "first" });
+  for (const mode of ["steer", "queue"] as const) {
+    // The news that the work ended has not come yet: the chat still sees it working.
+    (chat as unknown as { sessionState: string }).sessionState = "running";
+    const resets = sink.of("reset").length;
+    await chat.handle({ type: "prompt", text: `late ${mode}`, whileRunning: mode });
+    const entries = viewState(sink).entries;
+    const mine = entries.findIndex((e) => e.kind === "user" && (e as { text: string }).text === `late ${mode}`);
+    assert.ok(mine >= 0, `${mode}: the prompt is shown`);
+    const answer = entries.findIndex((e, i) => i > mine && e.kind === "assistant");
+    assert.ok(answer > mine, `${mode}: before its answer`);
+    assert.equal(sink.of("reset").length, resets, `${mode}: shown as it ran, not by replaying the session`);
+  }
+  const users = viewState(sink).entries.filter((e) => e.kind === "user").map((e) => (e as { text: string }).text);
+  assert.deepEqual(users, ["first", "late steer", "late queue"]);
+});

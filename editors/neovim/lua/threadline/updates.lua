@@ -122,8 +122,8 @@ end
 function M.watched(c, u)
   local kind, id = u.sessionUpdate, u.messageId
   if kind == 'user_message_chunk' or kind == 'agent_message_chunk' then
-    if not id or (c.known[id] and not c.live[id]) then
-      return
+    if not id or (c.known[id] and (c.replaying or not c.live[id])) then
+      return -- shown already (a message that streamed here, replayed by a sync)
     end
     local label = require('threadline.context').label
     if kind == 'user_message_chunk' then

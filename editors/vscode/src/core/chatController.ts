@@ -150,8 +150,6 @@ export class ChatController implements Disposable {
   private running = false;
   /** The session's state as the server last said it (a turn in any window counts). */
   private sessionState: string = "idle";
-  /** Ids of the prompts the server showed in the current session (queued and steered ones too). */
-  private readonly shownPrompts = new Set<string>();
   /** What `onRunning` last said. */
   private reportedBusy = false;
   /** A rewind this controller is making: its own `rewound` notice is not a reload. */
@@ -188,7 +186,6 @@ export class ChatController implements Disposable {
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
       if (notification.sessionId !== this.sessionId) return;
-      if (u.sessionUpdate === "user_message_chunk" && u.messageId) this.shownPrompts.add(u.messageId);
       sink.post({ type: "update", notification });
       if (u.sessionUpdate === "session_info_update") this.follow(u._meta?.threadline ?? null);
     });
@@ -455,10 +452,9 @@ export class ChatController implements Disposable {
     const result = await this.client.prompt(sessionId, blocks, undefined, whileRunning);
     const meta = (result._meta as { threadline?: { queue?: string; userMessageId?: string } } | null | undefined)?.threadline;
     // Removed from the queue, or held by an interrupt: the queue box said so already.
+    // (If the work ended just before it arrived, it ran at once as a turn of this
+    // window's; the server showed it here all the same, as a user message.)
     if (meta?.queue || sessionId !== this.sessionId) return;
-    // The work ended just before it arrived, so it ran at once as a turn of this
-    // window's, which the server does not echo: replay, so the prompt is shown.
-    if (meta?.userMessageId && !this.shownPrompts.has(meta.userMessageId)) await this.show(sessionId);
     if (result.stopReason !== "end_turn" && result.stopReason !== "cancelled") {
       this.notice("info", `The turn that ran “${text.slice(0, 40)}” stopped: ${result.stopReason}.`);
     }
@@ -730,7 +726,6 @@ export class ChatController implements Disposable {
     this.mode = null;
     this.lastDiff = [];
     this.sessionState = "idle";
-    this.shownPrompts.clear();
     this.reportRunning();
     this.sink.post({ type: "reset" });
     this.postSession();
@@ -759,7 +754,6 @@ export class ChatController implements Disposable {
     if (meta.model) this.model = meta.model;
     this.builtinTools = null;
     this.sink.post({ type: "reset" });
-    this.shownPrompts.clear();
     this.sessionState = "idle";
     this.reportRunning();
     this.postSession(info?.title, parentTitle);
