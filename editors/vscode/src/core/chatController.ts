@@ -54,6 +54,11 @@ export interface ChatControllerOptions {
    * Without it the child is shown here, in place of the parent.
    */
   openChild?(sessionId: string): Promise<void> | void;
+  /**
+   * Open the parent of the session shown (its **Parent** button) where it is shown
+   * (VS Code: the chat view, beside a child's tab). Without it the parent is shown here.
+   */
+  openParent?(sessionId: string): Promise<void> | void;
 }
 
 /** The prompt as ACP blocks: the text (when there is any), then the images. */
@@ -268,6 +273,8 @@ export class ChatController implements Disposable {
           return await this.prompt(message.text, message.whileRunning, message.images);
         case "openChild":
           return await this.openChild(message.sessionId);
+        case "openParent":
+          return await this.openParent(message.sessionId);
         case "interrupt":
           return await this.interrupt(message.clearQueue);
         case "queueEdit":
@@ -716,6 +723,11 @@ export class ChatController implements Disposable {
   /** A `delegate` call's "Open child session": where the editor opens it, or here. */
   async openChild(sessionId: string): Promise<void> {
     if (this.options.openChild) return await this.options.openChild(sessionId);
+    await this.show(sessionId);
+  }
+
+  async openParent(sessionId: string): Promise<void> {
+    if (this.options.openParent) return await this.options.openParent(sessionId);
     await this.show(sessionId);
   }
 

@@ -76,6 +76,10 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
   els.interrupt.addEventListener("click", () => post({ type: "interrupt" }));
   els.compact.addEventListener("click", () => post({ type: "compact" }));
   els.newSession.addEventListener("click", () => post({ type: "newSession" }));
+  els.openParent.addEventListener("click", () => {
+    const sessionId = els.openParent.dataset.sessionId;
+    if (sessionId) post({ type: "openParent", sessionId });
+  });
   els.restart.addEventListener("click", () => post({ type: "restartSidecar" }));
   els.sessionsButton.addEventListener("click", () => {
     if (!els.sessionsPanel.hidden) {

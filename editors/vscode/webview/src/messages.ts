@@ -97,6 +97,8 @@ export type WebviewMessage =
   | { type: "prompt"; text: string; whileRunning?: WhileRunning; images?: ImageAttachment[] }
   /** Open a `delegate` call's child session (VS Code: in the chat view; desktop: a new pane). */
   | { type: "openChild"; sessionId: string }
+  /** The parent of the session shown (a sub-agent's, a fork's): the way back. */
+  | { type: "openParent"; sessionId: string }
   /** `clearQueue`: the prompts waiting are removed too. */
   | { type: "interrupt"; clearQueue?: boolean }
   /** Replace a waiting prompt's text (`session/queue/update`). */

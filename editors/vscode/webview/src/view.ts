@@ -30,6 +30,7 @@ export interface Elements {
   compact: HTMLButtonElement;
   sessionsButton: HTMLButtonElement;
   newSession: HTMLButtonElement;
+  openParent: HTMLButtonElement;
   sessionsPanel: HTMLElement;
   status: HTMLElement;
   title: HTMLElement;
@@ -62,6 +63,7 @@ export function findElements(root: ParentNode = document): Elements {
     compact: byId<HTMLButtonElement>("compact"),
     sessionsButton: byId<HTMLButtonElement>("sessions"),
     newSession: byId<HTMLButtonElement>("new-session"),
+    openParent: byId<HTMLButtonElement>("open-parent"),
     sessionsPanel: byId("sessions-panel"),
     status: byId("status"),
     title: byId("title"),
@@ -561,6 +563,12 @@ export class ChatView {
       parts.push(state.kind === "child" ? `sub-agent of ${parent}` : `fork of ${parent}`);
     }
     status.textContent = parts.join(" · ");
+    // The way back: a sub-agent's (or a fork's) parent session.
+    this.els.openParent.hidden = !state.parentSessionId;
+    this.els.openParent.dataset.sessionId = state.parentSessionId ?? "";
+    this.els.openParent.title = state.parentSessionId
+      ? `Open ${state.kind === "child" ? "the session that delegated to this sub-agent" : "the session this was forked from"}: “${state.parentTitle ?? "an untitled session"}”`
+      : "";
   }
 
   /**
