@@ -298,6 +298,35 @@ async def test_forks_share_one_blob_and_the_last_deletion_frees_it(
         await client.stop()
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+async def test_a_session_serves_only_its_own_images(
+    home: Path, tmp_path: Path, store_url: str | None
+) -> None:
+    """session/blob (and a prompt's ``threadline-blob:`` reference) reaches an image only
+    through a session that holds it, or a fork that reads it from its base."""
+    client = await start_sidecar(home, env={"THREADLINE_STORE": store_url} if store_url else {})
+    try:
+        m = model(tmp_path / "r.jsonl", images=True)
+        a = await client.new_session(cwd=str(tmp_path), model=m)
+        await prompt(client, a, {"type": "text", "text": "Look"}, image_block(SHOT))
+        uri = f"threadline-blob:{SHOT_HASH}"
+        fork = (await client.call("session/fork", {"sessionId": a}))["sessionId"]
+        for sid in (a, fork):
+            got = await client.call("session/blob", {"sessionId": sid, "uri": uri})
+            assert got["data"] == b64(SHOT)
+        other = await client.new_session(cwd=str(tmp_path), model=m)
+        with pytest.raises(JsonRpcException) as err:
+            await client.call("session/blob", {"sessionId": other, "uri": uri})
+        assert err.value.code == -32602
+        assert f"session {other} holds no image {uri}" in err.value.message
+        with pytest.raises(JsonRpcException) as err:
+            await prompt(client, other, {"type": "image", "mimeType": "image/png", "uri": uri})
+        assert err.value.code == -32602 and "no stored image" in err.value.message
+        assert await history(client, other) == []
+    finally:
+        await client.stop()
+
+
 async def test_an_export_carries_its_images_and_an_import_stores_them_again(
     sidecar: SidecarClient, home: Path, tmp_path: Path
 ) -> None:
