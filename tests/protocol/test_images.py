@@ -127,6 +127,27 @@ async def test_a_text_only_model_reads_a_placeholder_and_the_session_warns_once(
     assert len(warnings) == 1 and "cannot see images" in warnings[0]
 
 
+async def test_initialize_says_which_models_see_images(home: Path, tmp_path: Path) -> None:
+    """``promptCapabilities.image`` is true when any model sees images (a client lets
+    its user attach one), and each model says whether it does (the session's model
+    decides; the default one here cannot)."""
+    config = tmp_path / "threadline.toml"
+    config.write_text(
+        '[providers.openai]\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+        '[models.eyes]\nprovider = "openai"\nmodel = "vision"\nimages = true\n\n'
+        '[models.plain]\nprovider = "openai"\nmodel = "plain"\n'
+    )
+    client = await start_sidecar(home, initialize=False, env={"THREADLINE_CONFIG": str(config)})
+    try:
+        caps = (await client.initialize())["agentCapabilities"]
+        assert caps["promptCapabilities"]["image"] is True
+        meta = caps["_meta"]["threadline"]
+        seen = {m["modelId"]: m["images"] for m in meta["models"]}
+        assert seen == {meta["defaultModel"]: False, "eyes": True, "plain": False}
+    finally:
+        await client.stop()
+
+
 async def test_references_when_asked_and_session_blob_fetches_them(
     home: Path, tmp_path: Path
 ) -> None:
