@@ -13,6 +13,7 @@ from tests.pgserver import PASSWORD, PgServer
 from tests.unit.conftest import Opener
 from threadline.engine.ownership import LeaseKeeper
 from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
+from threadline.store.leases import STALE_OWNER_SECONDS
 from threadline.store.owners import current_owner, hostname, lease_ttl
 from threadline.store.sqlite import EventStore
 
@@ -163,6 +164,10 @@ def test_a_sender_is_gone_only_when_proven_dead(open_store: Opener) -> None:
     assert keeper.sender_gone(remote.id) is False
     store.forget_owner(remote)
     assert keeper.sender_gone(remote.id) is True
+    # a row left by a process killed long ago goes when another announces itself
+    store.announce_owner(remote, now - STALE_OWNER_SECONDS - 1)
+    store.announce_owner(me, now)
+    assert store.get_owner(remote.id) is None and store.get_owner(me.id) is not None
 
 
 def test_heartbeat_carries_interrupt_requests_to_the_owner(open_store: Opener) -> None:

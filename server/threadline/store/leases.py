@@ -25,6 +25,11 @@ def live_lease(db: Statements, session_id: str, me: Owner, now: float) -> Lease 
     return lease
 
 
+STALE_OWNER_SECONDS = 86_400.0
+"""An owners row whose heartbeat is this old is dropped (by the next process that
+announces itself): its process died as it waited, and no lease lifetime is this long."""
+
+
 class LeaseOps(SqlBase):
     """`store.base.SessionStore`'s leases."""
 
@@ -93,13 +98,17 @@ class LeaseOps(SqlBase):
     def announce_owner(self, owner: Owner, now: float) -> None:
         if not self.keeps_owners:
             return
-        self._quiet(
-            lambda db: db.run(
+
+        def work(db: Statements) -> None:
+            db.run(
                 "INSERT INTO owners(owner_id, pid, host, started, heartbeat) VALUES(?,?,?,?,?) "
                 "ON CONFLICT(owner_id) DO UPDATE SET heartbeat=excluded.heartbeat",
                 (owner.id, owner.pid, owner.host, owner.started, now),
             )
-        )
+            # rows of processes killed as they waited: long dead by any rule
+            db.run("DELETE FROM owners WHERE heartbeat<?", (now - STALE_OWNER_SECONDS,))
+
+        self._quiet(work)
 
     def forget_owner(self, owner: Owner) -> None:
         if self.keeps_owners:
