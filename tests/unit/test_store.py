@@ -11,7 +11,9 @@ import pytest
 
 from tests.pgserver import PASSWORD, PgServer
 from tests.unit.conftest import Opener
+from threadline.engine.ownership import LeaseKeeper
 from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
+from threadline.store.leases import STALE_OWNER_SECONDS
 from threadline.store.owners import current_owner, hostname, lease_ttl
 from threadline.store.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from threadline.store.sqlite import SCHEMA_VERSION, EventStore
@@ -139,6 +141,36 @@ def test_a_lease_on_another_host_is_taken_over_only_when_its_heartbeat_is_stale(
     assert store.acquire_lease("s", me, "turn", None, now + lease_ttl() + 1).mine
 
 
+def test_a_sender_is_gone_only_when_proven_dead(open_store: Opener) -> None:
+    """What `LeaseKeeper.sender_gone` reads: a process that waits for prompts it sent
+    is alive while its pid lives (same host) and its heartbeat is fresh (any host)."""
+    store = open_store()
+    me = current_owner()
+    keeper = LeaseKeeper(store, me, lambda _: None)
+    alive, dead = other_owner(os.getppid()), other_owner(dead_pid())
+    remote = Owner(id="remote", pid=1, host="elsewhere.example", started=0.0)
+    now = time.time()
+    for owner in (alive, dead, remote):
+        store.announce_owner(owner, now)
+    assert keeper.sender_gone(me.id) is False
+    assert keeper.sender_gone(alive.id) is False
+    assert keeper.sender_gone(dead.id) is True
+    assert keeper.sender_gone(remote.id) is False
+    assert keeper.sender_gone("never-announced") is True
+    # another host's sender: dead once its heartbeat is older than the lease lifetime,
+    # alive again when it beats
+    store.announce_owner(remote, now - lease_ttl() - 1)
+    assert keeper.sender_gone(remote.id) is True
+    store.heartbeat(remote, now, present=True)
+    assert keeper.sender_gone(remote.id) is False
+    store.forget_owner(remote)
+    assert keeper.sender_gone(remote.id) is True
+    # a row left by a process killed long ago goes when another announces itself
+    store.announce_owner(remote, now - STALE_OWNER_SECONDS - 1)
+    store.announce_owner(me, now)
+    assert store.get_owner(remote.id) is None and store.get_owner(me.id) is not None
+
+
 def test_heartbeat_carries_interrupt_requests_to_the_owner(open_store: Opener) -> None:
     store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
@@ -219,14 +251,14 @@ def test_a_folds_replay_is_kept_beside_it_and_read_only_for_that_fold(
     assert a.load_fold_replay("p", 3) is None, "not the replay of a fold no longer kept"
 
 
-def _schema_6_folds(db: sqlite3.Connection) -> None:
+def _schema_7_folds(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE folds")
     db.execute("CREATE TABLE folds(session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data BLOB)")
     db.execute("INSERT INTO folds VALUES('s', 1, x'00')")
-    db.execute("UPDATE meta SET value='6' WHERE key='schema_version'")
+    db.execute("UPDATE meta SET value='7' WHERE key='schema_version'")
 
 
-def test_a_store_of_schema_6_gets_the_replay_column_and_drops_older_folds(
+def test_a_store_of_schema_7_gets_the_replay_column_and_drops_older_folds(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "db.sqlite"
@@ -235,7 +267,7 @@ def test_a_store_of_schema_6_gets_the_replay_column_and_drops_older_folds(
     store.append("s", [msg_event("m1")], "t1")
     store.close()
     with sqlite3.connect(path) as db:
-        _schema_6_folds(db)
+        _schema_7_folds(db)
     store = EventStore(path)
     try:
         assert store.load_fold("s") is None, "a fold of the older format is dropped"
@@ -277,7 +309,7 @@ def _older_schema(pg_url: str, version: int, *changes: str) -> str:
     return make_conninfo("", **params)
 
 
-def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_without(
+def test_postgres_schema_6_gets_the_replay_column_and_a_team_role_keeps_folds_without(
     pg_url: str,
 ) -> None:
     """The owner's sidecar adds ``tl_folds.replay``; until then a team role (which may
@@ -289,7 +321,7 @@ def test_postgres_schema_5_gets_the_replay_column_and_a_team_role_keeps_folds_wi
     team = PostgresStore(
         _older_schema(
             pg_url,
-            5,
+            6,
             "ALTER TABLE tl_folds DROP COLUMN replay",
             "INSERT INTO tl_folds VALUES('s', 1, '\\x00')",
         )
