@@ -125,3 +125,33 @@ def test_a_journal_without_a_lease_is_taken_over_by_the_one_statement_read(
         assert got.mine and got.took_over is None
     finally:
         store.close()
+
+
+def test_another_instances_commit_reaches_peek_token_without_a_round_trip(
+    relay: RoundTrips, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed polls `peek_token` 20 times a second: the listening connection's
+    notifications are read as they arrive, by the store's own thread, and polling
+    costs no round trip; `change_token` still asks the server (one round trip)."""
+    from threadline.store import postgres
+
+    monkeypatch.setattr(postgres, "DRAIN_SECONDS", 60.0)  # no liveness look meanwhile
+    watcher = PostgresStore(relay.url)
+    writer = PostgresStore(pg_url)
+    try:
+        writer.create_session("s1", "/tmp", {}, "t0")
+        time.sleep(0.2)
+        before_token, before_trips = watcher.peek_token(), relay.count
+        writer.update_session("s1", title="seen")
+        deadline = time.monotonic() + 30
+        while watcher.peek_token() == before_token and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watcher.peek_token() > before_token
+        assert relay.count == before_trips  # heard, not asked
+        own = watcher.peek_token()
+        watcher.update_session("s1", title="mine")  # its own commit is not a change
+        assert trips(relay, watcher.change_token) == 1
+        assert watcher.peek_token() == own
+    finally:
+        writer.close()
+        watcher.close()
