@@ -40,12 +40,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .base import SessionDump, StoreError
-from .catalog import index_events, index_title, tags_json, upgrade
-from .codec import dumps, safe_text
-from .rows import COLS
+from .base import StoreError
+from .catalog import upgrade
+from .codec import safe_text
+from .pgimport import ImportOps
 from .schema import tables
-from .sql import SqlStore
 from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
@@ -153,7 +152,7 @@ DIALECT = Dialect(
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(ImportOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
@@ -569,87 +568,3 @@ class PostgresStore(SqlStore):
         self._chunks = [c for c in self._chunks if c[0] != session_id]
         self._chunk_bytes = sum(len(c[2]) for c in self._chunks)
         super().clear_stream(session_id)
-
-    # -- import (threadline store migrate) -----------------------------------------------
-
-    def import_session(self, dump: SessionDump) -> str:
-        """Copy a session in one transaction; idempotent. Returns ``copied`` (new),
-        ``extended`` (events the copy here lacked were added) or ``kept`` (this store
-        already has all of them, or went on further)."""
-        self._need_catalog()
-        row = dump.row
-
-        def work(db: Statements) -> str:
-            db.lock_session(row.id)
-            have = db.one("SELECT last_seq FROM sessions WHERE id=? FOR UPDATE", (row.id,))
-            after = -1 if have is None else int(have[0])
-            if have is not None and after >= row.last_seq:
-                return "kept"
-            if have is None:
-                db.run(
-                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        row.id,
-                        row.parent_id,
-                        row.base_id,
-                        row.base_seq,
-                        row.base_count,
-                        row.forked_at_message_id,
-                        _pgtext(row.cwd),
-                        _pgtext(row.title),
-                        dumps(row.config),
-                        row.created_at,
-                        row.updated_at,
-                        row.own_count,
-                        row.last_seq,
-                        row.deleted,
-                        row.archived,
-                        tags_json(row.tags),
-                        _pgtext(row.preview),
-                    ),
-                )
-            else:
-                db.run(
-                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=?, "
-                    "archived=?, tags=?, preview=? WHERE id=?",
-                    (
-                        *(row.last_seq, row.own_count, row.updated_at, _pgtext(row.title)),
-                        *(row.archived, tags_json(row.tags), _pgtext(row.preview), row.id),
-                    ),
-                )
-            index_title(db, row.id, _pgtext(row.title))
-            index_events(
-                db,
-                row.id,
-                [(e.kind, e.payload) for e in dump.events if e.seq > after],
-                want_preview=False,
-                clean=_pgtext,
-            )
-            db.many(
-                "INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)",
-                [(row.id, e.seq, e.kind, dumps(e.payload)) for e in dump.events if e.seq > after],
-            )
-            db.many(
-                "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
-                [(m, row.id, q, o) for m, q, o in dump.messages if q > after],
-            )
-            self._add_refs(db, row.id, dump.blobs)
-            return "copied" if have is None else "extended"
-
-        return self._write(work)
-
-    def stored_counts(self, session_id: str, upto_seq: int) -> tuple[int, int]:
-        """(events, messages) of a session's own up to ``upto_seq``: what a migration
-        verifies against its source."""
-
-        def work(db: Statements) -> tuple[int, int]:
-            counts: list[int] = []
-            for table in ("events", "messages"):
-                r = db.one(
-                    f"SELECT count(*) FROM {table} WHERE session_id=? AND seq<=?",
-                    (session_id, upto_seq),
-                )
-                counts.append(int(r[0]) if r else 0)
-            return counts[0], counts[1]
-
-        return self._snapshot(work)
