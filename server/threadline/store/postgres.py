@@ -65,6 +65,10 @@ CONNECT_TIMEOUT = 3
 DRAIN_SECONDS = 1.0
 """How often notifications are read when no request asks for the change token."""
 
+HEAR_SECONDS = 0.02
+"""Notifications that arrive together are read together: at most one look this often
+(half the feed's poll, `engine.feed.POLL_SECONDS`)."""
+
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
 
@@ -464,18 +468,27 @@ class PostgresStore(ImportOps):
             if not ready:
                 self.change_token()
                 continue
-            with self._listen_lock:
-                try:
-                    pgconn = self._listen.pgconn
-                    pgconn.consume_input()
-                    while (n := pgconn.notifies()) is not None:
-                        if n.extra.decode() != self._instance:
-                            self._seen += 1
-                except psycopg.Error:
-                    pass  # change_token below notices and listens again
-                else:
-                    continue
+            if self._hear():
+                # Read them in batches: a busy team store notifies hundreds of times
+                # a second, and waking for each costs this process CPU (and the event
+                # loop the GIL) for nothing the feed's next poll would not see.
+                self._closed.wait(HEAR_SECONDS)
+                continue
             self.change_token()
+
+    def _hear(self) -> bool:
+        """Count the notifications that arrived, without a round trip; False if the
+        connection failed (`change_token` then listens again)."""
+        with self._listen_lock:
+            try:
+                pgconn = self._listen.pgconn
+                pgconn.consume_input()
+                while (n := pgconn.notifies()) is not None:
+                    if n.extra.decode() != self._instance:
+                        self._seen += 1
+            except psycopg.Error:
+                return False
+            return True
 
     def _relisten(self) -> None:
         with contextlib.suppress(psycopg.Error):
