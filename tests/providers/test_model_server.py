@@ -156,7 +156,7 @@ def server_processes(h: ServerHome) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if cwd == str(h.folder) and b"llama_cpp.server" in cmdline:
+        if cwd == str(h.folder) and (b"llama_cpp.server" in cmdline or b"warmserver" in cmdline):
             found.append(int(entry.name))
     return found
 
