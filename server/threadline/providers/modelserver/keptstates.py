@@ -16,7 +16,8 @@ them), so it keeps a read-only view of one zero row in their place (same shape;
 ``Llama.load_state`` copies it in as before). A state whose key is, but for fewer
 than `SUPERSEDED` tokens at its end, a prefix of the new one is dropped: the new one
 restores as much of any prompt (the same session's previous turn; a fork's parent).
-Least recently used first beyond the bound; a state larger than the bound is not kept.
+Least recently saved (the session least recently prompted) first beyond the bound; a
+state larger than the bound is not kept.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def kept_bytes(state: LlamaState) -> int:
 
 
 class KeptStates(BaseLlamaCache):
-    """Bounded by the bytes it holds, least recently used dropped first."""
+    """Bounded by the bytes it holds, least recently saved dropped first."""
 
     def __init__(self, capacity_bytes: int, *, keep_logits: bool = False) -> None:
         super().__init__(capacity_bytes)
@@ -88,7 +89,9 @@ class KeptStates(BaseLlamaCache):
         found = self._longest(key)
         if found is None:
             raise KeyError("no kept state shares a prefix")
-        self._kept.move_to_end(found)
+        # Not moved to the end: llama-cpp-python asks for every prompt and loads the
+        # state only if it beats the context (a shared system prompt does not). A state
+        # that is loaded is replaced by the next one saved, which goes to the end.
         return self._kept[found].state
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:

@@ -16,7 +16,7 @@ import argparse
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .keptstates import KeptStates
 
@@ -49,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="MiB of evaluated prompts kept (every byte counted); 0: none",
     )
     args = parser.parse_args(argv)
-    server = parse_model_from_args(ServerSettings, args)
-    model = parse_model_from_args(ModelSettings, args)
+    # (typed as returning the class; it returns an instance)
+    server = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
+    model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
     app = create_app(server_settings=server, model_settings=[model])
     capacity = int(args.prompt_cache_mb * MIB)
     if capacity > 0:
