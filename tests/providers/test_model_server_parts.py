@@ -85,6 +85,7 @@ def test_commands_and_identity() -> None:
     assert spec(prompt_cache_mb=64).command(1)[4] == "64"
     assert spec(prompt_cache_mb=0).command(1)[1:3] == ["-m", "llama_cpp.server"]
     assert argv[argv.index("--logits_all") + 1] == "False"
+    assert argv[argv.index("--n_threads_batch") + 1] == "2"  # threads for prompts too
     assert argv[argv.index("--port") : argv.index("--port") + 2] == ["--port", "4321"]
     assert "--chat_format" in argv and "127.0.0.1" in argv
     many = spec(kind="llama-server", slots=3, context_window=1000, binary="/opt/llama-server")
