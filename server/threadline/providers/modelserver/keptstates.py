@@ -12,8 +12,8 @@ next.
 
 :class:`KeptStates` counts every array it keeps. Without ``logits_all`` those logits
 are never written (llama-cpp-python samples inside llama.cpp, and only logprobs read
-them), so it keeps a read-only view of one zero row in their place (same shape;
-``Llama.load_state`` copies it in as before). A state whose key is, but for fewer
+them), so it keeps one zero row in their place (``Llama.load_state`` assigns it to the rows of
+the state's tokens, and one row broadcasts). A state whose key is, but for fewer
 than `SUPERSEDED` tokens at its end, a prefix of the new one is dropped: the new one
 restores as much of any prompt (the same session's previous turn; a fork's parent).
 Least recently saved (the session least recently prompted) first beyond the bound; a
@@ -45,12 +45,8 @@ class _Entry:
 
 
 def kept_bytes(state: LlamaState) -> int:
-    """Every byte the entry holds: llama.cpp's state and the arrays beside it (a view
-    with a zero stride, as `without_logits` makes, holds one row)."""
-    held = 0
-    for a in (state.input_ids, state.scores):
-        held += a.itemsize * a.shape[-1] if a.ndim > 1 and a.strides[0] == 0 else a.nbytes
-    return len(state.llama_state) + held
+    """Every byte the entry holds: llama.cpp's state and the arrays beside it."""
+    return len(state.llama_state) + state.input_ids.nbytes + state.scores.nbytes
 
 
 class KeptStates(BaseLlamaCache):
@@ -120,13 +116,13 @@ class KeptStates(BaseLlamaCache):
 
 
 def without_logits(state: LlamaState) -> LlamaState:
-    """``state`` with its (never written) logits replaced by one zero row, viewed in
-    their shape; the token ids trimmed of nothing (``load_state`` needs them whole)."""
-    rows, vocab = state.scores.shape
-    zeros = np.broadcast_to(np.zeros((1, vocab), dtype=state.scores.dtype), (rows, vocab))
+    """``state`` with its (never written) logits replaced by one zero row: ``load_state``
+    assigns them to the model's rows for the state's tokens, and one row broadcasts (a
+    full-shape array would be allocated and copied on every load only to write zeros).
+    The token ids are kept whole (``load_state`` makes them the model's buffer)."""
     return LlamaState(
         input_ids=state.input_ids,
-        scores=zeros,
+        scores=np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype),
         n_tokens=state.n_tokens,
         llama_state=state.llama_state,
         llama_state_size=state.llama_state_size,
