@@ -12,8 +12,8 @@ next.
 
 :class:`KeptStates` counts every array it keeps. Without ``logits_all`` those logits
 are never written (llama-cpp-python samples inside llama.cpp, and only logprobs read
-them), so it keeps one zero row in their place (``Llama.load_state`` assigns it to the rows of
-the state's tokens, and one row broadcasts). A state whose key is, but for fewer
+them), so it keeps one zero row in their place (``Llama.load_state`` assigns it to the
+rows of the state's tokens, and one row broadcasts). A state whose key is, but for fewer
 than `SUPERSEDED` tokens at its end, a prefix of the new one is dropped: the new one
 restores as much of any prompt (the same session's previous turn; a fork's parent).
 Least recently saved (the session least recently prompted) first beyond the bound; a
