@@ -30,3 +30,25 @@ def test_no_priced_answer_is_no_cost() -> None:
     assert session_cost([answer("free", 10, 10)], PRICES.get) is None
     assert session_cost([], PRICES.get) is None
     assert session_cost([], PRICES.get, pending=("big", 0, 0)) == 0.0
+
+
+def test_a_tally_counts_each_message_once_and_sums_as_session_cost() -> None:
+    """A turn of a long session looks only at the messages added since the last one;
+    the sum is `session_cost`'s, exactly, and counted again for another list (a rewind)
+    or a changed price."""
+    from threadline.engine.cost import CostTally
+
+    prices = dict(PRICES)
+    history = [answer("big", 1_000_000, 7), answer("small", 3, 1_000_000)]
+    tally = CostTally()
+    pending = ("big", 3, 4)
+    assert tally.cost(history, prices.get, pending) == session_cost(history, PRICES.get, pending)
+    history.append(answer("big", 5, 6))
+    before = list(history)
+    assert tally.cost(history, prices.get, pending) == session_cost(history, PRICES.get, pending)
+    history[0] = answer("big", 9_000_000, 0)  # never done to a message: shows it is not read again
+    assert tally.cost(history, prices.get) == session_cost(before, PRICES.get)
+    rewound = history[:1]
+    assert tally.cost(rewound, prices.get) == session_cost(rewound, PRICES.get) == 27.0
+    prices["big"] = Price(input=100.0, output=100.0)
+    assert tally.cost(rewound, prices.get) == session_cost(rewound, prices.get) == 900.0

@@ -53,3 +53,47 @@ def session_cost(
         if price is not None:
             total = (total or 0.0) + price.of(input_tokens, output_tokens)
     return total
+
+
+class CostTally:
+    """`session_cost` of a growing transcript, each message looked at once: a turn of
+    a 100,000-message session priced every answer again otherwise (half of what a
+    prompt cost at 20,000 messages, measured). The same sum in the same order; counted
+    again from the start when the messages are another list (a rewind, a restored
+    fold parsed) or a model's price changed."""
+
+    __slots__ = ("_counted", "_messages", "_prices", "_total")
+
+    def __init__(self) -> None:
+        self._messages: list[Msg] | None = None
+        self._counted = 0
+        self._prices: dict[str, Price | None] = {}
+        self._total: float | None = None
+
+    def cost(
+        self, messages: list[Msg], price_of: PriceOf, pending: tuple[str, int, int] | None = None
+    ) -> float | None:
+        if (
+            messages is not self._messages
+            or len(messages) < self._counted
+            or any(price_of(model) != price for model, price in self._prices.items())
+        ):
+            self._messages, self._counted, self._prices, self._total = messages, 0, {}, None
+        for m in messages[self._counted :]:
+            if m.get("role") == "assistant" and m.get("usage") is not None:
+                self._add(str(m.get("model") or ""), *_tokens(m.get("usage")), price_of)
+        self._counted = len(messages)
+        total = self._total
+        if pending is not None:
+            total, self._total = self._add(*pending, price_of), total
+        return total
+
+    def _add(
+        self, model: str, input_tokens: int, output_tokens: int, price_of: PriceOf
+    ) -> float | None:
+        if model not in self._prices:
+            self._prices[model] = price_of(model)
+        price = self._prices[model]
+        if price is not None:
+            self._total = (self._total or 0.0) + price.of(input_tokens, output_tokens)
+        return self._total

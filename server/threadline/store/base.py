@@ -135,6 +135,15 @@ class Owner:
 
 
 @dataclass(frozen=True, slots=True)
+class Presence:
+    """A process that waits for prompts it sent (`SessionStore.announce_owner`)."""
+
+    owner: Owner
+    heartbeat: float
+    """Wall-clock seconds of its last heartbeat."""
+
+
+@dataclass(frozen=True, slots=True)
 class Lease:
     session_id: str
     owner: Owner
@@ -353,13 +362,21 @@ class SessionStore(Protocol):
         events than the session has)."""
         ...
 
-    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+    def load_fold_replay(self, session_id: str, seq: int) -> bytes | None:
+        """The replay kept with the session's fold, if that fold is still the one at
+        ``seq`` (read apart: ``session/history`` needs only the messages, ``data``)."""
+        ...
+
+    def save_fold(
+        self, session_id: str, seq: int, data: bytes, replay: bytes | None = None
+    ) -> None:
         """Keep a folded transcript (``engine/folds.py``), so a process that opens the
-        session later reads one row instead of folding its whole log. Never replaces a
-        fold of a later sequence number, nor is kept past the session's log; gone with
-        the session. May be called from a worker thread (a long session's fold is tens
-        of megabytes: the event loop does not wait for it), so a backend writes it on a
-        connection of its own, never inside the event loop's transaction."""
+        session later reads one row instead of folding its whole log, and its replay
+        beside it (`load_fold_replay`). Never replaces a fold of a later sequence
+        number, nor is kept past the session's log; gone with the session. May be
+        called from a worker thread (a long session's fold is tens of megabytes: the
+        event loop does not wait for it), so a backend writes it on a connection of its
+        own, never inside the event loop's transaction."""
         ...
 
     # -- streaming journal --------------------------------------------------------------
@@ -393,10 +410,25 @@ class SessionStore(Protocol):
 
     def get_lease(self, session_id: str) -> Lease | None: ...
 
-    def heartbeat(self, owner: Owner, now: float) -> list[str]:
-        """Refresh every lease of ``owner``; returns the sessions whose interrupt
-        another process asked for."""
+    def heartbeat(self, owner: Owner, now: float, *, present: bool = False) -> list[str]:
+        """Refresh every lease of ``owner`` (and, ``present``, its `announce_owner`
+        row); returns the sessions whose interrupt another process asked for."""
         ...
+
+    keeps_owners: bool
+    """Whether this store can say which senders are alive (a PostgreSQL role not
+    granted ``tl_owners`` cannot: `Presence` rows are then neither written nor read)."""
+
+    def announce_owner(self, owner: Owner, now: float) -> None:
+        """Say that ``owner`` waits for prompts it sent (kept fresh by `heartbeat`), so
+        other processes do not take its waiting prompts for a dead sender's."""
+        ...
+
+    def forget_owner(self, owner: Owner) -> None:
+        """``owner`` waits for no prompt any more (or is closing)."""
+        ...
+
+    def get_owner(self, owner_id: str) -> Presence | None: ...
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         """Ask the holder of the session's lease to stop its turn."""
@@ -445,7 +477,7 @@ class SessionStore(Protocol):
 
     def hold_pending(self, session_id: str) -> list[PendingPrompt]: ...
 
-    def release_pending(self, session_id: str) -> list[PendingPrompt]: ...
+    def release_pending(self, session_id: str, origin: str) -> list[PendingPrompt]: ...
 
     def forget_pending(self, prompt_ids: Sequence[str]) -> None: ...
 
@@ -456,6 +488,10 @@ class SessionStore(Protocol):
 
     def get_blob(self, hash: str) -> tuple[BlobInfo, bytes] | None:
         """An image's bytes by their hash (`store.blobs`), or None."""
+        ...
+
+    def session_blob(self, session_id: str, hash: str) -> tuple[BlobInfo, bytes] | None:
+        """`get_blob`, only for an image the session (or a base it reads) references."""
         ...
 
     def close(self) -> None: ...
