@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.imagefiles import b64, png
 from tests.unit.conftest import Opener
 from threadline.store.base import Blob, NewEvent
-from threadline.store.sqlite import EventStore
+from threadline.store.sqlite import SCHEMA_VERSION, EventStore
 
 DATA = png(64, 32)
 HASH = hashlib.sha256(DATA).hexdigest()
@@ -103,5 +103,5 @@ def test_a_store_of_schema_5_gets_the_blob_tables_and_keeps_its_inline_images(
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("7",)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     db.close()
