@@ -6,7 +6,7 @@ samples fall: by *self* time (the function on top of the stack) and *inclusive*
 time (the function anywhere on the stack). ``imports`` instead lists what
 ``threadline serve`` imports before it can answer ``initialize`` (``-X importtime``).
 
-Scenarios: imports, stream, concurrency, history, load, localmodel. Needs
+Scenarios: imports, stream, concurrency, history, load, localmodel, delegate. Needs
 ``pip install py-spy`` (attaching needs ptrace rights over the server: same user).
 """
 
@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from .figures import delegate
 from .figures.concurrency import all_at_once
 from .fixtures import fill
 from .servers import INITIALIZE, THREADLINE, new_session, prompt_params, spawn
@@ -162,13 +163,32 @@ def _localmodel(conn: Connection, home: Path) -> None:
         conn.call("session/prompt", prompt_params(sid, "Write a short poem about the sea."), 600)
 
 
+def _delegate_ready(conn: Connection, home: Path) -> None:
+    """The parent's model set and its transcript loaded (not profiled)."""
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    delegate.set_model(conn, sid, delegate.parent_model(delegate.child_model(home)))
+    conn.call("session/history", {"sessionId": sid}, timeout=600)
+
+
+def _delegate(conn: Connection, home: Path) -> None:
+    """One ``delegate`` (fork context) of a 100,000-message parent, then a plain fork."""
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    child = delegate.child_model(home)
+    record = home / "child-requests.jsonl"
+    delegate.delegated(conn, sid, record)
+    delegate.forked(conn, sid, record, child, delegate.parent_model(child))
+
+
 SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {
     "stream": (_stream, 0),
     "concurrency": (_concurrency, 0),
     "history": (_history, 10_000),
     "load": (_load, 10_000),
     "localmodel": (_localmodel, 0),
+    "delegate": (_delegate, 100_000),
 }
+READY: dict[str, Callable[[Connection, Path], None]] = {"delegate": _delegate_ready}
+"""What a scenario needs done before the profile starts."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if args.scenario == "localmodel":
                 _localmodel_warmup(conn)
+            if args.scenario in READY:
+                READY[args.scenario](conn, home)
             spy = Spy(conn.pid, raw, args.rate, args.native, args.idle)
             try:
                 scenario(conn, home)

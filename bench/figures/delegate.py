@@ -56,7 +56,7 @@ def _first_call(record: Path, after: int) -> float:
     raise TimeoutError(f"no model call recorded in {record}")
 
 
-def _set_model(conn: Connection, sid: str, model: str) -> None:
+def set_model(conn: Connection, sid: str, model: str) -> None:
     conn.call(
         "session/set_config_option",
         {"sessionId": sid, "configId": "model", "value": model},
@@ -64,7 +64,7 @@ def _set_model(conn: Connection, sid: str, model: str) -> None:
     )
 
 
-def _delegated(conn: Connection, sid: str, record: Path) -> float:
+def delegated(conn: Connection, sid: str, record: Path) -> float:
     """ms from the ``delegate`` call shown to the child's first model call."""
     seen = len(record.read_text().splitlines()) if record.exists() else 0
     shown: list[float] = []
@@ -82,20 +82,33 @@ def _delegated(conn: Connection, sid: str, record: Path) -> float:
     return (_first_call(record, seen) - shown[0]) * 1000
 
 
-def _forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
+def forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
     """ms of ``session/fork`` plus prompt sent → the fork's first model call. The fork
     inherits the child's model from the parent (switched before, not timed), so the
     fork is first loaded by its prompt, as a ``delegate`` child is by its turn."""
     seen = len(record.read_text().splitlines()) if record.exists() else 0
-    _set_model(conn, sid, child_model)
+    set_model(conn, sid, child_model)
     pending = conn.send("session/fork", {"sessionId": sid})
     fork = pending.wait(600)
     fork_ms = pending.received_ms
     sent = time.time()
     conn.call("session/prompt", prompt_params(fork["sessionId"], "the task"), timeout=600)
     took = fork_ms + (_first_call(record, seen) - sent) * 1000
-    _set_model(conn, sid, parent)
+    set_model(conn, sid, parent)
     return took
+
+
+def child_model(home: Path) -> str:
+    """The child's model: records each request in ``home``'s ``child-requests.jsonl``."""
+    return _model(home / "child-requests.jsonl", [[{"text": "done"}]])
+
+
+def parent_model(child: str) -> str:
+    """The parent's model: delegates the task with ``context: "fork"`` to ``child``."""
+    task = {"task": "the task", "context": "fork", "model": child}
+    return _model(
+        None, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
+    )
 
 
 def run(ctx: Context) -> list[Row]:
@@ -105,19 +118,16 @@ def run(ctx: Context) -> list[Row]:
     ctx.log(f"delegate: writing parent sessions of {sizes} messages")
     ids = fill(home, sizes)
     record = home / "child-requests.jsonl"
-    child = _model(record, [[{"text": "done"}]])
-    task = {"task": "the task", "context": "fork", "model": child}
-    parent = _model(
-        None, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
-    )
+    child = child_model(home)
+    parent = parent_model(child)
     conn = spawn(THREADLINE, home)
     rows: list[Row] = []
     try:
         for n, sid in zip(sizes, ids, strict=True):
-            _set_model(conn, sid, parent)
+            set_model(conn, sid, parent)
             conn.call("session/history", {"sessionId": sid}, timeout=600)  # loaded once
-            delegated = summarize(_delegated(conn, sid, record) for _ in range(reps))
-            forked = summarize(_forked(conn, sid, record, child, parent) for _ in range(reps))
+            delegated = summarize(delegated(conn, sid, record) for _ in range(reps))
+            forked = summarize(forked(conn, sid, record, child, parent) for _ in range(reps))
             over = delegated.p50 - forked.p50
             rows.append(
                 Row(

@@ -112,6 +112,17 @@ def _result_images(
     return content, parts
 
 
+def request_tail(messages: Sequence[Msg]) -> Sequence[Msg]:
+    """The messages from the latest user message (or compaction summary, which the
+    model reads as one) on: all that tool selection reads of a request
+    (`tools.selection.request_of`), so choosing tools costs the turn, not the history."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user" or _summary(m):
+            return messages[i:]
+    return messages
+
+
 def to_chat_messages(
     messages: Sequence[Msg],
     *,
