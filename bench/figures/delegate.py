@@ -33,13 +33,18 @@ from ..wire import Connection
 
 FIGURE = "delegate"
 WINDOW = 50_000_000
-"""Tokens: the scripted models' context window, larger than any session here."""
+"""Tokens: the scripted models' context window in the uncompacted case, larger than
+any session here (no model has such a window: the worst case, not a user's)."""
+REAL_WINDOW = 200_000
+"""Tokens: a large real model's window, for the compacted case."""
+KEPT = 40
+"""Messages a compaction left in the compacted parent's working set."""
 TARGET_MS = 50.0
 """Over a plain fork, at every size."""
 
 
-def _model(record: Path | None, rounds: list[list[dict[str, Any]]]) -> str:
-    script: dict[str, Any] = {"rounds": rounds, "context_window": WINDOW}
+def _model(record: Path | None, rounds: list[list[dict[str, Any]]], window: int) -> str:
+    script: dict[str, Any] = {"rounds": rounds, "context_window": window}
     if record is not None:
         script["record"] = str(record)
     return "scripted:" + json.dumps(script)
@@ -98,50 +103,58 @@ def forked(conn: Connection, sid: str, record: Path, child_model: str, parent: s
     return took
 
 
-def child_model(home: Path) -> str:
+def child_model(home: Path, window: int = WINDOW) -> str:
     """The child's model: records each request in ``home``'s ``child-requests.jsonl``."""
-    return _model(home / "child-requests.jsonl", [[{"text": "done"}]])
+    return _model(home / "child-requests.jsonl", [[{"text": "done"}]], window)
 
 
-def parent_model(child: str) -> str:
+def parent_model(child: str, window: int = WINDOW) -> str:
     """The parent's model: delegates the task with ``context: "fork"`` to ``child``."""
     task = {"task": "the task", "context": "fork", "model": child}
-    return _model(
-        None, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
-    )
+    rounds = [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
+    return _model(None, rounds, window)
 
 
 def run(ctx: Context) -> list[Row]:
-    sizes = [10, 100_000] if not ctx.quick else [10, 1_000]
+    big = ctx.n(100_000, 1_000)
+    # (parent messages, compacted, window): a real model's session of 100,000 messages
+    # has been compacted many times (its working set is the summary and what followed);
+    # the uncompacted one, every message in every request, is the worst case.
+    cases = [(10, False, WINDOW), (big, True, REAL_WINDOW), (big, False, WINDOW)]
     reps = ctx.n(5, 2)
     home = ctx.scratch.home("delegate")
-    ctx.log(f"delegate: writing parent sessions of {sizes} messages")
-    ids = fill(home, sizes)
+    ctx.log(f"delegate: writing parent sessions of {[n for n, _, _ in cases]} messages")
+    ids = [fill(home, [n], compacted=KEPT if compacted else None)[0] for n, compacted, _ in cases]
     record = home / "child-requests.jsonl"
-    child = child_model(home)
-    parent = parent_model(child)
     conn = spawn(THREADLINE, home)
     rows: list[Row] = []
     try:
-        for n, sid in zip(sizes, ids, strict=True):
+        for (n, compacted, window), sid in zip(cases, ids, strict=True):
+            child = child_model(home, window)
+            parent = parent_model(child, window)
             set_model(conn, sid, parent)
             conn.call("session/history", {"sessionId": sid}, timeout=600)  # loaded once
-            delegated = summarize(delegated(conn, sid, record) for _ in range(reps))
-            forked = summarize(forked(conn, sid, record, child, parent) for _ in range(reps))
-            over = delegated.p50 - forked.p50
+            spawned = summarize(delegated(conn, sid, record) for _ in range(reps))
+            plain = summarize(forked(conn, sid, record, child, parent) for _ in range(reps))
+            over = spawned.p50 - plain.p50
+            shape = (
+                f"compacted (working set: summary + {KEPT}), {window:,}-token window"
+                if compacted
+                else f"uncompacted, {window:,}-token window"
+            )
             rows.append(
                 Row(
                     FIGURE,
-                    f"spawn → child's first model call, {n:,} parent messages",
-                    f"{ms(delegated.p50)} delegate · {ms(forked.p50)} plain fork",
-                    f"delegate {ms(delegated.min)}–{ms(delegated.max)}; fork "
-                    f"{ms(forked.min)}–{ms(forked.max)} (n={reps})",
+                    f"spawn → child's first model call, {n:,} parent messages, {shape}",
+                    f"{ms(spawned.p50)} delegate · {ms(plain.p50)} plain fork",
+                    f"delegate {ms(spawned.min)}–{ms(spawned.max)}; fork "
+                    f"{ms(plain.min)}–{ms(plain.max)} (n={reps})",
                     f"delegate − plain fork: {ms(over)}",
                     f"< {ms(TARGET_MS)} over a plain fork",
                     verdict(over < TARGET_MS),
                 )
             )
-            ctx.log(f"delegate: {n:,} messages done")
+            ctx.log(f"delegate: {n:,} messages ({shape}) done")
     finally:
         conn.close()
     return rows
