@@ -1,5 +1,5 @@
-"""Delegate overhead: a ``delegate`` call's spawn → the child's first model call, at 10
-and 100,000 parent messages (1,000 in the smoke run), against a plain fork.
+"""Delegate overhead: a ``delegate`` call's spawn → the child's first model call, for
+parents of 10 and 100,000 messages (1,000 in the smoke run), against a plain fork.
 
 The parent sessions are written into the store before the server starts
 (``fixtures``). *delegate*: the parent's model calls ``delegate`` with ``context:
@@ -11,10 +11,14 @@ child's first recorded request. *plain
 fork*: what a client does by hand for the same child: ``session/fork`` of the parent,
 then ``session/prompt`` on it (the child's model set on the parent before, not
 timed, so the fork inherits it and is first loaded by its prompt); timed as
-the fork's answer plus prompt sent → the fork's first recorded request. Both children
-hold the parent's whole history, so both first model calls compile every message; the
-difference is what ``delegate`` itself costs. Both models get a context window that
-holds the whole session (no compaction).
+the fork's answer plus prompt sent → the fork's first recorded request; the
+difference is what ``delegate`` itself costs.
+
+The 100,000-message parent is measured twice. *Compacted*, on a 200,000-token window:
+a session that long on any real model has been compacted along the way, so its
+working set (and the child's first request) is the summary and the 40 messages after
+it — what a user meets. *Uncompacted*, on a 50M-token window no model has: every
+message in every request, the worst case, dominated by compiling 100,000 messages.
 """
 
 from __future__ import annotations
