@@ -176,3 +176,31 @@ def test_tool_selection_reads_the_same_request_from_the_tail_alone() -> None:
         assert len(tail) <= len(turn)
     whole = request_of(to_chat_messages(cases[0]))
     assert whole.found == {"editor_diagnostics"} and "fix the lint" in whole.text
+
+
+def test_a_long_request_is_compiled_without_the_collector_running_over_and_over() -> None:
+    """Compiling allocates a few containers per message and makes no cycles: with the
+    collector running, a 100,000-message request paid for a collection every 700
+    of them, now and then over the whole heap. At most one runs (when it is back on)."""
+    import gc
+
+    working = [
+        msg(f"m{i}", "user" if i % 2 == 0 else "assistant", {"type": "text", "text": f"t{i}"})
+        for i in range(20_000)
+    ]
+    runs: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(info["generation"])
+
+    assert gc.isenabled()
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        request = compile_request(system_prompt=None, experiences={}, working=working)
+    finally:
+        gc.callbacks.remove(seen)
+    assert gc.isenabled()
+    assert len(request.messages) == 1 + len(working)
+    assert len(runs) <= 1, runs

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..providers.base import ChatMessage, ChatRequest, ImagePart, ToolCallFinal, ToolSpec
+from .collector import collector_paused
 from .images import ImageRules, has_images, placeholder
 from .mutations import Msg, MultimodalToolResult
 
@@ -246,10 +247,12 @@ def compile_request(
     images: ImageRules | None = None,
 ) -> ChatRequest:
     """``context_window``, when known, bounds each tool result (:func:`result_chars`);
-    ``images``: how the model takes images (see :func:`to_chat_messages`)."""
+    ``images``: how the model takes images (see :func:`to_chat_messages`). A few
+    containers per message and no cycles: made with the collector paused."""
     messages = [ChatMessage("system", system_text(system_prompt, experiences))]
     limit = None if context_window is None else result_chars(context_window)
-    messages += to_chat_messages(working, result_limit=limit, images=images)
+    with collector_paused():
+        messages += to_chat_messages(working, result_limit=limit, images=images)
     messages = with_tool_section(messages, bios)
     messages += [
         ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)
