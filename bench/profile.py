@@ -166,7 +166,8 @@ def _localmodel(conn: Connection, home: Path) -> None:
 def _delegate_ready(conn: Connection, home: Path) -> None:
     """The parent's model set and its transcript loaded (not profiled)."""
     sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
-    delegate.set_model(conn, sid, delegate.parent_model(delegate.child_model(home)))
+    record = home / "child-requests.jsonl"
+    delegate.set_model(conn, sid, delegate.parent_model(delegate.child_model(home), record))
     conn.call("session/history", {"sessionId": sid}, timeout=600)
 
 
@@ -176,7 +177,7 @@ def _delegate(conn: Connection, home: Path) -> None:
     child = delegate.child_model(home)
     record = home / "child-requests.jsonl"
     delegate.delegated(conn, sid, record)
-    delegate.forked(conn, sid, record, child, delegate.parent_model(child))
+    delegate.forked(conn, sid, record, child, delegate.parent_model(child, record))
 
 
 SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {

@@ -4,10 +4,9 @@ parents of 10 and 100,000 messages (1,000 in the smoke run), against a plain for
 The parent sessions are written into the store before the server starts
 (``fixtures``). *delegate*: the parent's model calls ``delegate`` with ``context:
 "fork"`` and a child model that records each request it is sent
-(``scripted``'s ``record``, with the wall clock); timed from the moment the bench
-client reads the call's ``tool_call`` (announced once the parent's answer is stored,
-after the scripted model's own per-request work on the parent's request) to the
-child's first recorded request. *plain
+(``scripted``'s ``record``, with the wall clock); timed from the moment the parent's
+model emits the call (a ``mark`` step just before it, stamped by the scripted model
+with the server's wall clock) to the child's first recorded request. *plain
 fork*: what a client does by hand for the same child: ``session/fork`` of the parent,
 then ``session/prompt`` on it (the child's model set on the parent before, not
 timed, so the fork inherits it and is first loaded by its prompt); timed as
@@ -74,21 +73,19 @@ def set_model(conn: Connection, sid: str, model: str) -> None:
 
 
 def delegated(conn: Connection, sid: str, record: Path) -> float:
-    """ms from the ``delegate`` call shown to the child's first model call."""
+    """ms from the parent's model emitting the ``delegate`` call (its ``mark`` step,
+    stamped by the scripted model just before it yields the call) to the child's first
+    model call: both stamps the server's wall clock."""
+    marks = _marks(record)
     seen = len(record.read_text().splitlines()) if record.exists() else 0
-    shown: list[float] = []
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
+    start = float(marks.read_text().splitlines()[before])
+    return (_first_call(record, seen) - start) * 1000
 
-    def on_update(params: dict[str, Any], _t: int) -> None:
-        update = params.get("update") or {}
-        if update.get("sessionUpdate") == "tool_call" and not shown:
-            shown.append(time.time())
 
-    conn.on_update = on_update
-    try:
-        conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
-    finally:
-        conn.on_update = None
-    return (_first_call(record, seen) - shown[0]) * 1000
+def _marks(record: Path) -> Path:
+    return record.with_name("delegate-calls.txt")
 
 
 def forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
@@ -112,10 +109,12 @@ def child_model(home: Path, window: int = WINDOW) -> str:
     return _model(home / "child-requests.jsonl", [[{"text": "done"}]], window)
 
 
-def parent_model(child: str, window: int = WINDOW) -> str:
-    """The parent's model: delegates the task with ``context: "fork"`` to ``child``."""
+def parent_model(child: str, record: Path, window: int = WINDOW) -> str:
+    """The parent's model: delegates the task with ``context: "fork"`` to ``child``,
+    stamping the moment it emits the call beside ``record``."""
     task = {"task": "the task", "context": "fork", "model": child}
-    rounds = [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
+    call = {"tool_call": {"name": "delegate", "arguments": task}}
+    rounds = [[{"mark": str(_marks(record))}, call], [{"text": "ok"}]]
     return _model(None, rounds, window)
 
 
@@ -135,7 +134,7 @@ def run(ctx: Context) -> list[Row]:
     try:
         for (n, compacted, window), sid in zip(cases, ids, strict=True):
             child = child_model(home, window)
-            parent = parent_model(child, window)
+            parent = parent_model(child, record, window)
             set_model(conn, sid, parent)
             conn.call("session/history", {"sessionId": sid}, timeout=600)  # loaded once
             spawned = summarize(delegated(conn, sid, record) for _ in range(reps))
