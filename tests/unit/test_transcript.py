@@ -58,7 +58,8 @@ def test_open_calls_and_cancelled_results() -> None:
     assert t.turn_number == 1
 
 
-def test_summary_checkpoint_shapes_history_and_working_set() -> None:
+def _three_turns_compacted() -> Transcript:
+    """Three turns, then a compaction up to the second that keeps the first question."""
     t = Transcript()
     for i in range(1, 4):
         t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
@@ -68,6 +69,11 @@ def test_summary_checkpoint_shapes_history_and_working_set() -> None:
             m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
         )
     )
+    return t
+
+
+def test_summary_checkpoint_shapes_history_and_working_set() -> None:
+    t = _three_turns_compacted()
     hist = t.history()
     assert [x["messageId"] for x in hist if x.get("compacted")] == ["a1", "u2", "a2"]
     assert [x["messageId"] for x in t.working()] == ["u1", "s", "u3", "a3"]
@@ -270,15 +276,7 @@ def test_a_copy_is_the_same_fold_and_goes_on_apart_from_its_original() -> None:
     def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
         return replayed(msg, compaction=True)
 
-    t = Transcript()
-    for i in range(1, 4):
-        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
-        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
-    t.apply(
-        ContextSummary(
-            m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
-        )
-    )
+    t = _three_turns_compacted()
     call = {"type": "tool_use", "id": "c9", "name": "x", "input": {}}
     t.apply(AssistantMessage(m("a4", "assistant", "a4", call)))
     replay = t.replay_json(project, variant=True)
