@@ -167,17 +167,16 @@ def _delegate_ready(conn: Connection, home: Path) -> None:
     """The parent's model set and its transcript loaded (not profiled)."""
     sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
     record = home / "child-requests.jsonl"
-    delegate.set_model(conn, sid, delegate.parent_model(delegate.child_model(home), record))
+    child = delegate.child_model(home, delegate.REAL_WINDOW)
+    delegate.set_model(conn, sid, delegate.parent_model(child, record, delegate.REAL_WINDOW))
     conn.call("session/history", {"sessionId": sid}, timeout=600)
 
 
 def _delegate(conn: Connection, home: Path) -> None:
-    """One ``delegate`` (fork context) of a 100,000-message parent, then a plain fork."""
+    """Five ``delegate`` calls (fork context) of a compacted 100,000-message parent."""
     sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
-    child = delegate.child_model(home)
-    record = home / "child-requests.jsonl"
-    delegate.delegated(conn, sid, record)
-    delegate.forked(conn, sid, record, child, delegate.parent_model(child, record))
+    for _ in range(5):
+        delegate.delegated(conn, sid, home / "child-requests.jsonl")
 
 
 SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {
@@ -190,6 +189,8 @@ SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {
 }
 READY: dict[str, Callable[[Connection, Path], None]] = {"delegate": _delegate_ready}
 """What a scenario needs done before the profile starts."""
+COMPACTED: dict[str, int] = {"delegate": delegate.KEPT}
+"""Scenarios whose session ends with a compaction (messages left after it)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = args.raw or home / "profile.txt"
     try:
         if messages:
-            fill(home, [messages])
+            fill(home, [messages], compacted=COMPACTED.get(args.scenario))
         conn = spawn(THREADLINE, home)
         try:
             if args.scenario == "localmodel":

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from .blocks import cancelled_result_block, tool_message
+from .cost import CostTally
 from .mutations import (
     ContextSummary,
     ExperienceForget,
@@ -86,6 +87,8 @@ class Transcript:
     """The workspace checkpoints, in order (``engine/workspace.py`` reads them)."""
     rewound: str | None = None
     """The rewind that ``session/unrewind`` may still undo (no message since)."""
+    cost: CostTally = field(default_factory=CostTally)
+    """The answers' tokens counted so far, for the cost shown after each model call."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -390,6 +393,7 @@ class Transcript:
             changes=self.changes,
             marks=list(self.marks),
             rewound=self.rewound,
+            cost=self.cost.copy(),
         )
         return t
 

@@ -21,7 +21,6 @@ from ..tools.selection import offer_meta
 from . import blocks, events
 from .blocks import Block
 from .compactor import Compaction
-from .cost import session_cost
 from .errors import ContextTooLarge, ProviderFailed, ToolLoopFailed
 from .host import TurnHost
 from .ids import now_iso
@@ -277,7 +276,8 @@ class Turn:
             self.totals += answer.usage
             used = answer.usage.input_tokens + answer.usage.output_tokens
             call = (self.config.model, answer.usage.input_tokens, answer.usage.output_tokens)
-            cost = session_cost(host.transcript.messages, host.price, pending=call)
+            transcript = host.transcript
+            cost = transcript.cost.cost(transcript.messages, host.price, pending=call)
             host.announce(events.Usage(used, provider.context_window, cost))
         if not answer.calls and answer.error is None and self._offered_tools:
             answer.take_written_call()
