@@ -356,6 +356,25 @@ def test_a_model_without_its_key_is_refused_when_chosen(
     assert again.wait() == 1
 
 
+def test_built_in_tools_switched_in_another_window_are_followed(
+    terminals: list[Terminal], home: Path, tmp_path: Path
+) -> None:
+    one = open_chat(terminals, home, tmp_path, "--model", scripted([{"text": "hi"}]))
+    sid = first_prompt(one, "hello")
+    one.expect("↳ end_turn")
+    two = open_chat(terminals, home, tmp_path, "--session", sid)
+    two.expect(rf"resumed {sid}")
+    two.expect("❯")
+    one.line("/tools off")
+    one.expect("built-in tools: off")
+    one.line("/mode plan")
+    two.expect("mode plan")  # sent after the tools' config_option_update
+    two.line("/tools")
+    two.expect("built-in tools: off")
+    leave(two)
+    leave(one)
+
+
 def test_resume_of_a_turn_running_elsewhere_shows_it_and_ctrl_c_interrupts_it(
     terminals: list[Terminal], home: Path, tmp_path: Path
 ) -> None:

@@ -213,6 +213,47 @@ async def test_queued_prompts_run_in_order_and_are_listed_edited_removed(
         await a.stop()
 
 
+async def test_a_steer_or_queued_prompt_that_finds_the_session_idle_is_shown_to_its_sender(
+    home: Path, one_window: None
+) -> None:
+    """A client sends ``whileRunning`` when it saw the session working, and leaves
+    showing the prompt to the server (a steer, a queued prompt). If the work ended just
+    before it arrived, the prompt runs at once as a turn of its own: its sender is shown
+    it all the same, before the answer, under the id the request answers with. A plain
+    prompt is not echoed (its sender shows it)."""
+    a = await start_sidecar(home)
+    try:
+        sid = await a.new_session(model=model([{"echo": True}]), builtinTools=False)
+
+        def user_chunks() -> list[dict[str, Any]]:
+            return [
+                u["update"]
+                for u in a.updates
+                if u["sessionId"] == sid and u["update"]["sessionUpdate"] == "user_message_chunk"
+            ]
+
+        assert (await prompt(a, sid, "plain"))["stopReason"] == "end_turn"
+        assert user_chunks() == [], "a plain prompt is its sender's to show"
+        for words, mode in (("late steer", "steer"), ("late queue", "queue")):
+            before = len(a.updates)
+            result = await prompt(a, sid, words, mode)
+            assert result["stopReason"] == "end_turn"
+            mine = result["_meta"]["threadline"]["userMessageId"]
+            shown = [c for c in user_chunks() if c.get("messageId") == mine]
+            assert [c["content"] for c in shown] == text(words), f"{mode}: shown once, whole"
+            kinds = [
+                (u["update"]["sessionUpdate"], u["update"].get("messageId"))
+                for u in a.updates[before:]
+                if u["sessionId"] == sid
+            ]
+            first_answer = next(i for i, k in enumerate(kinds) if k[0] == "agent_message_chunk")
+            assert kinds.index(("user_message_chunk", mine)) < first_answer, "before the answer"
+        users = [said(m) for m in await history(a, sid) if m["role"] == "user"]
+        assert users == ["plain", "late steer", "late queue"]
+    finally:
+        await a.stop()
+
+
 async def test_without_while_running_a_busy_session_refuses_unless_the_client_queues(
     home: Path, one_window: None
 ) -> None:

@@ -51,6 +51,8 @@ class Pane {
         confirm: async (question) => window.confirm(question),
         // A delegate call's child opens beside its parent, in a pane of its own.
         openChild: (sessionId) => app.open(sessionId, true),
+        // Its Parent button: the pane that shows the parent, else a new one beside.
+        openParent: (sessionId) => app.bringUp(sessionId),
       },
     );
     $<HTMLButtonElement>(".close-pane", this.root).addEventListener("click", () => app.closePane(this));
@@ -266,6 +268,14 @@ class App {
   focus(pane: Pane): void {
     this.focused = pane;
     for (const p of this.panes) p.root.classList.toggle("focused", p === pane);
+  }
+
+  /** The pane that shows `sessionId`, focused and scrolled into view; else it opens beside. */
+  async bringUp(sessionId: string): Promise<void> {
+    const pane = this.panes.find((p) => p.sessionId === sessionId);
+    if (!pane) return this.open(sessionId, true);
+    this.focus(pane);
+    pane.root.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
 
   /** The pane that answers a question about `sessionId`: one showing it, else the focused one. */

@@ -251,8 +251,12 @@ export class WsClient implements ChatClient {
     return this.request("session/compact", params);
   }
 
+  setConfigOption(params: ParamsOf<"session/set_config_option">): Promise<SetConfigOptionResult> {
+    return this.request("session/set_config_option", params);
+  }
+
   setModel(sessionId: string, model: string): Promise<SetConfigOptionResult> {
-    return this.request("session/set_config_option", { sessionId, configId: "model", value: model });
+    return this.setConfigOption({ sessionId, configId: "model", value: model });
   }
 
   list(params: ListSessionsParams = {}): Promise<ListSessionsResult> {

@@ -637,6 +637,12 @@ test("a pasted image in the transcript; a delegate call's card opens its child s
   assert.match(await second.locator("#status").innerText(), /sub-agent of “Count the files; and what is this picture\?”/);
   assert.equal(await pane.locator(".entry.user img.thumb").count(), 1, "the parent's pane keeps its session");
   await page.screenshot({ path: join(outDir, "desktop-images-delegate.png") });
+  // Its Parent button: the pane that shows the parent is focused (no third pane).
+  assert.equal(await pane.locator("#open-parent").isHidden(), true, "the parent has no parent");
+  await second.locator("#open-parent").click();
+  await until(page, "the parent's pane focused", async () => (await pane.getAttribute("class"))!.split(" ").includes("focused"));
+  assert.equal(await page.locator(".pane").count(), 2);
+  assert.equal(await second.locator("#title").innerText(), "↳ count the files", "the child's pane keeps the child");
 
   // A reload replays the image from the store.
   await page.reload();

@@ -108,6 +108,23 @@ async function statusText() {
   return chat().locator("#status").innerText();
 }
 
+/**
+ * The chat pages on screen (the view's, and a child session's tab beside the editor),
+ * each as the frame of its document with the session's title: once a tab is open,
+ * `chat()` is ambiguous.
+ */
+async function chatPages() {
+  const pages = [];
+  for (const frame of page.frames()) {
+    const title = await frame
+      .locator("#title")
+      .innerText({ timeout: 500 })
+      .catch(() => null);
+    if (title !== null) pages.push({ frame, title });
+  }
+  return pages;
+}
+
 /** Wait for a condition on the chat page, polling; fails with `what`. */
 async function until(what, predicate, ms = 30_000) {
   const deadline = Date.now() + ms;
@@ -614,7 +631,8 @@ try {
   // Images and sub-agents: a screenshot pasted into the chat (a paste event carrying an
   // image file, as VS Code's webview gets one from the clipboard) is shown as a
   // thumbnail, sent with the prompt and shown in the transcript; the prompt's turn
-  // delegates, and the card's "Open child session" shows the child in the chat view.
+  // delegates, and the card's "Open child session" opens the child in a tab of its own
+  // beside the editor (the chat view keeps the parent); its Parent button leads back.
   await step("paste-image-and-open-child-session", async () => {
     const child = `scripted:${JSON.stringify({ rounds: [[{ text: "The sub-agent counted three files." }]] })}`;
     const script = {
@@ -646,10 +664,26 @@ try {
     const card = chat().locator(".entry.tool.delegate");
     assert.match(await card.locator(".tool-output").innerText(), /three files/);
     await snap("image-and-delegate-in-transcript");
+    const parentTitle = await chat().locator("#title").innerText();
     await card.locator("button.open-child").click();
-    await until("the child session in the chat view", async () => /sub-agent of/.test(await statusText()), 30_000);
-    assert.match(await chatText(".entry.assistant"), /The sub-agent counted three files\./);
-    assert.equal(await chat().locator("#title").innerText(), "↳ count the files");
+    let childPage = null;
+    await until(
+      "the child session in a tab beside",
+      async () => (childPage = (await chatPages()).find((p) => p.title === "↳ count the files")?.frame ?? null) !== null,
+      30_000,
+    );
+    await until("named as its parent's sub-agent", async () => /sub-agent of/.test(await childPage.locator("#status").innerText()), 30_000);
+    assert.match((await childPage.locator(".entry.assistant").allInnerTexts()).join("\n"), /The sub-agent counted three files\./);
+    assert.equal(await page.locator(".tabs-container .tab", { hasText: "↳ count the files" }).count(), 1, "an editor tab named after the child");
+    const pages = await chatPages();
+    assert.equal(pages.length, 2, "the chat view and the child's tab");
+    const parent = pages.find((p) => p.frame !== childPage);
+    assert.equal(parent.title, parentTitle, "the chat view still shows the parent");
+    assert.equal(await parent.frame.locator(".entry.tool.delegate").count(), 1);
+    await snap("child-session-beside-its-parent");
+    // The way back: the child's Parent button brings up the chat view with the parent.
+    await childPage.locator("#open-parent").click();
+    await until("the parent brought up", async () => (await chatPages()).some((p) => p.title === parentTitle), 10_000);
   });
 } finally {
   writeFileSync(join(SHOTS, "results.json"), JSON.stringify({ results, pageErrors }, null, 2));

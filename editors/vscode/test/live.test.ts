@@ -210,3 +210,54 @@ test("a question withdrawn by an interrupt closes its form", async (t) => {
   await waitFor(() => viewState(made.sink).elicitation === null, 5000, "the form closed");
   assert.equal(made.sink.of("turnEnded").at(-1)?.stopReason, "cancelled");
 });
+
+test("the model, mode and built-in tools pickers follow config_option_update, from this window and another", async (t) => {
+  const a = await sidecar(t);
+  const b = await sidecar(t, {}, a.home);
+  const { chat, sink } = chatOn(a.client, SLOW);
+  await chat.handle({ type: "prompt", text: "hello" });
+  const sid = chat.currentSessionId!;
+  assert.equal(viewState(sink).builtinTools, "on", "the session's built-in tools, from session/new");
+
+  // This window switches the built-in tools off with the picker.
+  await chat.handle({ type: "setBuiltinTools", value: "off" });
+  assert.equal(viewState(sink).builtinTools, "off");
+
+  // Another window (a second sidecar on the same store) changes all three.
+  await b.client.load({ sessionId: sid, cwd: CWD, mcpServers: [] });
+  const other = scripted({ rounds: [[{ text: "other" }]] });
+  await b.client.setConfigOption({ sessionId: sid, configId: "model", value: other });
+  await b.client.setConfigOption({ sessionId: sid, configId: "mode", value: "plan" });
+  await b.client.setConfigOption({ sessionId: sid, configId: "builtinTools", value: "on" });
+  await waitFor(() => viewState(sink).builtinTools === "on", 10_000, "the built-in tools switched in the other window");
+  await waitFor(() => viewState(sink).currentModel === other, 10_000, "the model changed in the other window");
+  await waitFor(() => viewState(sink).currentMode === "plan", 10_000, "the mode changed in the other window");
+  // What the page reads came as config_option_update, and the host's copy follows it
+  // (a later session message, the model command's current pick).
+  assert.ok(sink.of("update").some((m) => m.notification.update.sessionUpdate === "config_option_update"));
+  assert.equal(chat.currentModel, other);
+  assert.equal(chat.currentMode, "plan");
+  await chat.handle({ type: "setMode", mode: "code" });
+  const state = viewState(sink);
+  assert.deepEqual([state.currentModel, state.currentMode, state.builtinTools], [other, "code", "on"]);
+});
+
+test("a steer or queued prompt sent just after the work ended runs at once and shows before its answer", async (t) => {
+  const { client } = await sidecar(t);
+  const { chat, sink } = chatOn(client, "scripted:echo");
+  await chat.handle({ type: "prompt", text: "first" });
+  for (const mode of ["steer", "queue"] as const) {
+    // The news that the work ended has not come yet: the chat still sees it working.
+    (chat as unknown as { sessionState: string }).sessionState = "running";
+    const resets = sink.of("reset").length;
+    await chat.handle({ type: "prompt", text: `late ${mode}`, whileRunning: mode });
+    const entries = viewState(sink).entries;
+    const mine = entries.findIndex((e) => e.kind === "user" && (e as { text: string }).text === `late ${mode}`);
+    assert.ok(mine >= 0, `${mode}: the prompt is shown`);
+    const answer = entries.findIndex((e, i) => i > mine && e.kind === "assistant");
+    assert.ok(answer > mine, `${mode}: before its answer`);
+    assert.equal(sink.of("reset").length, resets, `${mode}: shown as it ran, not by replaying the session`);
+  }
+  const users = viewState(sink).entries.filter((e) => e.kind === "user").map((e) => (e as { text: string }).text);
+  assert.deepEqual(users, ["first", "late steer", "late queue"]);
+});

@@ -18,7 +18,13 @@ const SHOT = png(32, 16).toString("base64");
 
 function controller(
   client: ConstructorParameters<typeof ChatController>[0],
-  opts: { model?: string; tools?: ToolDefinition[]; openChild?: (id: string) => void } = {},
+  opts: {
+    model?: string;
+    tools?: ToolDefinition[];
+    openChild?: (id: string) => void;
+    openParent?: (id: string) => void;
+    initialSessionId?: string;
+  } = {},
 ) {
   const sink = new RecordingSink();
   const chat = new ChatController(client, sink, {
@@ -26,6 +32,8 @@ function controller(
     tools: () => opts.tools ?? [],
     defaultModel: () => opts.model,
     ...(opts.openChild ? { openChild: opts.openChild } : {}),
+    ...(opts.openParent ? { openParent: opts.openParent } : {}),
+    ...(opts.initialSessionId ? { initialSessionId: opts.initialSessionId } : {}),
   });
   return { chat, sink };
 }
@@ -129,7 +137,7 @@ test("a tool's image result is shown on its card, live and replayed", async (t) 
   assert.equal(replayed!.images[0]!.src, `data:image/png;base64,${SHOT}`);
 });
 
-test("a delegate call: its card names the child; Open child session shows it here, or where the editor opens it", async (t) => {
+test("a delegate call: its card names the child; Open child session opens it where the editor says (or here); Parent leads back", async (t) => {
   const { client } = await sidecar(t);
   const child = scripted({ rounds: [[{ text: "three files" }]] });
   const model = scripted({
@@ -144,7 +152,8 @@ test("a delegate call: its card names the child; Open child session shows it her
   assert.match(card.output, /three files/);
   const childId = card.childSessionId;
 
-  // Elsewhere (the desktop): the editor's own way; this view stays on the parent.
+  // Where the editor opens it (VS Code: a tab beside; the desktop: a pane beside): this
+  // view stays on the parent.
   const opened: string[] = [];
   const desk = controller(client, { openChild: (id) => void opened.push(id) });
   await desk.chat.handle({ type: "resume", sessionId: parentId });
@@ -152,7 +161,19 @@ test("a delegate call: its card names the child; Open child session shows it her
   assert.deepEqual(opened, [childId]);
   assert.equal(desk.chat.currentSessionId, parentId);
 
-  // Here (VS Code's chat view): the child replaces the parent, named as its sub-agent.
+  // The child's own page (VS Code's tab): it shows the child, and its Parent button
+  // asks the editor to bring up the page that shows the parent; the tab stays.
+  const parents: string[] = [];
+  const tab = controller(client, { initialSessionId: childId, openParent: (id) => void parents.push(id) });
+  await tab.chat.handle({ type: "ready" });
+  const tabState = shown(tab.sink.messages);
+  assert.deepEqual([tabState.sessionId, tabState.kind, tabState.parentSessionId], [childId, "child", parentId]);
+  await tab.chat.handle({ type: "openParent", sessionId: parentId });
+  assert.deepEqual(parents, [parentId]);
+  assert.equal(tab.chat.currentSessionId, childId);
+
+  // A controller without an editor's way (no openChild): the child replaces the parent
+  // here, named as its sub-agent, and Parent shows the parent again.
   await chat.handle({ type: "openChild", sessionId: childId });
   assert.equal(chat.currentSessionId, childId);
   const session = sink.of("session").at(-1)!;
@@ -163,6 +184,9 @@ test("a delegate call: its card names the child; Open child session shows it her
   const state = shown(afterReset);
   assert.equal(state.kind, "child");
   assert.deepEqual(only(state, "assistant").map((e) => e.text), ["three files"]);
+  await chat.handle({ type: "openParent", sessionId: parentId });
+  assert.equal(chat.currentSessionId, parentId);
+  assert.deepEqual(only(shown(sink.messages.slice(sink.messages.lastIndexOf(sink.of("reset").at(-1)!))), "assistant").map((e) => e.text), ["Parent done."]);
 
   // The sessions list says which session is a child, and whose.
   const { sessions } = await client.list({});

@@ -577,6 +577,32 @@ test("the agent's work: mode picker, plan checklist above the input, the last tu
     { type: "update", notification: { sessionId: "s1", update: { sessionUpdate: "current_mode_update", currentModeId: "auto" } } },
   ]);
   assert.equal(await page.locator("#mode").inputValue(), "auto");
+  // ACP's config_option_update (here or from another window) moves every picker: the
+  // model, the mode and the built-in tools (shown once the session's are known).
+  assert.equal(await page.locator("#builtin-tools").isHidden(), true, "built-in tools not known: no picker");
+  const select = (id: string, currentValue: string, values: string[]) => ({
+    id,
+    name: id,
+    type: "select",
+    currentValue,
+    options: values.map((value) => ({ value, name: value })),
+  });
+  await feed(page, [
+    update("s1", {
+      sessionUpdate: "config_option_update",
+      configOptions: [
+        select("model", "m2", ["m", "m2"]),
+        select("mode", "plan", ["ask", "plan", "code", "auto"]),
+        select("builtinTools", "off", ["on", "off"]),
+      ],
+    }),
+  ]);
+  assert.equal(await page.locator("#model").inputValue(), "m2");
+  assert.equal(await page.locator("#mode").inputValue(), "plan");
+  assert.equal(await page.locator("#builtin-tools").isVisible(), true);
+  assert.equal(await page.locator("#builtin-tools").inputValue(), "off");
+  await page.selectOption("#builtin-tools", "on");
+  assert.deepEqual((await posted(page)).at(-1), { type: "setBuiltinTools", value: "on" });
 
   // A turn with a plan and edits.
   await feed(page, [
@@ -932,9 +958,13 @@ test("images: pasted and dropped as thumbnails, sent as the prompt's images, sho
   await card.locator("button.open-child").click();
   assert.deepEqual((await posted(page)).at(-1), { type: "openChild", sessionId: child });
 
-  // The child on screen: named as its parent's sub-agent.
+  // No way back from a session without a parent.
+  assert.equal(await page.locator("#open-parent").isHidden(), true);
+  // The child on screen: named as its parent's sub-agent, with the way back to it.
   await feed(page, [{ type: "reset" }, { type: "session", sessionId: child, parentSessionId: sid, parentTitle: "what is this?", kind: "child", models: [], currentModel: null }]);
   assert.match(await page.locator("#status").innerText(), /sub-agent of “what is this\?”/);
+  await page.locator("#open-parent").click();
+  assert.deepEqual((await posted(page)).at(-1), { type: "openParent", sessionId: sid });
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -36,13 +36,19 @@ def slash_command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
 
 
 def prompt_task(
-    session: Session, blocks: list[dict[str, Any]], fork: Fork, *, message_id: str | None = None
+    session: Session,
+    blocks: list[dict[str, Any]],
+    fork: Fork,
+    *,
+    message_id: str | None = None,
+    show: bool = False,
 ) -> SessionTask[PromptOutcome]:
     """What a prompt runs: its command, or a turn (its prompt stored under
-    ``message_id`` when given: a queued prompt keeps the id it waited under)."""
+    ``message_id`` when given: a queued prompt keeps the id it waited under; shown to
+    this client when ``show``: see `Turn`)."""
     command = slash_command(blocks)
     if command is None:
-        return Turn(session, blocks, message_id=message_id)
+        return Turn(session, blocks, message_id=message_id, show=show)
     name, arg = command
     if name == "compact":
         return CompactCommand(session, arg or None)

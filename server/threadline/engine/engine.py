@@ -165,10 +165,11 @@ class Engine:
         refuse (``whileRunning``; `inbox.py`). ``accepted`` is told the prompt's message
         id once it is stored or waits (a client that is answered on acceptance)."""
         session = self.live.open(params.session_id)
-        mode = params.threadline().while_running or self._client_default()
+        asked = params.threadline().while_running
+        mode = asked or self._client_default()
         content = self._with_images(session, [b.wire() for b in params.prompt])
         outcome = await self.inbox.prompt(
-            session, content, mode, accepted=self.feed.subscribe, stored=accepted
+            session, content, mode, accepted=self.feed.subscribe, stored=accepted, show=bool(asked)
         )
         return _prompt_result(outcome)
 

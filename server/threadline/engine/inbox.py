@@ -219,11 +219,14 @@ class Inbox:
         *,
         accepted: Callable[[Session], None],
         stored: Stored | None = None,
+        show: bool = False,
     ) -> PromptOutcome | NotRun:
         """Run the prompt now if the session is idle; else steer, queue or refuse.
         ``accepted`` is called once the prompt runs or waits (not when it is refused);
         ``stored`` once it is in the session's history or waits in its inbox, with the
-        message id it has there (None for a slash command, as it starts)."""
+        message id it has there (None for a slash command, as it starts). ``show``: the
+        sender leaves showing its prompt to the server (it asked to steer or queue), so
+        one that runs at once is shown to it too, as a waiting one would be."""
         command = slash_command(content)
         if command is not None and command[0] == "fork":
             mode = "refuse"  # a fork runs beside whatever runs
@@ -231,7 +234,7 @@ class Inbox:
             mode = "queue"  # a command cannot join a turn
         if mode == "refuse" or not (self._busy(session) or self._head(session)):
             # (a prompt that may wait never overtakes one that waits already)
-            task = prompt_task(session, content, self.fork)
+            task = prompt_task(session, content, self.fork, show=show and mode != "refuse")
             tracked = Tracked(task, session, accepted=accepted, stored=stored)
             try:
                 return await self.run(session, tracked)

@@ -55,11 +55,15 @@ class Turn:
         *,
         policy: CallPolicy | None = None,
         message_id: str | None = None,
+        show: bool = False,
     ) -> None:
         self.host = host
         self.prompt = prompt
         self.message_id = message_id
         """The id the prompt is stored under (a queued prompt keeps the one it waited under)."""
+        self.show = show
+        """Its sender leaves showing it to the server (it was sent to steer or queue, and
+        found the session idle): it is shown as a queued prompt is when its turn starts."""
         self.joined: list[str] = []
         """Steering prompts that joined this turn (their requests answer with its end)."""
         self.policy = policy or HostPolicy(host)
@@ -145,7 +149,9 @@ class Turn:
         self.host.announce(events.PromptStored(message))
         if self.on_stored is not None:
             self.on_stored(message["messageId"])
-        if self.message_id is not None:  # a queued prompt: its sender saw it wait, not start
+        if self.message_id is not None or self.show:
+            # A queued prompt (its sender saw it wait, not start), or a steer that came
+            # after the work ended: every window's user message, its sender's too.
             self.host.show_prompt(message)
         self.host.maybe_title(self.prompt)
 

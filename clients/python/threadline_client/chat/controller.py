@@ -172,7 +172,7 @@ class Chat:
             if mode != self.mode and self.command is None:  # switched in another window
                 self.console.print(Text(f"  mode {mode}", style="dim"), highlight=False)
             self.mode = mode
-        elif kind == "config_option_update":  # the model, changed here or elsewhere
+        elif kind == "config_option_update":  # model, tools: changed here or elsewhere
             self._take_config(update.get("configOptions"))
         elif kind == "usage_update" and view is not None:
             view.context = (int(update.get("used", 0)), int(update.get("size", 0)))
@@ -394,7 +394,11 @@ class Chat:
             self.modes = [m for m in modes.get("availableModes") or [] if isinstance(m, dict)]
 
     def _take_config(self, options: Any) -> None:
+        """The session's options as the server says they are now (``/model`` and
+        ``/tools`` show them); the mode has its own ``current_mode_update``."""
         for opt in options or []:
+            if isinstance(opt, dict) and opt.get("id") == "builtinTools":
+                self.session_options["builtinTools"] = opt.get("currentValue") != "off"
             if isinstance(opt, dict) and opt.get("id") == "model":
                 self.model = str(opt.get("currentValue", self.model))
                 self.models = (

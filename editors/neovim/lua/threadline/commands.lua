@@ -139,6 +139,7 @@ function M.sync(sid, watch, after)
   local function finish()
     local waiting = syncing[sid] or {}
     syncing[sid] = nil
+    c.replaying = nil
     c.synced = vim.uv.now()
     for _, fn in ipairs(waiting) do
       fn(c)
@@ -155,6 +156,8 @@ function M.sync(sid, watch, after)
       return
     end
     local params = { sessionId = sid, cwd = config.options.cwd or vim.fn.getcwd(), mcpServers = {} }
+    -- Its replay (the updates before its answer) repeats what the buffer shows.
+    c.replaying = true
     sidecar.request('session/load', params, finish)
   end)
 end

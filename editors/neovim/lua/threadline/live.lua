@@ -157,19 +157,9 @@ function M.send(sid, prompt, mode, text)
       local meta = type(result._meta) == 'table' and type(result._meta.threadline) == 'table' and result._meta.threadline
         or {}
       outcome.stopReason, outcome.queue = result.stopReason, meta.queue
+      -- (If the work had just ended when it came, it ran at once as a turn of its
+      -- own; the sidecar showed it here all the same, as a user message.)
       outcome.userMessageId = meta.userMessageId
-      local id = meta.userMessageId
-      if c and type(id) == 'string' and not c.known[id] then
-        -- The session was idle by the time the prompt came (the work had just ended):
-        -- it ran as an ordinary turn, whose prompt the sidecar does not echo to its
-        -- sender. The buffer is filled again so the prompt shows before its answer.
-        sidecar.request('session/history', { sessionId = sid }, function(herr, history)
-          if not herr and vim.api.nvim_buf_is_valid(c.buf) then
-            c:replay(history.messages or {})
-          end
-          fire('ThreadlineReplayed', { sessionId = sid })
-        end)
-      end
       -- A queued prompt's own turn ran (a steer's turn says how it ended itself).
       if c and mode == 'queue' and not meta.queue and result.stopReason ~= 'end_turn' then
         c:close_segment()

@@ -34,6 +34,85 @@ local function await(start)
 end
 M.await = await
 
+--- Pickers open for a request the sidecar may withdraw: the key is
+--- `sessionId .. '\0' .. toolCallId` (the asking call). An interrupt, from any window,
+--- withdraws a pending question or permission request and ends its tool call; the
+--- picker must not stay open for an answer nobody waits for.
+---@type table<string, {done: fun(value: any), win: integer?, what: string}>
+local open = {}
+--- Keys withdrawn while their request is still being handled (a form's later fields,
+--- a permission's second chance are not asked then).
+---@type table<string, true>
+local withdrawn = {}
+
+---@param sid string?
+---@param call_id string?
+---@return string?
+local function key_of(sid, call_id)
+  if type(sid) == 'string' and type(call_id) == 'string' then
+    return sid .. '\0' .. call_id
+  end
+end
+
+--- `await(start)` for a picker the sidecar may withdraw: registered under `key` while
+--- it is open, with its floating window if it opened one (telescope, dressing,
+--- fzf-lua, snacks… do), so that M.withdraw can close it. nil when withdrawn.
+---@param key string?
+---@param what string what is asked, for the message that says it was withdrawn
+---@param start fun(done: fun(value: any))
+---@return any
+local function ask(key, what, start)
+  if not key then
+    return await(start)
+  end
+  if withdrawn[key] then
+    return nil
+  end
+  return await(function(done)
+    local entry = { done = done, what = what }
+    open[key] = entry
+    local before = vim.api.nvim_get_current_win()
+    start(function(value)
+      if open[key] == entry then -- else withdrawn: the answer is no longer wanted
+        open[key] = nil
+        done(value)
+      end
+    end)
+    local win = vim.api.nvim_get_current_win()
+    if open[key] == entry and win ~= before and vim.api.nvim_win_get_config(win).relative ~= '' then
+      entry.win = win
+    end
+  end)
+end
+
+--- The sidecar no longer waits for the request a picker answers (its tool call
+--- ended: the turn was interrupted, here or in another window): close the picker
+--- and say so. The request is answered (the sidecar ignores a withdrawn one's answer).
+---@param sid string
+---@param call_id string
+function M.withdraw(sid, call_id)
+  local key = key_of(sid, call_id)
+  local entry = key and open[key]
+  if not entry then
+    return
+  end
+  open[key] = nil
+  withdrawn[key] = true
+  if entry.win and vim.api.nvim_win_is_valid(entry.win) then
+    pcall(vim.api.nvim_win_close, entry.win, true)
+  elseif vim.api.nvim_get_mode().mode == 'c' then
+    -- The default vim.ui.input / vim.ui.select wait at the command line.
+    vim.api.nvim_input('<C-c>')
+  end
+  entry.done(nil)
+  local text = ('%s was withdrawn: the turn no longer waits for it (interrupted)'):format(entry.what)
+  local c = require('threadline.chat').all()[sid]
+  if c then
+    c:note('[' .. text .. ']')
+  end
+  require('threadline.util').notify(text, vim.log.levels.WARN)
+end
+
 --- The tools the model may call here: the user's, then the built-in editor tools.
 ---@return threadline.Tool[]
 function M.tools()
@@ -51,8 +130,9 @@ function M.permission(params)
   local options = params.options or {}
   local title = call.title or call.toolCallId or 'a tool'
   local detail = require('threadline.util').args_line(call.rawInput, 100)
+  local key = key_of(params.sessionId, call.toolCallId)
   local function pick(prefix)
-    return await(function(done)
+    return ask(key, 'The permission request for ' .. title, function(done)
       vim.ui.select(options, {
         prompt = ('%sThreadline: allow %s%s?'):format(prefix, title, detail ~= '' and (' (' .. detail .. ')') or ''),
         kind = 'threadline.permission',
@@ -68,12 +148,15 @@ function M.permission(params)
   local diff = require('threadline.work').unified(call.content)
   local review = diff ~= '' and require('threadline.work').show('review/' .. (call.toolCallId or 'edit'), diff) or nil
   local choice = pick('')
-  if type(choice) ~= 'table' then
+  if type(choice) ~= 'table' and not (key and withdrawn[key]) then
     -- A stray key dismisses the picker: ask once more before refusing the tool.
     choice = pick('(dismissed: dismiss again to refuse) ')
   end
   if review and vim.api.nvim_win_is_valid(review) and #vim.api.nvim_list_wins() > 1 then
     vim.api.nvim_win_close(review, true)
+  end
+  if key then
+    withdrawn[key] = nil
   end
   if type(choice) ~= 'table' or not choice.optionId then
     return { outcome = { outcome = 'cancelled' } }
@@ -114,15 +197,17 @@ end
 --- the user dismissed the question.
 ---@param prop table ACP property schema
 ---@param prompt string
+---@param key string? the request's key (M.withdraw)
+---@param what string
 ---@return any
-local function ask_value(prop, prompt)
+local function ask_value(prop, prompt, key, what)
   local kind = 'threadline.elicitation'
   local choices = type(prop.enum) == 'table' and prop.enum
     or (type(prop.items) == 'table' and type(prop.items.enum) == 'table' and prop.items.enum)
     or nil
   if choices or prop.type == 'boolean' then
     local items = choices or { 'yes', 'no' }
-    local picked = await(function(done)
+    local picked = ask(key, what, function(done)
       vim.ui.select(items, { prompt = prompt, kind = kind }, function(item)
         done(item)
       end)
@@ -138,7 +223,7 @@ local function ask_value(prop, prompt)
   end
   local again = ''
   while true do
-    local text = await(function(done)
+    local text = ask(key, what, function(done)
       vim.ui.input({ prompt = again .. prompt, default = prop.default and tostring(prop.default) or nil }, function(t)
         done(t)
       end)
@@ -167,6 +252,8 @@ function M.elicitation(params)
   local names = field_names(schema)
   local message = tostring(params.message or 'Threadline asks')
   local content = {}
+  local key = key_of(params.sessionId, params.toolCallId)
+  local what = ('The question “%s”'):format(message)
   for _, name in ipairs(names) do
     local prop = props[name]
     local prompt = message .. ': '
@@ -174,8 +261,12 @@ function M.elicitation(params)
       local label = prop.title or name
       prompt = ('%s\n%s%s: '):format(message, label, prop.description and (' (' .. prop.description .. ')') or '')
     end
-    local value = ask_value(prop, prompt)
+    local value = ask_value(prop, prompt, key, what)
     if value == nil then
+      if key and withdrawn[key] then
+        withdrawn[key] = nil
+        return { action = 'cancel' }
+      end
       return { action = 'decline' }
     end
     content[name] = value

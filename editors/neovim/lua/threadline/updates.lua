@@ -47,6 +47,10 @@ function M.handle(state, params)
     return
   end
   local kind = u.sessionUpdate
+  if kind == 'tool_call_update' and (u.status == 'completed' or u.status == 'failed') then
+    -- A question or permission request of this call that still waits was withdrawn.
+    require('threadline.requests').withdraw(sid, u.toolCallId)
+  end
   if require('threadline.work').update(sid, u, state.running[sid] == true) then
     return
   end
@@ -118,8 +122,8 @@ end
 function M.watched(c, u)
   local kind, id = u.sessionUpdate, u.messageId
   if kind == 'user_message_chunk' or kind == 'agent_message_chunk' then
-    if not id or (c.known[id] and not c.live[id]) then
-      return
+    if not id or (c.known[id] and (c.replaying or not c.live[id])) then
+      return -- shown already (a message that streamed here, replayed by a sync)
     end
     local label = require('threadline.context').label
     if kind == 'user_message_chunk' then

@@ -103,4 +103,43 @@ describe('threadline answers the agent’s questions', function()
     assert.equals('The user declined to answer.', (answer_told(tl, sid)))
     assert.matches('Thanks.', H.text(tl.buffer()), 1, true)
   end)
+
+  it('a question withdrawn by an interrupt closes its picker and says so', function()
+    local notes = H.record_notify()
+    -- A picker in a floating window, as telescope or dressing open: it answers only
+    -- when its window closes (nil: dismissed).
+    local picker, answers = nil, {}
+    vim.ui.select = function(items, _, on_choice)
+      local buf = vim.api.nvim_create_buf(false, true)
+      vim.api.nvim_buf_set_lines(buf, 0, -1, true, items)
+      picker = vim.api.nvim_open_win(buf, true, { relative = 'editor', row = 1, col = 1, width = 20, height = 2 })
+      vim.api.nvim_create_autocmd('WinClosed', {
+        pattern = tostring(picker),
+        once = true,
+        callback = function()
+          table.insert(answers, 'closed')
+          on_choice(nil)
+        end,
+      })
+    end
+    H.new_session(tl, asking({ question = 'Which colour?', choices = { 'red', 'blue' } }))
+    local done = H.record('ThreadlineTurnDone')
+    vim.cmd('Threadline ask paint it')
+    H.wait(function()
+      return picker ~= nil
+    end, 'the picker')
+    -- The user does not answer; the turn is interrupted (this window or another).
+    require('threadline').interrupt()
+    H.wait_for(done, 1, 'the interrupted turn')
+    assert.equals('cancelled', done[1].stopReason)
+    H.wait(function()
+      return not vim.api.nvim_win_is_valid(picker)
+    end, 'the picker to close')
+    assert.same({ 'closed' }, answers)
+    local said = vim.tbl_filter(function(n)
+      return n.msg:find('Which colour?', 1, true) and n.msg:find('withdrawn', 1, true)
+    end, notes)
+    assert.equals(1, #said, vim.inspect(notes))
+    assert.matches('The question “Which colour?” was withdrawn', H.text(tl.buffer()), 1, true)
+  end)
 end)

@@ -346,8 +346,8 @@ describe('threadline while a turn runs and across windows', function()
         return H.text(c.buf):find('## You\n\nlate ' .. mode .. '\n\n## Threadline\n\nlate ' .. mode, 1, true) ~= nil
       end, 'the prompt, then its answer')
     end
-    -- (A steer that finds the session idle runs as an ordinary turn, which the sidecar
-    -- does not echo to its sender: the buffer was filled again from the history.)
+    -- The sidecar showed each as a user message before its answer; the buffer was not
+    -- filled again from the history (it shows each prompt once).
     local text = H.text(c.buf)
     local _, n = text:gsub('late steer', '')
     assert.equals(2, n, text)

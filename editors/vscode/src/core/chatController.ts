@@ -12,6 +12,7 @@ import type {
   FileDiff,
   LoadSessionParams,
   LoadSessionResult,
+  SessionConfigOption,
   SessionInfoUpdateInfo,
   SessionModeState,
   ThreadlineClient,
@@ -19,6 +20,7 @@ import type {
   ToolDefinition,
 } from "@threadline/client";
 import type { HostMessage, ImageAttachment, ModeChoice, ModelChoice, WebviewMessage, WhileRunning } from "../../webview/src/messages";
+import { pickerState, type BuiltinTools } from "../../webview/src/configOptions";
 import { sessionTitle } from "../../webview/src/sessions";
 
 export interface ChatSink {
@@ -52,6 +54,11 @@ export interface ChatControllerOptions {
    * Without it the child is shown here, in place of the parent.
    */
   openChild?(sessionId: string): Promise<void> | void;
+  /**
+   * Open the parent of the session shown (its **Parent** button) where it is shown
+   * (VS Code: the chat view, beside a child's tab). Without it the parent is shown here.
+   */
+  openParent?(sessionId: string): Promise<void> | void;
 }
 
 /** The prompt as ACP blocks: the text (when there is any), then the images. */
@@ -86,7 +93,7 @@ export type ChatClient = Pick<
   | "archive"
 > &
   Partial<
-    Pick<ThreadlineClient, "history" | "setMode" | "diff" | "rewind" | "unrewind" | "editQueued" | "removeQueued" | "resumeQueue">
+    Pick<ThreadlineClient, "history" | "setMode" | "setConfigOption" | "diff" | "rewind" | "unrewind" | "editQueued" | "removeQueued" | "resumeQueue">
   > & {
     /** `session/load`; its result carries the session's modes (a client may drop it). */
     load(params: LoadSessionParams): Promise<LoadSessionResult | void>;
@@ -137,6 +144,8 @@ export class ChatController implements Disposable {
   private kind: "session" | "child" = "session";
   private model: string | null = null;
   private models: ModelChoice[] = [];
+  /** The session's built-in tools (`builtinTools` config option; null: not known yet). */
+  private builtinTools: BuiltinTools | null = null;
   private modes: ModeChoice[] = [];
   private mode: string | null = null;
   /** The session's folder (diff paths are relative to it). */
@@ -146,8 +155,6 @@ export class ChatController implements Disposable {
   private running = false;
   /** The session's state as the server last said it (a turn in any window counts). */
   private sessionState: string = "idle";
-  /** Ids of the prompts the server showed in the current session (queued and steered ones too). */
-  private readonly shownPrompts = new Set<string>();
   /** What `onRunning` last said. */
   private reportedBusy = false;
   /** A rewind this controller is making: its own `rewound` notice is not a reload. */
@@ -176,10 +183,14 @@ export class ChatController implements Disposable {
       if (u.sessionUpdate === "current_mode_update" && notification.sessionId === this.sessionId) {
         this.mode = u.currentModeId;
       }
+      // Model, mode or built-in tools changed here or in another window: the pickers
+      // follow (the page reads the same update; this keeps the host's copy true).
+      if (u.sessionUpdate === "config_option_update" && notification.sessionId === this.sessionId) {
+        this.takeConfig(u.configOptions);
+      }
       const loader = this.peers.loading.get(notification.sessionId);
       if (loader && loader !== this) return; // another pane's replay: this one shows it already
       if (notification.sessionId !== this.sessionId) return;
-      if (u.sessionUpdate === "user_message_chunk" && u.messageId) this.shownPrompts.add(u.messageId);
       sink.post({ type: "update", notification });
       if (u.sessionUpdate === "session_info_update") this.follow(u._meta?.threadline ?? null);
     });
@@ -262,6 +273,8 @@ export class ChatController implements Disposable {
           return await this.prompt(message.text, message.whileRunning, message.images);
         case "openChild":
           return await this.openChild(message.sessionId);
+        case "openParent":
+          return await this.openParent(message.sessionId);
         case "interrupt":
           return await this.interrupt(message.clearQueue);
         case "queueEdit":
@@ -282,6 +295,8 @@ export class ChatController implements Disposable {
           return await this.setModel(message.model);
         case "setMode":
           return await this.setMode(message.mode);
+        case "setBuiltinTools":
+          return await this.setBuiltinTools(message.value);
         case "rewind":
           return await this.rewind(message.messageId);
         case "openDiff":
@@ -324,7 +339,17 @@ export class ChatController implements Disposable {
       currentModel: this.model,
       modes: this.modes,
       currentMode: this.mode,
+      builtinTools: this.builtinTools,
     });
+  }
+
+  /** Take the pickers' state from a session's config options. */
+  private takeConfig(options: readonly SessionConfigOption[] | null | undefined): void {
+    const picked = pickerState(options);
+    if (picked.currentModel !== undefined) this.model = picked.currentModel;
+    if (picked.currentMode !== undefined) this.mode = picked.currentMode;
+    if (picked.modes && !this.modes.length) this.modes = picked.modes;
+    if (picked.builtinTools !== undefined) this.builtinTools = picked.builtinTools;
   }
 
   /** Take the mode picker's state from a session result (`modes`). */
@@ -370,6 +395,8 @@ export class ChatController implements Disposable {
     this.parentSessionId = null;
     this.kind = "session";
     this.takeModes(result.modes);
+    this.builtinTools = null;
+    this.takeConfig(result.configOptions);
     const state = result.models;
     if (state) {
       this.model = state.currentModelId;
@@ -432,10 +459,9 @@ export class ChatController implements Disposable {
     const result = await this.client.prompt(sessionId, blocks, undefined, whileRunning);
     const meta = (result._meta as { threadline?: { queue?: string; userMessageId?: string } } | null | undefined)?.threadline;
     // Removed from the queue, or held by an interrupt: the queue box said so already.
+    // (If the work ended just before it arrived, it ran at once as a turn of this
+    // window's; the server showed it here all the same, as a user message.)
     if (meta?.queue || sessionId !== this.sessionId) return;
-    // The work ended just before it arrived, so it ran at once as a turn of this
-    // window's, which the server does not echo: replay, so the prompt is shown.
-    if (meta?.userMessageId && !this.shownPrompts.has(meta.userMessageId)) await this.show(sessionId);
     if (result.stopReason !== "end_turn" && result.stopReason !== "cancelled") {
       this.notice("info", `The turn that ran “${text.slice(0, 40)}” stopped: ${result.stopReason}.`);
     }
@@ -506,6 +532,19 @@ export class ChatController implements Disposable {
     if (!this.client.setMode) return;
     await this.client.setMode(this.sessionId, mode);
     this.mode = mode;
+    this.postSession();
+  }
+
+  /** The built-in tools picker: `builtinTools` on or off for the session's next turn. */
+  async setBuiltinTools(value: BuiltinTools): Promise<void> {
+    if (!this.sessionId) {
+      this.notice("info", "Send a first message, then switch the built-in tools.");
+      return;
+    }
+    if (!this.client.setConfigOption) return;
+    const result = await this.client.setConfigOption({ sessionId: this.sessionId, configId: "builtinTools", value });
+    this.builtinTools = value;
+    this.takeConfig(result.configOptions);
     this.postSession();
   }
 
@@ -609,7 +648,8 @@ export class ChatController implements Disposable {
   async setModel(model: string): Promise<void> {
     if (this.sessionId) {
       const result = await this.client.setModel(this.sessionId, model);
-      this.model = result.configOptions.find((o) => o.id === "model")?.currentValue ?? model;
+      this.model = model;
+      this.takeConfig(result.configOptions);
     } else {
       this.model = model;
     }
@@ -686,6 +726,11 @@ export class ChatController implements Disposable {
     await this.show(sessionId);
   }
 
+  async openParent(sessionId: string): Promise<void> {
+    if (this.options.openParent) return await this.options.openParent(sessionId);
+    await this.show(sessionId);
+  }
+
   newSession(): void {
     this.sessionId = null;
     this.parentSessionId = null;
@@ -693,7 +738,6 @@ export class ChatController implements Disposable {
     this.mode = null;
     this.lastDiff = [];
     this.sessionState = "idle";
-    this.shownPrompts.clear();
     this.reportRunning();
     this.sink.post({ type: "reset" });
     this.postSession();
@@ -720,8 +764,8 @@ export class ChatController implements Disposable {
       ? sessionTitle(sessions.find((s) => s.sessionId === this.parentSessionId))
       : null;
     if (meta.model) this.model = meta.model;
+    this.builtinTools = null;
     this.sink.post({ type: "reset" });
-    this.shownPrompts.clear();
     this.sessionState = "idle";
     this.reportRunning();
     this.postSession(info?.title, parentTitle);
@@ -732,8 +776,9 @@ export class ChatController implements Disposable {
     this.lastDiff = [];
     try {
       const loaded = await this.client.load({ sessionId, cwd: this.sessionCwd });
-      if (loaded?.modes) {
+      if (loaded?.modes || loaded?.configOptions) {
         this.takeModes(loaded.modes);
+        this.takeConfig(loaded.configOptions);
         this.postSession(info?.title, parentTitle);
       }
     } finally {

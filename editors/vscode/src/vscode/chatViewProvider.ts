@@ -1,35 +1,43 @@
 /**
- * The chat view: hosts media/chat.html in a webview and connects it to a ChatController
- * bound to the current sidecar client. After a sidecar restart a new controller picks
- * up the session that was on screen, so the chat reloads instead of emptying.
+ * The chat view in the side bar, and a tab beside the editor for each child session
+ * (a `delegate` call's, opened from its card): each is a chat page with its own
+ * controller (`ChatHost`) on the one sidecar. A child's tab has a **Parent** button
+ * that brings up the page showing its parent (the chat view, or the parent's own tab).
  */
-import { readFileSync } from "node:fs";
-import * as path from "node:path";
 import * as vscode from "vscode";
-import type { FileDiff, ThreadlineClient } from "@threadline/client";
-import type { HostMessage, WebviewMessage } from "../../webview/src/messages";
-import { ChatController } from "../core/chatController";
-import { EDITOR_TOOLS } from "../core/editorTools";
-import { oldTextFromDiff } from "../core/diffText";
-import { fillTemplate } from "../core/html";
+import type { HostMessage } from "../../webview/src/messages";
+import type { ChatController } from "../core/chatController";
+import { ChatHost, loadChatPage, type ChatShared } from "./chatHost";
 import type { DiffEditors } from "./diffEditors";
-import { settings, workspaceCwd } from "./config";
-import { SidecarUnavailable, type SidecarService } from "./sidecarService";
+import type { SidecarService } from "./sidecarService";
 
 export const VIEW_ID = "threadline.chat";
+/** The webview panels (editor tabs) that show a child session. */
+export const CHILD_PANEL = "threadline.childSession";
+
+interface ChildTab {
+  panel: vscode.WebviewPanel;
+  host: ChatHost;
+}
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
-  private controller: ChatController | undefined;
-  private controllerClient: ThreadlineClient | undefined;
+  private readonly host: ChatHost;
+  private readonly shared: ChatShared;
+  /** The child sessions open in tabs, by session id. */
+  private readonly children = new Map<string, ChildTab>();
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly contextFigures = new Map<string, { used: number; size: number }>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
-    private readonly sidecar: SidecarService,
-    private readonly diffs: DiffEditors,
+    sidecar: SidecarService,
+    diffs: DiffEditors,
   ) {
+    this.shared = { sidecar, diffs, contextFigures: new Map() };
+    this.host = new ChatHost(this.shared, (m) => this.post(m), {
+      onRunning: (running) => void setRunning(running),
+      openChild: (sessionId) => this.openChild(sessionId),
+    });
     // The agent's questions are answered in the chat's form: the view is brought up first.
     sidecar.answerQuestions(async (params, token) => {
       const chat = await this.chat();
@@ -40,23 +48,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       sidecar.onState((down) => {
         if (down !== null) void setRunning(false);
         this.post({ type: "sidecar", down });
+        for (const child of this.children.values()) void child.panel.webview.postMessage({ type: "sidecar", down });
       }),
     );
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
-    const media = vscode.Uri.joinPath(this.extensionUri, "media");
-    const scripts = vscode.Uri.joinPath(this.extensionUri, "dist", "webview");
-    view.webview.options = { enableScripts: true, localResourceRoots: [media, scripts] };
-    const template = readFileSync(vscode.Uri.joinPath(media, "chat.html").fsPath, "utf8");
-    view.webview.html = fillTemplate(template, {
-      cspSource: view.webview.cspSource,
-      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(scripts, "chat.js")).toString(),
-      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css")).toString(),
-    });
+    loadChatPage(view.webview, this.extensionUri);
     this.disposables.push(
-      view.webview.onDidReceiveMessage((message: WebviewMessage) => void this.dispatch(message)),
+      view.webview.onDidReceiveMessage((message) => void this.host.dispatch(message)),
       view.onDidDispose(() => {
         if (this.view === view) this.view = undefined;
       }),
@@ -67,63 +68,63 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     void this.view?.webview.postMessage(message);
   }
 
-  /** The controller for the live sidecar, created (or re-created) as needed. */
-  async chat(): Promise<ChatController> {
-    const client = await this.sidecar.client();
-    if (!this.controller || this.controllerClient !== client) {
-      const shown = this.controller?.currentSessionId ?? null;
-      this.controller?.dispose();
-      this.controllerClient = client;
-      this.controller = new ChatController(
-        client,
-        { post: (m) => this.post(m) },
-        {
-          cwd: workspaceCwd,
-          tools: () => (settings().editorTools ? EDITOR_TOOLS : []),
-          defaultModel: () => settings().model,
-          sessionOptions: () => {
-            const prompt = settings().systemPrompt;
-            return prompt ? { systemPrompt: prompt } : {};
-          },
-          onRunning: (running) => void setRunning(running),
-          initialSessionId: shown,
-          contextFigures: this.contextFigures,
-          openDiff: (file, cwd) => this.openDiff(file, cwd),
-          confirm: async (question) =>
-            (await vscode.window.showWarningMessage(question, { modal: true }, "Rewind")) === "Rewind",
-        },
-      );
-    }
-    return this.controller;
+  /** The chat view's controller for the live sidecar. */
+  chat(): Promise<ChatController> {
+    return this.host.chat();
   }
 
-  async dispatch(message: WebviewMessage): Promise<void> {
-    try {
-      if (message.type === "restartSidecar") {
-        await this.sidecar.restart();
-        message = { type: "ready" };
-      }
-      await (await this.chat()).handle(message);
-    } catch (err) {
-      // A sidecar that cannot start has its toast and the chat's banner already.
-      if (err instanceof SidecarUnavailable) return;
-      this.post({ type: "notice", level: "error", text: err instanceof Error ? err.message : String(err) });
-    }
+  dispatch(...args: Parameters<ChatHost["dispatch"]>): Promise<void> {
+    return this.host.dispatch(...args);
   }
 
-  /** A file of the last turn's diff: before the turn (rebuilt from the hunks) beside it now. */
-  private async openDiff(file: FileDiff, cwd: string): Promise<void> {
-    const uri = vscode.Uri.file(path.resolve(cwd, file.path));
-    if (file.binary || file.truncated || !file.diff) {
-      void vscode.window.showInformationMessage(`Threadline: no text diff for ${file.path} (${file.binary ? "binary" : "too large"}).`);
+  /**
+   * A child session in its own tab beside the editor (brought up again if it is open
+   * already), so the parent stays on screen in the chat view.
+   */
+  async openChild(sessionId: string): Promise<void> {
+    const open = this.children.get(sessionId);
+    if (open) {
+      open.panel.reveal(vscode.ViewColumn.Beside);
       return;
     }
-    let now = "";
-    if (file.status !== "deleted") now = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-    const before = oldTextFromDiff(now, file.diff);
-    const title = `${file.path} (before the last turn ↔ now)`;
-    if (file.status === "deleted") await this.diffs.show(file.path, before, "", title);
-    else await this.diffs.show(file.path, before, uri, title);
+    const panel = vscode.window.createWebviewPanel(
+      CHILD_PANEL,
+      "Threadline: sub-agent",
+      { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false },
+      { retainContextWhenHidden: true },
+    );
+    const post = (message: HostMessage) => {
+      if (message.type === "session" && message.sessionId === sessionId && message.title) panel.title = message.title;
+      void panel.webview.postMessage(message);
+    };
+    const host = new ChatHost(this.shared, post, {
+      initialSessionId: sessionId,
+      openChild: (id) => this.openChild(id),
+      openParent: (id) => this.openParent(id),
+    });
+    this.children.set(sessionId, { panel, host });
+    const received = panel.webview.onDidReceiveMessage((message) => void host.dispatch(message));
+    panel.onDidDispose(() => {
+      received.dispose();
+      host.dispose();
+      if (this.children.get(sessionId)?.panel === panel) this.children.delete(sessionId);
+    });
+    loadChatPage(panel.webview, this.extensionUri);
+  }
+
+  /**
+   * A child tab's **Parent** button: the parent's own tab when it is a child shown in
+   * one, else the chat view, which is made to show the parent if it shows another session.
+   */
+  async openParent(sessionId: string): Promise<void> {
+    const tab = this.children.get(sessionId);
+    if (tab) {
+      tab.panel.reveal();
+      return;
+    }
+    await this.reveal();
+    const chat = await this.chat();
+    if (chat.currentSessionId !== sessionId) await chat.resume(sessionId);
   }
 
   /** Show the view, then act (commands from the palette go through here). */
@@ -132,7 +133,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   dispose(): void {
-    this.controller?.dispose();
+    for (const child of this.children.values()) child.panel.dispose();
+    this.host.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -76,6 +76,10 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
   els.interrupt.addEventListener("click", () => post({ type: "interrupt" }));
   els.compact.addEventListener("click", () => post({ type: "compact" }));
   els.newSession.addEventListener("click", () => post({ type: "newSession" }));
+  els.openParent.addEventListener("click", () => {
+    const sessionId = els.openParent.dataset.sessionId;
+    if (sessionId) post({ type: "openParent", sessionId });
+  });
   els.restart.addEventListener("click", () => post({ type: "restartSidecar" }));
   els.sessionsButton.addEventListener("click", () => {
     if (!els.sessionsPanel.hidden) {
@@ -89,6 +93,9 @@ export function mountChat(root: ParentNode, post: (message: WebviewMessage) => v
   });
   els.modeSelect.addEventListener("change", () => {
     post({ type: "setMode", mode: els.modeSelect.value });
+  });
+  els.toolsSelect.addEventListener("change", () => {
+    post({ type: "setBuiltinTools", value: els.toolsSelect.value === "off" ? "off" : "on" });
   });
   view.render(state);
 

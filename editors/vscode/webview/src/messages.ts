@@ -48,6 +48,8 @@ export type HostMessage =
       /** The mode picker's state (absent: the server has no modes). */
       modes?: ModeChoice[];
       currentMode?: string | null;
+      /** The built-in tools picker's state (absent or null: not known). */
+      builtinTools?: "on" | "off" | null;
     }
   /** Forget the transcript on screen (a replay of another session follows). */
   | { type: "reset" }
@@ -95,6 +97,8 @@ export type WebviewMessage =
   | { type: "prompt"; text: string; whileRunning?: WhileRunning; images?: ImageAttachment[] }
   /** Open a `delegate` call's child session (VS Code: in the chat view; desktop: a new pane). */
   | { type: "openChild"; sessionId: string }
+  /** The parent of the session shown (a sub-agent's, a fork's): the way back. */
+  | { type: "openParent"; sessionId: string }
   /** `clearQueue`: the prompts waiting are removed too. */
   | { type: "interrupt"; clearQueue?: boolean }
   /** Replace a waiting prompt's text (`session/queue/update`). */
@@ -111,6 +115,8 @@ export type WebviewMessage =
   | { type: "compact"; instructions?: string }
   | { type: "setModel"; model: string }
   | { type: "setMode"; mode: string }
+  /** Built-in tools on or off for the session (`builtinTools` config option). */
+  | { type: "setBuiltinTools"; value: "on" | "off" }
   /** End the session just before this prompt, files too (`session/rewind`). */
   | { type: "rewind"; messageId: string }
   /** Open a diff editor for one file of the last turn's diff. */

@@ -15,6 +15,7 @@ import type {
   Usage,
 } from "@threadline/client";
 import type { HostMessage, ModeChoice, ModelChoice } from "./messages";
+import { pickerState } from "./configOptions";
 import { contentText, imageOf, imagesOf, type ImageView } from "./content";
 
 export { contentText, type ImageView };
@@ -85,6 +86,8 @@ export interface ChatState {
   /** The session's modes (empty: the server offers none) and the one it is in. */
   modes: ModeChoice[];
   currentMode: string | null;
+  /** The session's built-in tools (`builtinTools` config option; null: not known). */
+  builtinTools: "on" | "off" | null;
   /** The agent's plan (ACP `plan`: the whole list each time), shown above the input. */
   plan: PlanEntry[];
   /** The files the last turn changed (null: not known). */
@@ -127,6 +130,7 @@ export function initialState(): ChatState {
     currentModel: null,
     modes: [],
     currentMode: null,
+    builtinTools: null,
     plan: [],
     turnDiff: null,
     sessions: null,
@@ -370,6 +374,15 @@ function applyUpdate(state: ChatState, update: SessionUpdate): void {
     case "current_mode_update":
       state.currentMode = update.currentModeId;
       return;
+    case "config_option_update": {
+      // Model, mode or built-in tools changed here or in another window.
+      const picked = pickerState(update.configOptions);
+      if (picked.currentModel !== undefined) state.currentModel = picked.currentModel;
+      if (picked.currentMode !== undefined) state.currentMode = picked.currentMode;
+      if (picked.modes && !state.modes.length) state.modes = picked.modes;
+      if (picked.builtinTools !== undefined) state.builtinTools = picked.builtinTools;
+      return;
+    }
   }
 }
 
@@ -404,6 +417,7 @@ export function reduce(state: ChatState, message: HostMessage): ChatState {
       state.currentModel = message.currentModel;
       if (message.modes) state.modes = message.modes;
       if (message.currentMode !== undefined) state.currentMode = message.currentMode;
+      if (message.builtinTools !== undefined) state.builtinTools = message.builtinTools;
       break;
     case "reset":
       state.entries = [];

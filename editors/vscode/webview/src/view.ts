@@ -16,6 +16,7 @@ export interface Elements {
   transcript: HTMLElement;
   modelSelect: HTMLSelectElement;
   modeSelect: HTMLSelectElement;
+  toolsSelect: HTMLSelectElement;
   plan: HTMLElement;
   turnDiff: HTMLElement;
   queue: HTMLElement;
@@ -29,6 +30,7 @@ export interface Elements {
   compact: HTMLButtonElement;
   sessionsButton: HTMLButtonElement;
   newSession: HTMLButtonElement;
+  openParent: HTMLButtonElement;
   sessionsPanel: HTMLElement;
   status: HTMLElement;
   title: HTMLElement;
@@ -48,6 +50,7 @@ export function findElements(root: ParentNode = document): Elements {
     transcript: byId("transcript"),
     modelSelect: byId<HTMLSelectElement>("model"),
     modeSelect: byId<HTMLSelectElement>("mode"),
+    toolsSelect: byId<HTMLSelectElement>("builtin-tools"),
     plan: byId("plan"),
     turnDiff: byId("turn-diff"),
     queue: byId("queue"),
@@ -60,6 +63,7 @@ export function findElements(root: ParentNode = document): Elements {
     compact: byId<HTMLButtonElement>("compact"),
     sessionsButton: byId<HTMLButtonElement>("sessions"),
     newSession: byId<HTMLButtonElement>("new-session"),
+    openParent: byId<HTMLButtonElement>("open-parent"),
     sessionsPanel: byId("sessions-panel"),
     status: byId("status"),
     title: byId("title"),
@@ -519,6 +523,11 @@ export class ChatView {
     if (state.currentMode) modeSelect.value = state.currentMode;
     modeSelect.disabled = busy || !state.sessionId;
 
+    const { toolsSelect } = this.els;
+    toolsSelect.hidden = state.builtinTools === null;
+    if (state.builtinTools) toolsSelect.value = state.builtinTools;
+    toolsSelect.disabled = busy || !state.sessionId;
+
     interrupt.disabled = !turn;
     interrupt.classList.toggle("active", turn);
     // Typing never stops: while the session works, Send queues and Steer joins the turn.
@@ -554,6 +563,12 @@ export class ChatView {
       parts.push(state.kind === "child" ? `sub-agent of ${parent}` : `fork of ${parent}`);
     }
     status.textContent = parts.join(" · ");
+    // The way back: a sub-agent's (or a fork's) parent session.
+    this.els.openParent.hidden = !state.parentSessionId;
+    this.els.openParent.dataset.sessionId = state.parentSessionId ?? "";
+    this.els.openParent.title = state.parentSessionId
+      ? `Open ${state.kind === "child" ? "the session that delegated to this sub-agent" : "the session this was forked from"}: “${state.parentTitle ?? "an untitled session"}”`
+      : "";
   }
 
   /**
