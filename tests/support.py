@@ -38,6 +38,22 @@ def scripted(*rounds: list[dict[str, Any]]) -> str:
     return "scripted:" + json.dumps({"rounds": list(rounds)})
 
 
+MAX_STRETCH = 10.0
+"""The most `patience` stretches a deadline (a hang still fails, only later)."""
+
+
+def patience(seconds: float) -> float:
+    """A deadline for work whose speed is the machine's (a CPU model's answer, a
+    process reaped by another): ``seconds`` on an idle machine, stretched by the load
+    per core (the 1-minute load average, at most `MAX_STRETCH` times), so a busy
+    shared machine does not fail a test that works, and a hang still fails it."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    return seconds * min(max(1.0, load), MAX_STRETCH)
+
+
 def sidecar_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["THREADLINE_HOME"] = str(home)

@@ -102,6 +102,11 @@ class ModelInfo(WireModel):
     model_id: str
     name: str
     description: str | None = None
+    images: bool = False
+    """The model sees images (in prompts; tool results too where its API takes them).
+    A session on a model that does not still takes ``image`` blocks: the image is kept,
+    and the model reads a placeholder (the session warns once). ``promptCapabilities
+    .image`` is whether any model does."""
 
 
 class ThreadlineCapabilities(ThreadlineBlock):

@@ -127,6 +127,27 @@ async def test_a_text_only_model_reads_a_placeholder_and_the_session_warns_once(
     assert len(warnings) == 1 and "cannot see images" in warnings[0]
 
 
+async def test_initialize_says_which_models_see_images(home: Path, tmp_path: Path) -> None:
+    """``promptCapabilities.image`` is true when any model sees images (a client lets
+    its user attach one), and each model says whether it does (the session's model
+    decides; the default one here cannot)."""
+    config = tmp_path / "threadline.toml"
+    config.write_text(
+        '[providers.openai]\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+        '[models.eyes]\nprovider = "openai"\nmodel = "vision"\nimages = true\n\n'
+        '[models.plain]\nprovider = "openai"\nmodel = "plain"\n'
+    )
+    client = await start_sidecar(home, initialize=False, env={"THREADLINE_CONFIG": str(config)})
+    try:
+        caps = (await client.initialize())["agentCapabilities"]
+        assert caps["promptCapabilities"]["image"] is True
+        meta = caps["_meta"]["threadline"]
+        seen = {m["modelId"]: m["images"] for m in meta["models"]}
+        assert seen == {meta["defaultModel"]: False, "eyes": True, "plain": False}
+    finally:
+        await client.stop()
+
+
 async def test_references_when_asked_and_session_blob_fetches_them(
     home: Path, tmp_path: Path
 ) -> None:
@@ -294,6 +315,35 @@ async def test_forks_share_one_blob_and_the_last_deletion_frees_it(
         assert user["content"][1]["data"] == b64(SHOT)
         await client.call("session/delete", {"sessionId": b})
         assert (rows("blobs"), rows("blob_refs")) == (0, 0)
+    finally:
+        await client.stop()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
+async def test_a_session_serves_only_its_own_images(
+    home: Path, tmp_path: Path, store_url: str | None
+) -> None:
+    """session/blob (and a prompt's ``threadline-blob:`` reference) reaches an image only
+    through a session that holds it, or a fork that reads it from its base."""
+    client = await start_sidecar(home, env={"THREADLINE_STORE": store_url} if store_url else {})
+    try:
+        m = model(tmp_path / "r.jsonl", images=True)
+        a = await client.new_session(cwd=str(tmp_path), model=m)
+        await prompt(client, a, {"type": "text", "text": "Look"}, image_block(SHOT))
+        uri = f"threadline-blob:{SHOT_HASH}"
+        fork = (await client.call("session/fork", {"sessionId": a}))["sessionId"]
+        for sid in (a, fork):
+            got = await client.call("session/blob", {"sessionId": sid, "uri": uri})
+            assert got["data"] == b64(SHOT)
+        other = await client.new_session(cwd=str(tmp_path), model=m)
+        with pytest.raises(JsonRpcException) as err:
+            await client.call("session/blob", {"sessionId": other, "uri": uri})
+        assert err.value.code == -32602
+        assert f"session {other} holds no image {uri}" in err.value.message
+        with pytest.raises(JsonRpcException) as err:
+            await prompt(client, other, {"type": "image", "mimeType": "image/png", "uri": uri})
+        assert err.value.code == -32602 and "no stored image" in err.value.message
+        assert await history(client, other) == []
     finally:
         await client.stop()
 

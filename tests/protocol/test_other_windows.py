@@ -1,21 +1,26 @@
 """What one window shows of work another window's sidecar does: a turn waiting for
 its user's permission is ``requires_action`` everywhere, and a prompt left waiting by
-a sender that died while the session was idle is held, not run unasked.
+a sender that died while the session was idle is held, not run unasked, and one whose
+sender lives is never held however long that sender stalls.
 
 Real ``threadline serve`` processes sharing one home, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.protocol.test_while_running import history, info, model, prompt, said, text, until
+from tests.protocol.test_while_running import history, info, model, prompt, said, until
 from tests.support import SidecarClient, start_sidecar
-from threadline.engine.ids import new_id, now_iso
+from threadline.engine.inbox import UNATTENDED_SECONDS
 from threadline.store.factory import open_store
+from threadline.store.owners import current_owner
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,52 +83,89 @@ async def test_a_permission_waiting_in_one_window_is_requires_action_in_the_othe
         await b.stop()
 
 
-async def test_a_prompt_whose_sender_died_while_the_session_was_idle_is_held(
+async def left_waiting(
+    home: Path, store_url: str | None, a: SidecarClient, c: SidecarClient
+) -> tuple[str, asyncio.Task[dict[str, Any]]]:
+    """A session that ``a`` shows, with a prompt ``c`` queued behind work that ended
+    too late to run it (this test process held the lease, like a sidecar whose turn
+    was ending), and ``c`` stopped before it runs the prompt: the prompt waits in a
+    session no process works on. Returns the session and ``c``'s waiting request."""
+    sid = await a.new_session(model=model([{"echo": True}]), builtinTools=False)
+    await a.prompt(sid, "first")
+    await c.call("session/load", {"sessionId": sid, "mcpServers": []})
+    store = open_store(home / "threadline.db", store_url)
+    try:
+        working = current_owner()
+        assert store.acquire_lease(sid, working, "turn", None, time.time()).mine
+        queued = prompt(c, sid, "queued", "queue")
+        await until(lambda: any(q and q[0]["state"] == "queued" for q in info(a, sid, "queue")))
+        assert c._server is not None
+        os.kill(c._server.pid, signal.SIGSTOP)
+        store.release_lease(sid, working)
+    finally:
+        store.close()
+    await until(lambda: info(a, sid, "state")[-1:] == ["idle"])
+    return sid, queued
+
+
+def shown_held(client: SidecarClient, sid: str) -> bool:
+    return any(q and q[0]["state"] == "held" for q in info(client, sid, "queue"))
+
+
+async def test_a_prompt_whose_sender_was_killed_while_the_session_was_idle_is_held(
     home: Path, store_url: str | None
 ) -> None:
     a = await start_sidecar(home)
-    b = await start_sidecar(home)
+    c = await start_sidecar(home)
     try:
-        sid = await a.new_session(model=model([{"echo": True}]), builtinTools=False)
-        await a.prompt(sid, "first")
-        await b.call("session/load", {"sessionId": sid, "mcpServers": []})
-        # A sidecar queued a prompt as the session's work ended, and died before it
-        # ran it: its row waits, and no process works on the session.
-        store = open_store(home / "threadline.db", store_url)
-        try:
-            gone = store.add_pending(
-                sid, new_id("msg"), "queue", text("left behind"), "a-dead-sidecar", now_iso()
-            )
-        finally:
-            store.close()
-        for window in (a, b):  # shown queued at once, then held in every window
-            await until(
-                lambda w=window: any(q and q[0]["state"] == "queued" for q in info(w, sid, "queue"))
-            )
-            await until(
-                lambda w=window: (
-                    info(w, sid, "queue")[-1][:1]
-                    and info(w, sid, "queue")[-1][0]["state"] == "held"
-                ),
-                timeout=30,
-            )
-        listed = (await b.call("session/queue/list", {"sessionId": sid}))["prompts"]
-        assert [(q["id"], q["state"]) for q in listed] == [(gone.id, "held")]
+        sid, queued = await left_waiting(home, store_url, a, c)
+        assert c._server is not None
+        os.kill(c._server.pid, signal.SIGKILL)
+        await c._server.wait()
+        with pytest.raises(RuntimeError, match="exited"):
+            await queued
+        await until(lambda: shown_held(a, sid), timeout=60)
+        listed = (await a.call("session/queue/list", {"sessionId": sid}))["prompts"]
+        assert [(q["prompt"][0]["text"], q["state"]) for q in listed] == [("queued", "held")]
         assert [said(m) for m in await history(a, sid) if m["role"] == "user"] == ["first"]
 
         # A new prompt runs at once; the held one stays until the user resumes it.
-        await b.prompt(sid, "second")
-        users = [said(m) for m in await history(b, sid) if m["role"] == "user"]
-        assert users == ["first", "second"]
+        await a.prompt(sid, "second")
         await a.call("session/queue/resume", {"sessionId": sid})
         await until(
             lambda: info(a, sid, "queue")[-1:] == [[]] and info(a, sid, "state")[-1:] == ["idle"]
         )
         users = [said(m) for m in await history(a, sid) if m["role"] == "user"]
-        assert users == ["first", "second", "left behind"]
+        assert users == ["first", "second", "queued"]
     finally:
         await a.stop()
-        await b.stop()
+        await c.stop()
+
+
+async def test_a_live_but_stalled_sender_s_prompt_is_never_held_and_runs_in_order(
+    home: Path, store_url: str | None
+) -> None:
+    """The sender is stopped (alive, its heartbeat still within the lease lifetime)
+    for longer than a time-based rule would wait (`UNATTENDED_SECONDS`): no window
+    holds its prompt, and once it goes on it runs the prompt itself."""
+    a = await start_sidecar(home)
+    c = await start_sidecar(home)
+    try:
+        sid, queued = await left_waiting(home, store_url, a, c)
+        # Nothing marks "decided not to hold", so the window is watched for a while.
+        await asyncio.sleep(UNATTENDED_SECONDS + 2)
+        assert not shown_held(a, sid)
+        assert c._server is not None
+        os.kill(c._server.pid, signal.SIGCONT)
+        assert (await queued)["stopReason"] == "end_turn"
+        users = [said(m) for m in await history(a, sid) if m["role"] == "user"]
+        assert users == ["first", "queued"]
+        assert not shown_held(a, sid)
+    finally:
+        if c._server is not None and c._server.returncode is None:
+            os.kill(c._server.pid, signal.SIGCONT)
+        await a.stop()
+        await c.stop()
 
 
 async def test_a_question_waiting_in_one_window_is_requires_action_in_the_other(

@@ -11,7 +11,9 @@ import pytest
 
 from tests.pgserver import PASSWORD, PgServer
 from tests.unit.conftest import Opener
+from threadline.engine.ownership import LeaseKeeper
 from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
+from threadline.store.leases import STALE_OWNER_SECONDS
 from threadline.store.owners import current_owner, hostname, lease_ttl
 from threadline.store.sqlite import EventStore
 
@@ -138,6 +140,36 @@ def test_a_lease_on_another_host_is_taken_over_only_when_its_heartbeat_is_stale(
     assert store.acquire_lease("s", me, "turn", None, now + lease_ttl() + 1).mine
 
 
+def test_a_sender_is_gone_only_when_proven_dead(open_store: Opener) -> None:
+    """What `LeaseKeeper.sender_gone` reads: a process that waits for prompts it sent
+    is alive while its pid lives (same host) and its heartbeat is fresh (any host)."""
+    store = open_store()
+    me = current_owner()
+    keeper = LeaseKeeper(store, me, lambda _: None)
+    alive, dead = other_owner(os.getppid()), other_owner(dead_pid())
+    remote = Owner(id="remote", pid=1, host="elsewhere.example", started=0.0)
+    now = time.time()
+    for owner in (alive, dead, remote):
+        store.announce_owner(owner, now)
+    assert keeper.sender_gone(me.id) is False
+    assert keeper.sender_gone(alive.id) is False
+    assert keeper.sender_gone(dead.id) is True
+    assert keeper.sender_gone(remote.id) is False
+    assert keeper.sender_gone("never-announced") is True
+    # another host's sender: dead once its heartbeat is older than the lease lifetime,
+    # alive again when it beats
+    store.announce_owner(remote, now - lease_ttl() - 1)
+    assert keeper.sender_gone(remote.id) is True
+    store.heartbeat(remote, now, present=True)
+    assert keeper.sender_gone(remote.id) is False
+    store.forget_owner(remote)
+    assert keeper.sender_gone(remote.id) is True
+    # a row left by a process killed long ago goes when another announces itself
+    store.announce_owner(remote, now - STALE_OWNER_SECONDS - 1)
+    store.announce_owner(me, now)
+    assert store.get_owner(remote.id) is None and store.get_owner(me.id) is not None
+
+
 def test_heartbeat_carries_interrupt_requests_to_the_owner(open_store: Opener) -> None:
     store = open_store()
     store.create_session("s", "/tmp", {}, "t0")
@@ -221,7 +253,7 @@ def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("6",)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("7",)
     db.close()
 
 
@@ -435,7 +467,7 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         owner.close()
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-        assert version == ("5",)
+        assert version == ("6",)
     # not granted the new table yet: still works, deletes included, without kept folds
     team = PostgresStore(make_conninfo("", **params))
     try:

@@ -17,14 +17,19 @@ if TYPE_CHECKING:
 
 def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[str, Any]:
     info = {"name": "threadline", "title": "Threadline", "version": server_version}
+    models = providers.available()
+    for m in models:
+        m["images"] = providers.images(m["modelId"]).sees
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
-            # image: the default model sees images (a session on a text-only model
-            # still takes them, and its model reads placeholders: `engine/images.py`)
+            # image: some model sees images, so a client lets its user attach them;
+            # whether a session's model does is its entry's `images` in `models` (a
+            # session on a text-only model still takes them, kept, and its model reads
+            # placeholders: `engine/images.py`)
             "promptCapabilities": {
-                "image": providers.images(providers.default_model).sees,
+                "image": any(m["images"] for m in models),
                 "audio": False,
                 "embeddedContext": True,
             },
@@ -44,7 +49,7 @@ def initialize_result(server_version: str, providers: ProviderRegistry) -> dict[
                     "compact": True,
                     "history": True,
                     "fork": True,
-                    "models": providers.available(),
+                    "models": models,
                     "defaultModel": providers.default_model,
                     "promptQueueing": True,
                 }

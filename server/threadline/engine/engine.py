@@ -180,7 +180,7 @@ class Engine:
             return content
         roots = [Path(r) for r in session.roots]
         try:
-            return accept_prompt(content, roots, self.store.get_blob)
+            return accept_prompt(content, roots, lambda h: self.store.session_blob(session.id, h))
         except ImageRejected as exc:
             raise InvalidParams(str(exc), {"reason": "image"}) from None
 
@@ -326,11 +326,10 @@ class Engine:
         return bool(caps.threadline().image_references)
 
     def blob(self, params: pm.BlobParams) -> pm.BlobResult:
-        """A stored image's bytes (the session must exist; the hash names the image)."""
-        self.live.open(params.session_id)
-        got = self.store.get_blob(params.uri.removeprefix(BLOB_SCHEME))
-        if got is None:
-            raise InvalidParams(f"no stored image {params.uri}", {"uri": params.uri})
+        """A stored image's bytes: one the session (or a base its fork reads) holds."""
+        sid, uri = self.live.open(params.session_id).id, params.uri
+        if (got := self.store.session_blob(sid, uri.removeprefix(BLOB_SCHEME))) is None:
+            raise InvalidParams(f"session {sid} holds no image {uri}", {"uri": uri})
         info, data = got
         return pm.BlobResult(
             uri=params.uri,

@@ -24,6 +24,7 @@ from the store. Work that ends cancelled or failed holds what waits (it runs on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -55,10 +56,10 @@ process wakes it sooner, through the feed)."""
 MODES = ("steer", "queue", "refuse")
 
 UNATTENDED_SECONDS = 5.0
-"""How long a prompt may wait in a session that no process works on before it is
-held. A live sender runs its prompt within about `LOOK_SECONDS` once the session is
-free, so one still waiting this long was sent by a process that died (with the work
-it waited on, or as that work ended): after a crash nothing runs unasked."""
+"""Only for a store that cannot say whether a sender lives (a PostgreSQL role not
+granted its owners table): how long a prompt may wait in a session that no process
+works on before it is held. Elsewhere a prompt is held only once its sender is proven
+dead (`LeaseKeeper.sender_gone`), however long a live but slow sender takes."""
 
 Stored = Callable[[str | None], None]
 """Told that a prompt was accepted: the message id it is stored or waits under."""
@@ -243,14 +244,15 @@ class Inbox:
                     raise
         if not self.store.get_session(session.id):
             raise InvalidParams("the session is gone", {"sessionId": session.id})
-        prompt = self.store.add_pending(
-            session.id, new_id("msg"), mode, content, self.live.owner.id, now_iso()
-        )
-        accepted(session)
-        if stored is not None:
-            stored(prompt.id)
-        self.feed.refresh(session)
-        return await self.wait(session, prompt.id)
+        with self.live.leases.waiting_for_prompt():
+            prompt = self.store.add_pending(
+                session.id, new_id("msg"), mode, content, self.live.owner.id, now_iso()
+            )
+            accepted(session)
+            if stored is not None:
+                stored(prompt.id)
+            self.feed.refresh(session)
+            return await self.wait(session, prompt.id)
 
     async def run(self, session: Session, tracked: Tracked) -> PromptOutcome:
         """Run a task now; when it ends well, what waits runs next."""
@@ -339,18 +341,23 @@ class Inbox:
         return (steering or waiting or [None])[0]
 
     def _hold_unattended(self, session: Session, waiting: list[PendingPrompt]) -> bool:
-        """Prompts that wait in a session nobody works on, seen by any window: after
-        `UNATTENDED_SECONDS` their sender is gone, and they are held (shown held,
-        run on ``session/queue/resume``). True while the clock runs."""
+        """Prompts that wait in a session nobody works on, seen by any window: once a
+        sender of one is proven dead (killed with the work it waited on, or as that
+        work ended), they are held (shown held, run on ``session/queue/resume``): after
+        a crash nothing runs unasked, and nothing overtakes the dead sender's prompt.
+        A live sender runs its own. True: look again soon (a sender may yet die)."""
         mine = any(p.origin == self.live.owner.id for p in waiting)
         if not waiting or mine or session.id in self._draining:
             self._unattended.pop(session.id, None)  # (ours: our own wait runs them)
             return False
-        now = time.monotonic()
-        since = self._unattended.setdefault(session.id, now)
-        if now - since < UNATTENDED_SECONDS:
+        gone = [self.live.leases.sender_gone(origin) for origin in {p.origin for p in waiting}]
+        if None in gone:  # the store cannot tell: the sender had long enough
+            now = time.monotonic()
+            if now - self._unattended.setdefault(session.id, now) < UNATTENDED_SECONDS:
+                return True
+            del self._unattended[session.id]
+        elif not any(gone):
             return True
-        del self._unattended[session.id]
         held = self.store.hold_pending(session.id)
         if held:
             log.warning(
@@ -392,11 +399,33 @@ class Inbox:
         return removed
 
     def resume(self, session: Session) -> list[str]:
-        released = [p.id for p in self.store.release_pending(session.id)]
+        """Let held prompts run again. This process sends them now (their sender may be
+        dead: that is why they were held) and waits for them in the background, so no
+        window holds them again as orphans before they run."""
+        leases = self.live.leases
+        leases.begin_waiting()
+        try:
+            released = [p.id for p in self.store.release_pending(session.id, self.live.owner.id)]
+        except BaseException:
+            leases.end_waiting()
+            raise
+        if not released:
+            leases.end_waiting()
+            return released
+        task = asyncio.get_running_loop().create_task(self._await_resumed(session, released))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         self.feed.refresh(session)
-        if released and not self._busy(session):
-            self.drain_soon(session)
         return released
+
+    async def _await_resumed(self, session: Session, released: list[str]) -> None:
+        """Wait for resumed prompts as their sender would (`begin_waiting` is done)."""
+        try:
+            for prompt_id in released:
+                with contextlib.suppress(Exception):  # each outcome is on its row
+                    await self.wait(session, prompt_id)
+        finally:
+            self.live.leases.end_waiting()
 
     async def aclose(self) -> None:
         for task in list(self._tasks):

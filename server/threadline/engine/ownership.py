@@ -6,6 +6,10 @@ compaction, or a repair of what a dead process left) holds the session's lease; 
 other gets -32010 with the holder's pid, host and start time, and can still ask the
 holder to stop: the request is a flag on the lease that the holder's heartbeat
 reads within `HEARTBEAT_SECONDS`.
+
+The same heartbeat keeps this process's presence fresh while it waits for prompts it
+sent (`waiting`): the proof other windows need before they take such a prompt for a
+dead sender's and hold it (`sender_gone`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 
 from ..store.base import Acquired, Lease, Owner, SessionStore, StoreError
 from ..store.owners import HEARTBEAT_SECONDS, owner_is_dead
@@ -54,6 +58,8 @@ class LeaseKeeper:
         self.owner = owner
         self.on_interrupt = on_interrupt
         self.held: set[str] = set()
+        self.waiting = 0
+        """Prompts this process sent and waits for (`Inbox.prompt`)."""
         self._beat: asyncio.Task[None] | None = None
 
     def acquire(self, session_id: str, kind: Work, turn_id: str | None = None) -> Acquired:
@@ -97,6 +103,50 @@ class LeaseKeeper:
         if lease is not None:
             raise busy_error(session_id, lease)
 
+    @contextlib.contextmanager
+    def waiting_for_prompt(self) -> Generator[None]:
+        """Around a prompt this process stores (or resumes) and waits for: its presence
+        is in the store (announced before the prompt is, refreshed by the heartbeat)
+        until its last such wait ends, so no other window holds the prompt while we
+        live."""
+        self.begin_waiting()
+        try:
+            yield
+        finally:
+            self.end_waiting()
+
+    def begin_waiting(self) -> None:
+        """`waiting_for_prompt`'s start (each one needs its `end_waiting`)."""
+        self.waiting += 1
+        if self.waiting == 1:
+            try:
+                self.store.announce_owner(self.owner, time.time())
+            except BaseException:
+                self.waiting -= 1
+                raise
+            self._start_heartbeat()
+
+    def end_waiting(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0:
+            try:
+                self.store.forget_owner(self.owner)
+            except Exception as exc:  # (a closed store at shutdown) the row is stale
+                # once our pid is gone or its heartbeat older than the TTL: no harm
+                log.warning("could not say that this process waits no more: %s", exc)
+
+    def sender_gone(self, owner_id: str) -> bool | None:
+        """Whether the process that sent a waiting prompt is proven dead: it waits no
+        more (closed, or its request was cancelled), its heartbeat is older than the
+        lease lifetime, or (same host) its pid is gone or reused. None: this store
+        cannot tell (a role not granted the owners table)."""
+        if owner_id == self.owner.id:
+            return False
+        if not self.store.keeps_owners:
+            return None
+        presence = self.store.get_owner(owner_id)
+        return presence is None or owner_is_dead(presence, self.owner, time.time())
+
     def _start_heartbeat(self) -> None:
         if self._beat is not None and not self._beat.done():
             return
@@ -108,12 +158,12 @@ class LeaseKeeper:
 
     async def _heartbeat(self) -> None:
         failing = False
-        while self.held:
+        while self.held or self.waiting:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            if not self.held:
+            if not (self.held or self.waiting):
                 return
             try:
-                wanted = self.store.heartbeat(self.owner, time.time())
+                wanted = self.store.heartbeat(self.owner, time.time(), present=self.waiting > 0)
             except StoreError as exc:
                 if not failing:
                     log.warning("lease heartbeat failed: %s", exc)
@@ -131,3 +181,6 @@ class LeaseKeeper:
                 await self._beat
         for session_id in list(self.held):
             self.release(session_id)
+        if self.waiting:
+            with contextlib.suppress(StoreError):
+                self.store.forget_owner(self.owner)  # what we waited for: held elsewhere

@@ -135,6 +135,15 @@ class Owner:
 
 
 @dataclass(frozen=True, slots=True)
+class Presence:
+    """A process that waits for prompts it sent (`SessionStore.announce_owner`)."""
+
+    owner: Owner
+    heartbeat: float
+    """Wall-clock seconds of its last heartbeat."""
+
+
+@dataclass(frozen=True, slots=True)
 class Lease:
     session_id: str
     owner: Owner
@@ -393,10 +402,25 @@ class SessionStore(Protocol):
 
     def get_lease(self, session_id: str) -> Lease | None: ...
 
-    def heartbeat(self, owner: Owner, now: float) -> list[str]:
-        """Refresh every lease of ``owner``; returns the sessions whose interrupt
-        another process asked for."""
+    def heartbeat(self, owner: Owner, now: float, *, present: bool = False) -> list[str]:
+        """Refresh every lease of ``owner`` (and, ``present``, its `announce_owner`
+        row); returns the sessions whose interrupt another process asked for."""
         ...
+
+    keeps_owners: bool
+    """Whether this store can say which senders are alive (a PostgreSQL role not
+    granted ``tl_owners`` cannot: `Presence` rows are then neither written nor read)."""
+
+    def announce_owner(self, owner: Owner, now: float) -> None:
+        """Say that ``owner`` waits for prompts it sent (kept fresh by `heartbeat`), so
+        other processes do not take its waiting prompts for a dead sender's."""
+        ...
+
+    def forget_owner(self, owner: Owner) -> None:
+        """``owner`` waits for no prompt any more (or is closing)."""
+        ...
+
+    def get_owner(self, owner_id: str) -> Presence | None: ...
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         """Ask the holder of the session's lease to stop its turn."""
@@ -445,7 +469,7 @@ class SessionStore(Protocol):
 
     def hold_pending(self, session_id: str) -> list[PendingPrompt]: ...
 
-    def release_pending(self, session_id: str) -> list[PendingPrompt]: ...
+    def release_pending(self, session_id: str, origin: str) -> list[PendingPrompt]: ...
 
     def forget_pending(self, prompt_ids: Sequence[str]) -> None: ...
 
@@ -456,6 +480,10 @@ class SessionStore(Protocol):
 
     def get_blob(self, hash: str) -> tuple[BlobInfo, bytes] | None:
         """An image's bytes by their hash (`store.blobs`), or None."""
+        ...
+
+    def session_blob(self, session_id: str, hash: str) -> tuple[BlobInfo, bytes] | None:
+        """`get_blob`, only for an image the session (or a base it reads) references."""
         ...
 
     def close(self) -> None: ...

@@ -3,7 +3,9 @@ only once its owner is dead (`store.owners`)."""
 
 from __future__ import annotations
 
-from .base import Acquired, Lease, Owner
+from typing import Any
+
+from .base import Acquired, Lease, Owner, Presence
 from .owners import owner_is_dead
 from .rows import AWAITING, LEASE_COLS, iso, lease_row
 from .seam import SqlBase
@@ -21,6 +23,11 @@ def live_lease(db: Statements, session_id: str, me: Owner, now: float) -> Lease 
     if lease is None or lease.owner.id == me.id or owner_is_dead(lease, me, now):
         return None
     return lease
+
+
+STALE_OWNER_SECONDS = 86_400.0
+"""An owners row whose heartbeat is this old is dropped (by the next process that
+announces itself): its process died as it waited, and no lease lifetime is this long."""
 
 
 class LeaseOps(SqlBase):
@@ -73,14 +80,51 @@ class LeaseOps(SqlBase):
             )
         )
 
-    def heartbeat(self, owner: Owner, now: float) -> list[str]:
-        rows = self._quiet(
-            lambda db: db.all(
+    def heartbeat(self, owner: Owner, now: float, *, present: bool = False) -> list[str]:
+        def work(db: Statements) -> list[tuple[Any, ...]]:
+            if present and self.keeps_owners:
+                db.run("UPDATE owners SET heartbeat=? WHERE owner_id=?", (now, owner.id))
+            return db.all(
                 "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
                 (now, owner.id),
             )
+
+        return [r[0] for r in self._quiet(work) if r[1]]
+
+    # -- owners that wait for their prompts ----------------------------------------------
+
+    keeps_owners: bool = True
+
+    def announce_owner(self, owner: Owner, now: float) -> None:
+        if not self.keeps_owners:
+            return
+
+        def work(db: Statements) -> None:
+            db.run(
+                "INSERT INTO owners(owner_id, pid, host, started, heartbeat) VALUES(?,?,?,?,?) "
+                "ON CONFLICT(owner_id) DO UPDATE SET heartbeat=excluded.heartbeat",
+                (owner.id, owner.pid, owner.host, owner.started, now),
+            )
+            # rows of processes killed as they waited: long dead by any rule
+            db.run("DELETE FROM owners WHERE heartbeat<?", (now - STALE_OWNER_SECONDS,))
+
+        self._quiet(work)
+
+    def forget_owner(self, owner: Owner) -> None:
+        if self.keeps_owners:
+            self._quiet(lambda db: db.run("DELETE FROM owners WHERE owner_id=?", (owner.id,)))
+
+    def get_owner(self, owner_id: str) -> Presence | None:
+        if not self.keeps_owners:
+            return None
+        r = self._read(
+            lambda db: db.one(
+                "SELECT pid, host, started, heartbeat FROM owners WHERE owner_id=?", (owner_id,)
+            )
         )
-        return [r[0] for r in rows if r[1]]
+        if r is None:
+            return None
+        return Presence(Owner(owner_id, int(r[0]), str(r[1]), float(r[2])), float(r[3]))
 
     def request_interrupt(self, session_id: str) -> Lease | None:
         r = self._write(

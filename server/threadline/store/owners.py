@@ -13,7 +13,7 @@ import socket
 import uuid
 from functools import cache
 
-from .base import Lease, Owner
+from .base import Lease, Owner, Presence
 
 HEARTBEAT_SECONDS = 0.3
 """How often an owner refreshes its leases and looks for interrupt requests; another
@@ -68,7 +68,9 @@ def pid_alive(pid: int, started: float) -> bool:
     return not started or _start_time(pid) in (0.0, started)
 
 
-def owner_is_dead(lease: Lease, me: Owner, now: float) -> bool:
+def owner_is_dead(lease: Lease | Presence, me: Owner, now: float) -> bool:
+    """Proven dead: its heartbeat older than the lease lifetime, or (same host) its pid
+    gone or reused. A live owner on another host is dead only by its heartbeat."""
     if lease.owner.id == me.id:
         return False
     if now - lease.heartbeat > lease_ttl():

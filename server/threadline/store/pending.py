@@ -186,9 +186,12 @@ class PendingOps(SqlBase):
         """Keep the session's waiting prompts from running until the user says so."""
         return self._change("state='held' WHERE session_id=? AND state='waiting'", (session_id,))
 
-    def release_pending(self, session_id: str) -> list[PendingPrompt]:
-        """Let held prompts run again (in their order)."""
-        return self._change("state='waiting' WHERE session_id=? AND state='held'", (session_id,))
+    def release_pending(self, session_id: str, origin: str) -> list[PendingPrompt]:
+        """Let held prompts run again (in their order), sent now by ``origin`` (the
+        process that resumed them, which waits for them in place of their sender)."""
+        return self._change(
+            "state='waiting', origin=? WHERE session_id=? AND state='held'", (origin, session_id)
+        )
 
     def forget_pending(self, prompt_ids: Sequence[str]) -> None:
         """Drop finished rows whose waiter has read them."""

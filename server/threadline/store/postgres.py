@@ -48,12 +48,13 @@ from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
 2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
 ``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
 (`store.pending`; the SQLite store's schema 5). 5: blobs and their references
-(`store.blobs`; the SQLite store's schema 6). An older schema is brought up
+(`store.blobs`; the SQLite store's schema 6). 6: owners, the processes that wait
+for prompts they sent (`store.leases`; the SQLite store's schema 7). An older schema is brought up
 to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
 `store.catalog.upgrade`."""
 
@@ -164,6 +165,9 @@ class PostgresStore(SqlStore):
             self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
             self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
             self.keeps_blobs = version >= 5 and self._may_use("tl_blob_refs", "images")
+            self.keeps_owners = version >= 6 and self._may_use(
+                "tl_owners", "proofs that a prompt's sender is alive"
+            )
             self._listen.add_notify_handler(self._on_notify)
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:

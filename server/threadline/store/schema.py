@@ -112,7 +112,14 @@ CREATE TABLE IF NOT EXISTS blob_refs(
     hash TEXT NOT NULL,
     PRIMARY KEY(session_id, hash)
 ){norowid};
-CREATE INDEX IF NOT EXISTS {p}blob_refs_hash ON blob_refs(hash)
+CREATE INDEX IF NOT EXISTS {p}blob_refs_hash ON blob_refs(hash);
+CREATE TABLE IF NOT EXISTS owners(
+    owner_id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started {real} NOT NULL,
+    heartbeat {real} NOT NULL
+)
 """
 
 CATALOG_COLUMNS = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .base import Lease, Owner, SessionRow, StoreError
+from .base import BlobInfo, Lease, Owner, SessionRow, StoreError
 from .blobs import BlobOps
 from .catalog import index_title, tag_pattern, tags_json
 from .codec import dumps
@@ -194,6 +194,21 @@ class SessionOps(BlobOps):
             )
             if r is not None:
                 return str(r[0])
+        return None
+
+    def session_blob(self, session_id: str, hash: str) -> tuple[BlobInfo, bytes] | None:
+        """An image's bytes by hash, only if the session references it (its own
+        events, or a base's that its fork reads): one session's client cannot read, or
+        copy into its prompts, another session's images by guessing or learning a hash."""
+        if not self.keeps_blobs:
+            return None
+        for sid, _ in self._chain(session_id):
+            if self._read(
+                lambda db, sid=sid: db.one(
+                    "SELECT 1 FROM blob_refs WHERE session_id=? AND hash=?", (sid, hash)
+                )
+            ):
+                return self.get_blob(hash)
         return None
 
     def _chain(self, session_id: str, *, strict: bool = False) -> Iterator[tuple[str, int | None]]:

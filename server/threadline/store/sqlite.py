@@ -62,13 +62,15 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
 4: the catalog (archive, tags, previews, the FTS5 search index; `store.catalog`).
 5: pending prompts, steering and queued (`store.pending`), and forks indexed by parent.
 6: content-addressed blobs (image bytes) and which sessions reference them
 (`store.blobs`); images stored inline by older versions stay inline and are read as such.
+7: owners, the processes that wait for prompts they sent, with a heartbeat
+(`store.leases`), so a prompt is held only once its sender is proven dead.
 Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, and the
 catalog's columns and index by `store.catalog.upgrade`, which is how a store of an older
 version is brought up to this one."""

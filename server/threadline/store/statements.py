@@ -36,6 +36,7 @@ TABLES = (
     "pending",
     "blobs",
     "blob_refs",
+    "owners",
 )
 """The tables the shared statements name (a backend may prefix them)."""
 

@@ -705,6 +705,8 @@ export interface Message {
 
 export interface ModelInfo {
   description?: string | null;
+  /** @default false */
+  images?: boolean;
   modelId: string;
   name: string;
   /** Peers may add fields (ACP extensibility). */
