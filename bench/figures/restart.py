@@ -7,6 +7,14 @@ first ``session/history``, and another fresh one the first ``session/load`` (eac
 the first request about the session in its process). On SQLite and on PostgreSQL
 (a throw-away cluster, ``tests/pgserver``).
 
+PostgreSQL at 100,000 messages: growing a session there by prompting takes ~30 ms a
+prompt on this machine (50,000 prompts: ~25 minutes), so the session is the SQLite
+figure's, grown by prompting there, then copied to PostgreSQL with ``threadline store
+migrate`` (the path of a team moving its sessions to a shared store) and prompted
+`MORE` more turns on PostgreSQL before its ``shutdown``: the fold that the fresh
+sidecars read was written by a sidecar on PostgreSQL as the session grew and at its
+shutdown, as on the user's path.
+
 Same-run peers, on the same store and session: the same fresh-server calls with the
 kept fold removed from the store first (what every restart cost before folds were
 kept as sessions grow: the whole log folded), and the bench client's own stdlib
@@ -23,7 +31,9 @@ here), which no user's restart pays.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -40,23 +50,54 @@ FIGURE = "restart"
 TARGETS = {10_000: (50.0, 100.0), 100_000: (500.0, 1000.0)}
 """Messages → (history, load) targets in ms, cold in a fresh process."""
 
+PG_GROWN = 10_000
+"""Sessions up to this size are grown by prompting on PostgreSQL too; longer ones are
+migrated from the SQLite figure's session (module docstring)."""
 
-def _grow(home: Path, env: dict[str, str], messages: int, ctx: Context) -> tuple[str, float]:
-    """A session of ``messages`` messages, grown by prompting; the sidecar then stops
-    with ``shutdown`` + ``exit``. Returns the session and the median ms per prompt."""
+MORE = 100
+"""Turns prompted on PostgreSQL after the migration, before the ``shutdown``."""
+
+
+def _grow(
+    home: Path, env: dict[str, str], turns: int, ctx: Context, sid: str | None = None
+) -> tuple[str, float]:
+    """``turns`` prompts (two messages each) into a new session (or ``sid``); the sidecar
+    then stops with ``shutdown`` + ``exit``. Returns the session and the median ms per
+    prompt."""
     conn = spawn(THREADLINE, home, env=env)
     try:
-        sid = new_session(conn, "scripted:echo", builtinTools=False)
+        if sid is None:
+            sid = new_session(conn, "scripted:echo", builtinTools=False)
+        else:
+            conn.call("session/resume", {"sessionId": sid, "cwd": "/tmp", "mcpServers": []})
         times: list[float] = []
-        for i in range(messages // 2):
+        for i in range(turns):
             pending = conn.send("session/prompt", prompt_params(sid, f"turn {i}"))
             pending.wait(600)
             times.append(pending.received_ms)
             if i and i % 5000 == 0:
                 ctx.log(f"restart: {2 * i:,} messages")
     finally:
-        conn.close(timeout=60)
+        conn.close(timeout=120)
     return sid, summarize(times).p50
+
+
+def _migrated(
+    source: Path, home: Path, env: dict[str, str], sid: str, ctx: Context
+) -> tuple[str, float]:
+    """The SQLite figure's session copied to PostgreSQL (``threadline store migrate``),
+    then prompted `MORE` turns there and shut down."""
+    argv = [*THREADLINE.argv[:-1], "store", "migrate", "--from", str(db_path(source))]
+    t0 = time.monotonic()
+    subprocess.run(
+        [*argv, "--to", env["THREADLINE_STORE"]],
+        env={**os.environ, **env, "THREADLINE_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+    ctx.log(f"restart: migrated to PostgreSQL in {time.monotonic() - t0:.0f} s")
+    return _grow(home, env, MORE, ctx, sid)
 
 
 def _first(home: Path, env: dict[str, str], method: str, sid: str) -> tuple[float, Any]:
@@ -102,12 +143,23 @@ def _drop_folds(home: Path, url: str | None) -> None:
 
 
 def _measure(
-    ctx: Context, backend: str, url: str | None, messages: int, reps: int
-) -> dict[str, list[float]]:
+    ctx: Context,
+    backend: str,
+    url: str | None,
+    messages: int,
+    reps: int,
+    grown: tuple[Path, str] | None = None,
+) -> tuple[dict[str, list[float]], tuple[Path, str]]:
+    """The figure's runs on one store; ``grown``: the SQLite home and session to
+    migrate from (PostgreSQL past `PG_GROWN`). Returns the runs, and the home and
+    session measured."""
     home = ctx.scratch.home(f"restart-{backend.lower()}-{messages}")
     env = {"PYTHONDONTWRITEBYTECODE": ""} | ({"THREADLINE_STORE": url} if url else {})
     t0 = time.monotonic()
-    sid, per_prompt = _grow(home, env, messages, ctx)
+    if grown is not None:
+        sid, per_prompt = _migrated(grown[0], home, env, grown[1], ctx)
+    else:
+        sid, per_prompt = _grow(home, env, messages // 2, ctx)
     ctx.log(f"restart: {backend} grown to {messages:,} in {time.monotonic() - t0:.0f} s")
     out: dict[str, list[float]] = {"prompt": [per_prompt]}
     small = _small(home, env)
@@ -129,10 +181,10 @@ def _measure(
             _drop_folds(home, url)
             runs.append(_first(home, env, f"session/{key}", sid)[0])
         out[f"{key} unkept"] = runs
-    return out
+    return out, (home, sid)
 
 
-def _rows(backend: str, messages: int, r: dict[str, list[float]]) -> list[Row]:
+def _rows(backend: str, messages: int, r: dict[str, list[float]], how: str) -> list[Row]:
     rows: list[Row] = []
     dumps = summarize(r["dumps"])
     for i, key in enumerate(("history", "load")):
@@ -143,8 +195,7 @@ def _rows(backend: str, messages: int, r: dict[str, list[float]]) -> list[Row]:
         rows.append(
             Row(
                 FIGURE,
-                f"first session/{key} in a fresh sidecar, {messages:,} messages grown by "
-                f"prompting, {backend}",
+                f"first session/{key} in a fresh sidecar, {messages:,} messages {how}, {backend}",
                 ms(s.p50),
                 _spread(s),
                 f"{ratio(s.ratio(peer))} the log folded ({ms(peer.p50)}) · "
@@ -159,7 +210,7 @@ def _rows(backend: str, messages: int, r: dict[str, list[float]]) -> list[Row]:
             FIGURE,
             f"detail: prompt while growing to {messages:,} messages, {backend}",
             ms(r["prompt"][0]),
-            "median over the growth",
+            "median over the growth" if "migrated" not in how else f"median of the last {MORE}",
         )
     )
     return rows
@@ -176,9 +227,16 @@ def run(ctx: Context) -> list[Row]:
     server = PgServer()
     try:
         for messages in sizes:
-            for backend in ("SQLite", "PostgreSQL"):
-                url = None if backend == "SQLite" else server.new_database()
-                rows += _rows(backend, messages, _measure(ctx, backend, url, messages, reps))
+            runs, grown = _measure(ctx, "SQLite", None, messages, reps)
+            rows += _rows("SQLite", messages, runs, "grown by prompting")
+            if messages <= PG_GROWN:
+                runs, _ = _measure(ctx, "PostgreSQL", server.new_database(), messages, reps)
+                how = "grown by prompting"
+            else:
+                url = server.new_database()
+                runs, _ = _measure(ctx, "PostgreSQL", url, messages, reps, grown)
+                how = f"grown by prompting on SQLite, migrated, {MORE} turns more"
+            rows += _rows("PostgreSQL", messages, runs, how)
     finally:
         server.close()
     return rows

@@ -18,6 +18,7 @@ import anyio
 
 from threadline.engine.compiler import compile_request
 from threadline.engine.config import SessionConfig
+from threadline.engine.cost import session_cost
 from threadline.engine.events import Event
 from threadline.engine.mutations import Msg, Mutation
 from threadline.engine.tasks import RunningTask, SessionTask
@@ -113,6 +114,9 @@ class FakeHost:
 
     def price(self, model: str) -> Price | None:
         return self.prices.get(model)
+
+    def cost(self, pending: tuple[str, int, int]) -> float | None:
+        return session_cost(self.transcript.messages, self.price, pending)
 
     def compile_request(
         self,

@@ -32,32 +32,23 @@ def test_no_priced_answer_is_no_cost() -> None:
     assert session_cost([], PRICES.get, pending=("big", 0, 0)) == 0.0
 
 
-def test_a_tally_counts_only_the_answers_since_and_again_after_a_cut() -> None:
-    """The cost shown after each model call of a long session counts the answers
-    since the last one (a turn's cost does not grow with the history) and is the
-    whole history's cost at every step, also after a rewind cut it and it grew again."""
+def test_a_tally_counts_each_message_once_and_sums_as_session_cost() -> None:
+    """A turn of a long session looks only at the messages added since the last one;
+    the sum is `session_cost`'s, exactly, and counted again for another list (a rewind)
+    or a changed price."""
     from threadline.engine.cost import CostTally
 
-    def numbered(i: int, model: str, inputs: int, outputs: int) -> dict[str, object]:
-        return {**answer(model, inputs, outputs), "messageId": f"m{i}"}
-
-    history = [numbered(i, ("big", "small", "free")[i % 3], 1000 * i, 100 * i) for i in range(9)]
+    prices = dict(PRICES)
+    history = [answer("big", 1_000_000, 7), answer("small", 3, 1_000_000)]
     tally = CostTally()
-    for end in range(len(history) + 1):
-        shown = tally.cost(history[:end], PRICES.get, pending=("small", 10, 10))
-        assert shown == pytest.approx(session_cost(history[:end], PRICES.get, ("small", 10, 10)))
-        assert tally.counted == end
-    seen: list[str] = []
-
-    def price_of(model: str) -> Price | None:
-        seen.append(model)
-        return PRICES.get(model)
-
-    grown = [*history, numbered(9, "big", 7, 7)]
-    tally.cost(grown, price_of)
-    assert tally.counted == 10 and sorted(seen) == ["big", "free", "small"]
-    cut = [*history[:4], numbered(10, "small", 5_000_000, 0)]  # a rewind kept 4, then one new
-    assert tally.cost(cut, PRICES.get) == pytest.approx(session_cost(cut, PRICES.get))
-    copy = tally.copy()
-    copy.cost([*cut, numbered(11, "big", 1_000_000, 0)], PRICES.get)
-    assert tally.counted == 5 and copy.counted == 6
+    pending = ("big", 3, 4)
+    assert tally.cost(history, prices.get, pending) == session_cost(history, PRICES.get, pending)
+    history.append(answer("big", 5, 6))
+    before = list(history)
+    assert tally.cost(history, prices.get, pending) == session_cost(history, PRICES.get, pending)
+    history[0] = answer("big", 9_000_000, 0)  # never done to a message: shows it is not read again
+    assert tally.cost(history, prices.get) == session_cost(before, PRICES.get)
+    rewound = history[:1]
+    assert tally.cost(rewound, prices.get) == session_cost(rewound, PRICES.get) == 27.0
+    prices["big"] = Price(input=100.0, output=100.0)
+    assert tally.cost(rewound, prices.get) == session_cost(rewound, prices.get) == 900.0

@@ -74,9 +74,11 @@ async def test_under_an_event_loop_the_fold_is_written_on_a_worker_thread(
         written: list[str] = []
         save = store.save_fold
 
-        def on_a_thread(session_id: str, seq: int, data: bytes) -> None:
+        def on_a_thread(
+            session_id: str, seq: int, data: bytes, replay: bytes | None = None
+        ) -> None:
             written.append(threading.current_thread().name)
-            save(session_id, seq, data)
+            save(session_id, seq, data, replay)
 
         store.save_fold = on_a_thread  # type: ignore[method-assign]
         _, seq = cache.open(row)

@@ -15,7 +15,8 @@ from threadline.engine.ownership import LeaseKeeper
 from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict, StoreError
 from threadline.store.leases import STALE_OWNER_SECONDS
 from threadline.store.owners import current_owner, hostname, lease_ttl
-from threadline.store.sqlite import EventStore
+from threadline.store.postgres import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from threadline.store.sqlite import SCHEMA_VERSION, EventStore
 
 
 def msg_event(mid: str) -> NewEvent:
@@ -234,6 +235,119 @@ def test_a_kept_fold_is_read_back_never_replaced_by_an_older_one_and_goes_with_t
     assert b.load_fold("c") is None
 
 
+def test_a_folds_replay_is_kept_beside_it_and_read_only_for_that_fold(
+    open_store: Opener,
+) -> None:
+    """``session/history`` reads only the messages (`load_fold`); the replay is read
+    apart, and only while the fold it was kept with is still the store's."""
+    a, b = open_store(), open_store()
+    a.create_session("p", "/tmp", {}, "t0")
+    a.append("p", [msg_event(f"m{i}") for i in range(4)], "t1")
+    a.save_fold("p", 3, b"messages", b"replay \x00\xff")
+    assert b.load_fold("p") == (3, b"messages")
+    assert b.load_fold_replay("p", 3) == b"replay \x00\xff"
+    b.save_fold("p", 4, b"four")
+    assert a.load_fold("p") == (4, b"four") and a.load_fold_replay("p", 4) is None
+    assert a.load_fold_replay("p", 3) is None, "not the replay of a fold no longer kept"
+
+
+def _schema_7_folds(db: sqlite3.Connection) -> None:
+    db.execute("DROP TABLE folds")
+    db.execute("CREATE TABLE folds(session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data BLOB)")
+    db.execute("INSERT INTO folds VALUES('s', 1, x'00')")
+    db.execute("UPDATE meta SET value='7' WHERE key='schema_version'")
+
+
+def test_a_store_of_schema_7_gets_the_replay_column_and_drops_older_folds(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "db.sqlite"
+    store = EventStore(path)
+    store.create_session("s", "/tmp", {}, "t0")
+    store.append("s", [msg_event("m1")], "t1")
+    store.close()
+    with sqlite3.connect(path) as db:
+        _schema_7_folds(db)
+    store = EventStore(path)
+    try:
+        assert store.load_fold("s") is None, "a fold of the older format is dropped"
+        store.save_fold("s", 1, b"kept", b"its replay")
+        assert store.load_fold("s") == (1, b"kept") and ids(store, "s") == ["m1"]
+        assert store.load_fold_replay("s", 1) == b"its replay"
+    finally:
+        store.close()
+
+
+def _older_schema(pg_url: str, version: int, *changes: str) -> str:
+    """A database with one session ``s`` (event m1) taken back to schema ``version`` by
+    ``changes``, and a team role of that version's grants (docs/teams.md) that may not
+    create tables; returns the team role's URL."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from threadline.store.postgres import PostgresStore
+
+    owner = PostgresStore(pg_url)
+    owner.create_session("s", "/tmp", {}, "t0")
+    owner.append("s", [msg_event("m1")], "t1")
+    owner.close()
+    dbname = str(conninfo_to_dict(pg_url)["dbname"])
+    role = f"threadline_team{version}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for change in changes:
+            conn.execute(change)  # pyright: ignore[reportArgumentType]
+        conn.execute("UPDATE tl_meta SET value=%s WHERE key='schema_version'", (str(version),))
+        conn.execute(f"DROP ROLE IF EXISTS {role}")  # pyright: ignore[reportArgumentType]
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'team-pw'")  # pyright: ignore[reportArgumentType]
+        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO {role}")  # pyright: ignore[reportArgumentType]
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"  # pyright: ignore[reportArgumentType]
+        )
+    params = conninfo_to_dict(pg_url)
+    params.update(user=role, password="team-pw")
+    return make_conninfo("", **params)
+
+
+def test_postgres_schema_6_gets_the_replay_column_and_a_team_role_keeps_folds_without(
+    pg_url: str,
+) -> None:
+    """The owner's sidecar adds ``tl_folds.replay``; until then a team role (which may
+    not) keeps folds without their replay."""
+    import psycopg
+
+    from threadline.store.postgres import PostgresStore
+
+    team = PostgresStore(
+        _older_schema(
+            pg_url,
+            6,
+            "ALTER TABLE tl_folds DROP COLUMN replay",
+            "INSERT INTO tl_folds VALUES('s', 1, '\\x00')",
+        )
+    )
+    try:
+        team.save_fold("s", 1, b"team", b"no column for it")
+        assert team.load_fold("s") == (1, b"team") and team.load_fold_replay("s", 1) is None
+    finally:
+        team.close()
+    owner = PostgresStore(pg_url)
+    try:
+        assert owner.load_fold("s") is None, "a fold of the older format is dropped"
+        owner.save_fold("s", 1, b"kept", b"its replay")
+        assert owner.load_fold_replay("s", 1) == b"its replay"
+    finally:
+        owner.close()
+    with psycopg.connect(pg_url) as conn:
+        version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
+        assert version == (str(PG_SCHEMA_VERSION),)
+        compression = conn.execute(
+            "SELECT attname, attcompression FROM pg_attribute WHERE attrelid="
+            "'tl_folds'::regclass AND attname IN ('data', 'replay') ORDER BY attname"
+        ).fetchall()
+        assert compression == [("data", "l"), ("replay", "l")], "kept folds compressed by lz4"
+
+
 def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     """An older store is brought up to this version on open, its sessions intact."""
     path = tmp_path / "db.sqlite"
@@ -253,7 +367,8 @@ def test_a_store_of_schema_2_gets_the_folds_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("7",)
+    version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),)
     db.close()
 
 
@@ -430,29 +545,11 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
     """A database of schema 1 (before kept folds): a role that may not create tables
     still runs sessions on it, without kept folds; the owner's next sidecar upgrades it."""
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from threadline.store.postgres import PostgresStore
 
-    owner = PostgresStore(pg_url)
-    owner.create_session("s", "/tmp", {}, "t0")
-    owner.append("s", [msg_event("m1")], "t1")
-    owner.close()
-    dbname = str(conninfo_to_dict(pg_url)["dbname"])
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE tl_folds")
-        conn.execute("UPDATE tl_meta SET value='1' WHERE key='schema_version'")
-        conn.execute("DROP ROLE IF EXISTS threadline_team1")
-        conn.execute("CREATE ROLE threadline_team1 LOGIN PASSWORD 'team-pw'")
-        conn.execute(f"GRANT CONNECT ON DATABASE {dbname} TO threadline_team1")  # pyright: ignore[reportArgumentType]
-        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-        conn.execute(
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
-            "TO threadline_team1"
-        )
-    params = conninfo_to_dict(pg_url)
-    params.update(user="threadline_team1", password="team-pw")
-    team = PostgresStore(make_conninfo("", **params))
+    team_url = _older_schema(pg_url, 1, "DROP TABLE tl_folds")
+    team = PostgresStore(team_url)
     try:
         team.append("s", [msg_event("m2")], "t2")
         team.save_fold("s", 2, b"not kept")
@@ -467,9 +564,9 @@ def test_postgres_schema_1_is_upgraded_by_the_owner_and_used_as_is_by_a_team_rol
         owner.close()
     with psycopg.connect(pg_url) as conn:
         version = conn.execute("SELECT value FROM tl_meta WHERE key='schema_version'").fetchone()
-        assert version == ("6",)
+        assert version == (str(PG_SCHEMA_VERSION),)
     # not granted the new table yet: still works, deletes included, without kept folds
-    team = PostgresStore(make_conninfo("", **params))
+    team = PostgresStore(team_url)
     try:
         assert team.load_fold("s") is None
         team.create_session("t", "/tmp", {}, "t3")

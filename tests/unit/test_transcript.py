@@ -258,7 +258,10 @@ def test_a_snapshot_of_another_format_or_damaged_is_not_restored() -> None:
     t.apply(UserMessage(m("u1", "user", "u1", text("hi"))))
     data = t.snapshot()
     assert data is not None
-    assert Transcript.restore(data.replace(b'"format":4', b'"format":0')) is None
+    from threadline.engine.transcript import SNAPSHOT_FORMAT
+
+    now = b'"format":%d' % SNAPSHOT_FORMAT
+    assert Transcript.restore(data.replace(now, b'"format":4', 1)) is None
     assert Transcript.restore(data[:-5]) is None
     assert Transcript.restore(b"not a snapshot") is None
     big = Transcript()
@@ -297,3 +300,66 @@ def test_a_copy_is_the_same_fold_and_goes_on_apart_from_its_original() -> None:
         assert copy.open_calls == {} and "c9" in original.open_calls
         assert [x["messageId"] for x in _spliced(copy)][-2:] == [res.message["messageId"], "u9"]
         assert copy.experiences == {**original.experiences, "e2": "only the copy"}
+
+
+def test_a_kept_folds_replay_is_read_only_when_a_replay_needs_it() -> None:
+    """The store keeps the replay apart (``folds.replay``): a restored fold answers
+    history, its length and its last message without reading it or parsing a message;
+    the first replay reads it once and splices it as kept."""
+    from threadline.engine.transcript import Folded
+    from threadline.rpc.projection import replay as replayed
+
+    def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        return replayed(msg, compaction=False)
+
+    t = Transcript()
+    for i in range(1, 30):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i} \u00e9"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+    t.apply(
+        ContextSummary(m("s", "assistant", "a29", {"type": "summary", "text": "S"}), "a20", (), ())
+    )
+    replay = t.replay_json(project, variant=("acp", 2))  # a tuple: kept as a JSON array
+    capture = t.capture()
+    assert capture is not None
+    folded = capture.assemble()
+    assert isinstance(folded, Folded) and folded.replay is not None
+    reads: list[int] = []
+
+    def read() -> bytes | None:
+        reads.append(1)
+        return folded.replay
+
+    back = Transcript.restore(folded.messages, read)
+    assert back is not None
+    assert _spliced(back) == t.history() and len(back) == len(t) and back.replayed == len(t)
+    assert back.last_message_id == "s"
+    assert not reads, "history needs no replay"
+    assert back.index == t.index and back.working() == t.working()
+
+    def projected(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        raise AssertionError("the kept replay is spliced, not made again")
+
+    assert back.replay_json(projected, variant=("acp", 2)) == replay
+    assert back.replay_json(projected, variant=("acp", 2)) == replay
+    assert reads == [1]
+    # a replay that is not the one the messages were kept with is made again
+    for bad in (None, folded.replay[:-1], folded.replay.replace(b'"format":5', b'"format":4')):
+        again = Transcript.restore(folded.messages, lambda bad=bad: bad)
+        assert again is not None and again.replay_json(project, variant=("acp", 2)) == replay
+
+
+def test_a_restored_folds_last_message_is_known_without_parsing_its_messages(
+    monkeypatch: Any,
+) -> None:
+    t = Transcript()
+    t.apply(UserMessage(m("u1", "user", "u1", text("hi"))))
+    t.apply(AssistantMessage(m("a1", "assistant", "a1", text("yo"))))
+    back = Transcript.restore(t.snapshot() or b"")
+    assert back is not None
+
+    def parsed(self: Transcript) -> None:
+        raise AssertionError("the messages were parsed")
+
+    monkeypatch.setattr(Transcript, "messages", property(parsed))
+    assert back.last_message_id == "a1" and len(back) == 2

@@ -9,13 +9,15 @@ starts a sidecar that opens them afresh. So folds are kept in two places:
   folded up to; reopened, only what other processes appended since is folded in.
   Bounded by messages held, least recently closed dropped first.
 - **In the store** (`SessionStore.save_fold`): a transcript folded from many events
-  is written as one value (`Transcript.snapshot`), so the next process that opens the
-  session restores it without parsing a message until something needs one (history
-  and replay splice the kept JSON), and folds in only the events after it. Written again once
-  `STORE_AFTER` more events were folded, or more messages' replay made, than the kept
-  one holds (and a tenth of the transcript, or `STORE_BEHIND` events); after the answer
-  that needed the fold (the event loop's next turn), and only if the transcript has not
-  changed meanwhile. A fold that cannot be written is only a cache lost.
+  is written as two values (``engine/snapshot.py``: the messages with the fold's state,
+  and their replay apart), so the next process that opens the session restores it
+  without parsing a message until something needs one (history and replay splice the
+  kept JSON; history never reads the replay), and folds in only the events after it.
+  Written again once `STORE_AFTER` more events were folded, or more messages' replay
+  made, than the kept one holds (and a tenth of the transcript, or `STORE_BEHIND`
+  events); after the answer that needed the fold (the event loop's next turn), and
+  only if the transcript has not changed meanwhile. A fold that cannot be written is
+  only a cache lost.
 
 A session grown by prompting is kept the same way as it grows (`grown`, after each
 turn: the replay of its new messages made too, so a restart replays none), and
@@ -122,12 +124,22 @@ class FoldCache:
             self._stored[session_id] = None
             return None
         seq, data = kept
-        transcript = Transcript.restore(data)
+        transcript = Transcript.restore(data, lambda: self._load_replay(session_id, seq))
         if transcript is None:  # another format: folded from the log and written again
             self._stored[session_id] = None
             return None
         self._stored[session_id] = (seq, transcript.replayed)
         return transcript, seq
+
+    def _load_replay(self, session_id: str, seq: int) -> bytes | None:
+        """The replay kept beside a restored fold, read when a ``session/load`` (or a
+        change) first needs it; ``None`` (made again from the messages) when it cannot
+        be read or the store's fold has moved past ``seq`` since."""
+        try:
+            return self._store.load_fold_replay(session_id, seq)
+        except StoreError as exc:
+            log.warning("could not read the kept replay of %s: %s", session_id, exc)
+            return None
 
     def put(self, session_id: str, transcript: Transcript, seq: int) -> None:
         """Keep a transcript nobody changes any more (its session was unloaded)."""
@@ -235,11 +247,11 @@ class FoldCache:
                 await asyncio.wait(list(self._saving.values()))
 
     def _save(self, session_id: str, seq: int, snapshot: Snapshot) -> bool:
-        data = snapshot.assemble()
-        if data is None:
+        folded = snapshot.assemble()
+        if folded is None:
             return False
         try:
-            self._store.save_fold(session_id, seq, data)
+            self._store.save_fold(session_id, seq, folded.messages, folded.replay)
         except StoreError as exc:
             log.warning("could not keep the folded transcript of %s: %s", session_id, exc)
             return False

@@ -100,6 +100,11 @@ class TurnHost(CompactionHost, Protocol):
         """What ``model``'s tokens cost (threadline.toml's ``price``); None: unpriced."""
         ...
 
+    def cost(self, pending: tuple[str, int, int]) -> float | None:
+        """The session's cost with ``pending`` (model, input and output tokens of a
+        call whose answer is not stored yet; `cost.session_cost`)."""
+        ...
+
     def tool_context(self, call_id: str, *, confined: bool = False) -> ToolContext:
         """What a tool run (or its ``locations``) is given for one call; ``confined``:
         it runs in the sandbox."""

@@ -471,3 +471,11 @@ class ClientImages:
 
     def update_json(self, raw: bytes) -> bytes:
         return inline_json(raw, self.read)
+
+    def updates_json(self, raws: Sequence[bytes]) -> Sequence[bytes]:
+        """`update_json` of each; the same list when none names a stored image (a
+        replay of 100,000 updates is looked at, not copied)."""
+        marker = BLOB_SCHEME.encode()
+        if not any(marker in raw for raw in raws):
+            return raws
+        return [inline_json(raw, self.read) if marker in raw else raw for raw in raws]

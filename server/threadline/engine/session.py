@@ -28,6 +28,7 @@ from . import events
 from .bursts import BurstJournal
 from .compiler import compile_request, request_tail, to_chat_messages
 from .config import SessionConfig
+from .cost import CostTally
 from .errors import SessionBusy, SessionNotFound
 from .ids import now_iso
 from .images import ImageRules, has_images
@@ -159,6 +160,7 @@ class Session:
         """Why the workspace could not be checkpointed (said once: logged, and in
         ``session/diff``'s answer), e.g. too many files."""
         self.row = row
+        self._cost = CostTally()
         self.cwd = row.cwd
         self.title = row.title
         self.config = SessionConfig.from_json(row.config)
@@ -498,6 +500,9 @@ class Session:
 
     def price(self, model: str) -> Price | None:
         return self.providers.price(model)
+
+    def cost(self, pending: tuple[str, int, int]) -> float | None:
+        return self._cost.cost(self.transcript.messages, self.price, pending)
 
     def compile_request(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,6 @@ from typing import Any
 import orjson
 
 from .blocks import cancelled_result_block, tool_message
-from .cost import CostTally
 from .mutations import (
     ContextSummary,
     ExperienceForget,
@@ -31,13 +31,17 @@ from .mutations import (
     from_event,
 )
 from .rawjson import RawJSON
+from .snapshot import (
+    COMPACTED,
+    SNAPSHOT_FORMAT,
+    Folded,
+    KeptReplay,
+    Snapshot,
+    pieces,
+    unpack,
+)
 
-COMPACTED = b',"compacted":true}'
-"""What ends a message's JSON once a compaction marks it (``{**message, "compacted": true}``)."""
-
-SNAPSHOT_FORMAT = 4
-"""Bumped whenever what `Transcript.snapshot` writes changes: an older one is not
-restored (the log is folded instead), so a kept fold never outlives its reader."""
+__all__ = ["COMPACTED", "SNAPSHOT_FORMAT", "Checkpoint", "Folded", "Snapshot", "Transcript"]
 
 
 @dataclass(slots=True)
@@ -53,11 +57,15 @@ class Transcript:
     _unparsed: bool = False
     """A restored fold's messages are still JSON, parsed on first need: answering
     ``session/history`` or ``session/load`` from the kept JSON needs none of them."""
-    _kept_array: tuple[bytes, list[int], list[int]] | None = None
+    _kept_array: tuple[bytes, Any, Any] | None = None
     """A restored fold's messages as kept: the history's JSON array, each message's
     size in it, and which of them carry a compaction mark there; cut into `_wire`
     only when something needs a message's own JSON."""
-    index: dict[str, int] = field(default_factory=dict)
+    _index: dict[str, int] = field(default_factory=dict[str, int])
+    _kept_ids: bytes | None = None
+    """A restored fold's message ids, one per line in message order, made into `index`
+    on first need: answering ``session/history`` or ``session/load`` needs none (a
+    dict of 100,000 ids: ~40 ms of a restore under load)."""
     experiences: dict[str, str] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
     working_start: int = 0
@@ -77,18 +85,16 @@ class Transcript:
     )
     """Each message's replay updates as JSON, with the compacted mark and projection
     variant they were made for."""
-    _replay_kept: tuple[list[tuple[bool, object, list[int]]], list[bytes]] | None = None
-    """A restored fold's replay as kept (each message's mark, variant and piece sizes;
-    every piece in order), made into `_replayed` only when something needs it:
-    ``session/load`` of an unchanged fold splices the pieces as they are."""
+    _replay_kept: KeptReplay | None = None
+    """A restored fold's replay as kept, read and made into `_replayed` only when
+    something needs it: ``session/load`` of an unchanged fold splices the pieces as
+    they are, ``session/history`` reads none of it."""
     changes: int = 0
     """Mutations applied: a fold taken at one count is stale at another."""
     marks: list[Mark] = field(default_factory=list[Mark])
     """The workspace checkpoints, in order (``engine/workspace.py`` reads them)."""
     rewound: str | None = None
     """The rewind that ``session/unrewind`` may still undo (no message since)."""
-    cost: CostTally = field(default_factory=CostTally)
-    """The answers' tokens counted so far, for the cost shown after each model call."""
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[str, dict[str, Any]]]) -> Transcript:
@@ -96,6 +102,21 @@ class Transcript:
         for kind, payload in events:
             t.apply(from_event(kind, payload))
         return t
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Each message's position by its id."""
+        kept = self._kept_ids
+        if kept is not None:
+            self._kept_ids = None
+            ids = kept.decode().split("\n") if kept else []
+            self._index = dict(zip(ids, range(len(ids)), strict=True))
+        return self._index
+
+    @index.setter
+    def index(self, value: dict[str, int]) -> None:
+        self._kept_ids = None
+        self._index = value
 
     @property
     def messages(self) -> list[Msg]:
@@ -110,7 +131,7 @@ class Transcript:
         if kept is not None:
             self._kept_array = None
             array, sizes, marked = kept
-            wire = _pieces(array, 1, sizes, 1)
+            wire = pieces(array, 1, sizes, 1)
             for i in marked:
                 wire[i] = wire[i][: -len(COMPACTED)] + b"}"
             self._wire = wire
@@ -192,7 +213,18 @@ class Transcript:
 
     @property
     def last_message_id(self) -> str | None:
-        return self.messages[-1]["messageId"] if self.messages else None
+        """Known from the index while a restored fold's messages are still JSON (the
+        feed asks on every ``session/load``: parsing 100,000 messages to answer it would
+        cost more than the rest of the load)."""
+        n = len(self)
+        if n and self._kept_ids is not None:
+            kept = self._kept_ids
+            return kept[kept.rfind(b"\n") + 1 :].decode()
+        if n and self._unparsed:
+            last = next(reversed(self.index))
+            if self.index[last] == n - 1:
+                return last
+        return self.messages[-1]["messageId"] if n else None
 
     def compacted_indexes(self) -> set[int]:
         """Positions of messages the latest checkpoint (or a replace) took out of the prompt."""
@@ -249,14 +281,13 @@ class Transcript:
     # -- carried to another process -------------------------------------------------------
 
     def snapshot(self) -> bytes | None:
-        """The fold as one value a later process `restore`s: a JSON header with the
-        fold's state, a newline, the messages as the JSON array `history_json` answers
-        (compaction marks and all, so a restored fold's history is that array as it
-        is), then each message's replay updates as made so far (`replay_json`), with
-        where each piece ends, so restoring is one parse and keeps every message's JSON
-        and replay. ``None`` when something is not orjson's to write."""
+        """The fold as one value `restore` reads (``engine/snapshot.py``: the messages
+        as the JSON array `history_json` answers, compaction marks and all, then each
+        message's replay updates as made so far), so restoring keeps every message's
+        JSON and replay. ``None`` when something is not orjson's to write."""
         capture = self.capture()
-        return None if capture is None else capture.assemble()
+        folded = None if capture is None else capture.assemble()
+        return None if folded is None else folded.joined()
 
     def capture(self) -> Snapshot | None:
         """What `snapshot` writes, taken now: each message's JSON made (only the new
@@ -270,7 +301,6 @@ class Transcript:
             return None
         state: dict[str, Any] = {
             "format": SNAPSHOT_FORMAT,
-            "ids": list(self.index) if len(self.index) == len(self) else self._ids(),
             "experiences": dict(self.experiences),
             "checkpoint": cp and [cp.summary_index, cp.up_to_index, sorted(cp.keep_ids)],
             "workingStart": self.working_start,
@@ -281,7 +311,9 @@ class Transcript:
             "marks": [m.wire() for m in self.marks],
             "rewound": self.rewound,
         }
-        return Snapshot(state, list(self._wire), list(self._made()), self.compacted_indexes())
+        ids = list(self.index) if len(self.index) == len(self) else self._ids()
+        made = list(self._made())
+        return Snapshot(state, ids, list(self._wire), made, self.compacted_indexes())
 
     def make_replay(
         self, project: Callable[[Msg], list[dict[str, Any]]], variant: object = None
@@ -291,7 +323,7 @@ class Transcript:
         session grown by prompting is replayed after a restart without projecting a
         message."""
         compacted = self.compacted_indexes()
-        made = self._made()
+        made = self._made(variant)
         try:
             for i in range(len(self)):
                 key = (i in compacted, variant)
@@ -310,41 +342,56 @@ class Transcript:
             return
 
     @classmethod
-    def restore(cls, data: bytes) -> Transcript | None:
-        """The transcript a `snapshot` was taken of, its messages left as JSON until
-        something needs them; ``None`` for one of another format or one that does not
-        hold together (then the log is folded instead)."""
+    def restore(
+        cls, data: bytes, replay: Callable[[], bytes | None] | None = None
+    ) -> Transcript | None:
+        """The transcript a snapshot was taken of (``engine/snapshot.py``), its messages
+        left as JSON until something needs them; its replay follows ``data`` (a
+        `snapshot`) or is read by ``replay`` on first need (the store's, which
+        ``session/history`` never needs). ``None`` for one of another format or one that
+        does not hold together (then the log is folded instead)."""
         try:
             cut = data.index(b"\n")
             header = orjson.loads(data[:cut])
             if not isinstance(header, dict) or header.get("format") != SNAPSHOT_FORMAT:
                 return None
-            sizes: list[int] = header["messages"]
-            ids: list[str] = header["ids"]
-            if len(ids) != len(sizes) or data[cut + 1] != ord("["):
+            n: int = header["count"]
+            at = cut + 1
+            packed = header["ids"]
+            if isinstance(packed, int):
+                kept_ids = data[at : at + packed]
+                at += packed
+                named = kept_ids.count(b"\n") + 1 if n else len(kept_ids)
+                index = {}
+            else:
+                kept_ids, named = None, len(packed)
+                index = dict(zip(packed, range(n), strict=True))
+            view = memoryview(data)
+            sizes = unpack(view[at : at + 4 * n])
+            at += 4 * n
+            marked_count = header["marked"]
+            marked = unpack(view[at : at + 4 * (marked_count or 0)])
+            at += 4 * len(marked)
+            end = at + header["arrayBytes"]
+            body = data[at:end]
+            if named != n or len(sizes) != n or any(i >= n for i in marked[-1:]):
                 return None
-            marked: list[int] | None = header["marked"]
-            start = cut + 2  # past the newline and the "["
-            ends = list(itertools.accumulate((size + 1 for size in sizes), initial=start))
-            start = ends[-1] if sizes else start + 1  # the pieces, each comma and the "]"
-            body = data[cut + 1 : start]
+            if body[:1] != b"[" or len(body) != sum(sizes) + max(n, 1) + 1:
+                return None
             # Where each piece ends there must be a comma (a "]" after the last): the
-            # sizes cut the array as written.
-            after = bytes(map(data.__getitem__, [end - 1 for end in ends[1:]]))
-            if (after != b"," * (len(sizes) - 1) + b"]") if sizes else (body != b"[]"):
+            # sizes cut the array as written. Found without a Python step per message.
+            ends = map(operator.add, itertools.accumulate(sizes), range(1, n + 1))
+            after = bytes(map(body.__getitem__, ends))
+            if (after != b"," * (n - 1) + b"]") if n else (body != b"[]"):
                 return None
-            if data[start : start + 1] != b"\n":
-                return None
-            start += 1
-            made: list[tuple[bool, object, list[int]]] = header.get("replayed", [])
-            lengths = list(itertools.chain.from_iterable(n for _, _, n in made))
-            pieces = _pieces(data, start, lengths, 0)
-            start += sum(lengths)
-            if start != len(data) or len(made) > len(sizes):
+            rest = len(data) - end
+            size: int = header["replayBytes"]
+            if rest not in (0, size):
                 return None
             cp = header["checkpoint"]
             t = cls(
-                index={mid: i for i, mid in enumerate(ids)},
+                _index=index,
+                _kept_ids=kept_ids,
                 experiences=header["experiences"],
                 checkpoint=cp and Checkpoint(cp[0], cp[1], frozenset(cp[2])),
                 working_start=header["workingStart"],
@@ -358,14 +405,17 @@ class Transcript:
         except (ValueError, KeyError, IndexError, TypeError):  # orjson's errors are ValueErrors
             return None
         t._unparsed = True
-        if marked is None:  # the array holds the messages as they are
-            t._kept_array = (body, sizes, [])
-        else:
-            t._kept_array = (body, sizes, marked)
+        t._kept_array = (body, sizes, marked)
+        if marked_count is not None:  # the array is the history as answered
             cp = t.checkpoint
-            key = (len(sizes), t.working_start, cp and (cp.summary_index, cp.up_to_index))
+            key = (n, t.working_start, cp and (cp.summary_index, cp.up_to_index))
             t._history = (key, RawJSON(body))
-        t._replay_kept = (made, pieces)
+        count: int = header["replayed"]
+        if count and rest:
+            inline = data[end:]
+            t._replay_kept = KeptReplay(count, size, lambda: inline)
+        elif count and replay is not None:
+            t._replay_kept = KeptReplay(count, size, replay)
         return t
 
     def copy(self) -> Transcript:
@@ -373,12 +423,13 @@ class Transcript:
         ``delegate`` child): it shares every message, its JSON and its replay pieces
         (none is ever edited in place) and copies only the lists and maps that grow,
         so the copy costs list copies, not a `snapshot` written and parsed again;
-        a fold still kept as JSON stays JSON in both."""
+        a fold still kept as JSON (messages, ids, replay) stays JSON in both."""
         t = Transcript(
             _messages=list(self._messages),
             _unparsed=self._unparsed,
             _kept_array=self._kept_array,
-            index=dict(self.index),
+            _index=dict(self._index),
+            _kept_ids=self._kept_ids,
             experiences=dict(self.experiences),
             checkpoint=self.checkpoint,
             working_start=self.working_start,
@@ -393,7 +444,6 @@ class Transcript:
             changes=self.changes,
             marks=list(self.marks),
             rewound=self.rewound,
-            cost=self.cost.copy(),
         )
         return t
 
@@ -404,18 +454,15 @@ class Transcript:
     def replayed(self) -> int:
         """Messages whose replay updates are made (and kept with a snapshot)."""
         kept = self._replay_kept
-        return len(kept[0]) if kept is not None else len(self._replayed)
+        return kept.count if kept is not None else len(self._replayed)
 
-    def _made(self) -> list[tuple[tuple[bool, object], list[bytes]]]:
-        """`_replayed`, made from a restored fold's kept replay on first need."""
+    def _made(self, variant: object = None) -> list[tuple[tuple[bool, object], list[bytes]]]:
+        """`_replayed`, made from a restored fold's kept replay on first need (a
+        variant kept as JSON that is ``variant`` as JSON is taken as ``variant``)."""
         kept = self._replay_kept
         if kept is not None:
             self._replay_kept = None
-            made, pieces = kept
-            at = 0
-            for mark, variant, lengths in made:
-                self._replayed.append(((mark, variant), pieces[at : at + len(lengths)]))
-                at += len(lengths)
+            self._replayed = kept.made(variant)
         return self._replayed
 
     def replay_json(
@@ -427,16 +474,11 @@ class Transcript:
         differently); ``None`` when one is not orjson's to write."""
         compacted = self.compacted_indexes()
         kept = self._replay_kept
-        if (
-            kept is not None
-            and len(kept[0]) == len(self)
-            and all(
-                mark == (i in compacted) and made_for == variant
-                for i, (mark, made_for, _) in enumerate(kept[0])
-            )
-        ):
-            return list(kept[1])  # a restored fold's replay, every message's as it was kept
-        replayed = self._made()
+        if kept is not None and kept.count == len(self):
+            found = kept.matching(len(self), compacted, variant)
+            if found is not None:
+                return found  # a restored fold's replay, every message's as it was kept
+        replayed = self._made(variant)
         out: list[bytes] = []
         try:
             for i in range(len(self)):
@@ -473,58 +515,6 @@ class Transcript:
         skip = {cp.summary_index, *(i for i in self.summaries if i > last)}
         after = [m for i, m in enumerate(messages[last + 1 :], start=last + 1) if i not in skip]
         return [*kept, messages[cp.summary_index], *after]
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A transcript's fold as taken by `Transcript.capture`: nothing in it changes
-    afterwards (messages' JSON and replay pieces are immutable bytes, the lists and
-    state are copies), so it is assembled on any thread."""
-
-    state: dict[str, Any]
-    wire: list[bytes]
-    replayed: list[tuple[tuple[bool, object], list[bytes]]]
-    compacted: set[int]
-    """The messages a compaction marks in the history (`Transcript.compacted_indexes`)."""
-
-    @property
-    def messages(self) -> int:
-        return len(self.wire)
-
-    def assemble(self) -> bytes | None:
-        """The bytes `Transcript.restore` reads; ``None`` when the state is not
-        orjson's to write."""
-        state = dict(self.state)
-        wire, marked = self.wire, sorted(self.compacted)
-        if any(b'"compacted"' in wire[i] for i in marked):
-            marked = None  # marked otherwise (`history_json`): the messages kept as they are
-        else:
-            wire = list(wire)
-            for i in marked:
-                wire[i] = wire[i][:-1] + COMPACTED
-        state["marked"] = marked
-        state["messages"] = list(map(len, wire))  # as written
-        replays: list[bytes] = []
-        try:  # the replay's variant is the projection's business: kept when it can be
-            state["replayed"] = [
-                [mark, variant, list(map(len, made))] for (mark, variant), made in self.replayed
-            ]
-            header = orjson.dumps(state)
-            replays = list(itertools.chain.from_iterable(made for _, made in self.replayed))
-        except TypeError:
-            del state["replayed"]
-            try:
-                header = orjson.dumps(state)
-            except TypeError:
-                return None
-        return b"".join([header, b"\n[", b",".join(wire), b"]\n", *replays])
-
-
-def _pieces(data: bytes, start: int, sizes: list[int], gap: int) -> list[bytes]:
-    """The consecutive pieces of ``data`` of these ``sizes`` from ``start``, ``gap``
-    bytes apart (a comma)."""
-    ends = list(itertools.accumulate((size + gap for size in sizes), initial=start))
-    return [data[a : b - gap] for a, b in itertools.pairwise(ends)]
 
 
 def _kept(data: bytes) -> bytes:

@@ -282,8 +282,7 @@ class Turn:
             self.totals += answer.usage
             used = answer.usage.input_tokens + answer.usage.output_tokens
             call = (self.config.model, answer.usage.input_tokens, answer.usage.output_tokens)
-            transcript = host.transcript
-            cost = transcript.cost.cost(transcript.messages, host.price, pending=call)
+            cost = host.cost(call)
             host.announce(events.Usage(used, provider.context_window, cost))
         if not answer.calls and answer.error is None and self._offered_tools:
             answer.take_written_call()

@@ -110,7 +110,7 @@ class ThreadlineServer:
 
     def notify_updates_json(self, session_id: str, updates: Sequence[bytes]) -> None:
         if self.inline_images:
-            updates = [self.engine.images.update_json(u) for u in updates]
+            updates = self.engine.images.updates_json(updates)
         self.outbox.send_updates_json(session_id, updates)
 
     async def request_permission(

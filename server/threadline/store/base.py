@@ -362,13 +362,21 @@ class SessionStore(Protocol):
         events than the session has)."""
         ...
 
-    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+    def load_fold_replay(self, session_id: str, seq: int) -> bytes | None:
+        """The replay kept with the session's fold, if that fold is still the one at
+        ``seq`` (read apart: ``session/history`` needs only the messages, ``data``)."""
+        ...
+
+    def save_fold(
+        self, session_id: str, seq: int, data: bytes, replay: bytes | None = None
+    ) -> None:
         """Keep a folded transcript (``engine/folds.py``), so a process that opens the
-        session later reads one row instead of folding its whole log. Never replaces a
-        fold of a later sequence number, nor is kept past the session's log; gone with
-        the session. May be called from a worker thread (a long session's fold is tens
-        of megabytes: the event loop does not wait for it), so a backend writes it on a
-        connection of its own, never inside the event loop's transaction."""
+        session later reads one row instead of folding its whole log, and its replay
+        beside it (`load_fold_replay`). Never replaces a fold of a later sequence
+        number, nor is kept past the session's log; gone with the session. May be
+        called from a worker thread (a long session's fold is tens of megabytes: the
+        event loop does not wait for it), so a backend writes it on a connection of its
+        own, never inside the event loop's transaction."""
         ...
 
     # -- streaming journal --------------------------------------------------------------

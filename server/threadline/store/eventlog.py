@@ -14,6 +14,9 @@ from .rows import upto
 from .sessions import SessionOps
 from .statements import Statements
 
+_FOLD_KEPT = "EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_seq>=?)"
+"""A fold is kept only for a live session and never past its log."""
+
 
 class EventLogOps(SessionOps):
     """`store.base.SessionStore`'s events and kept folds (a fork's log follows its
@@ -180,15 +183,39 @@ class EventLogOps(SessionOps):
         data = r[1]
         return int(r[0]), data if isinstance(data, bytes) else bytes(data)
 
-    def save_fold(self, session_id: str, seq: int, data: bytes) -> None:
+    def load_fold_replay(self, session_id: str, seq: int) -> bytes | None:
+        if not (self.keeps_folds and self.keeps_replay):
+            return None
+        r = self._read(
+            lambda db: db.one_binary(
+                "SELECT replay FROM folds WHERE session_id=? AND seq=?", (session_id, seq)
+            )
+        )
+        if r is None or r[0] is None:
+            return None
+        data = r[0]
+        return data if isinstance(data, bytes) else bytes(data)
+
+    def save_fold(
+        self, session_id: str, seq: int, data: bytes, replay: bytes | None = None
+    ) -> None:
         if not self.keeps_folds:
+            return
+        if not self.keeps_replay:
+            self._aside(
+                lambda db: db.run(
+                    "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
+                    f"WHERE {_FOLD_KEPT} ON CONFLICT(session_id) DO UPDATE "
+                    "SET seq=excluded.seq, data=excluded.data WHERE excluded.seq >= folds.seq",
+                    (session_id, seq, data, session_id, seq),
+                )
+            )
             return
         self._aside(
             lambda db: db.run(
-                "INSERT INTO folds(session_id, seq, data) SELECT ?, ?, ? "
-                "WHERE EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_seq>=?) "
-                "ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, data=excluded.data "
-                "WHERE excluded.seq >= folds.seq",
-                (session_id, seq, data, session_id, seq),
+                "INSERT INTO folds(session_id, seq, data, replay) SELECT ?, ?, ?, ? "
+                f"WHERE {_FOLD_KEPT} ON CONFLICT(session_id) DO UPDATE SET seq=excluded.seq, "
+                "data=excluded.data, replay=excluded.replay WHERE excluded.seq >= folds.seq",
+                (session_id, seq, data, replay, session_id, seq),
             )
         )

@@ -42,21 +42,22 @@ from .base import SessionDump, StoreError
 from .catalog import index_events, index_title, tags_json, upgrade
 from .codec import dumps, safe_text
 from .rows import COLS
-from .schema import tables
+from .schema import tables, upgrade_folds
 from .sql import SqlStore
 from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: sessions, events, messages, journal, leases (the SQLite store's schema 2).
 2: folds (the SQLite store's schema 3). 3: the catalog (archive, tags, previews, the
 ``tsvector`` search index; the SQLite store's schema 4). 4: pending prompts
 (`store.pending`; the SQLite store's schema 5). 5: blobs and their references
 (`store.blobs`; the SQLite store's schema 6). 6: owners, the processes that wait
-for prompts they sent (`store.leases`; the SQLite store's schema 7). An older schema is brought up
-to this one by running the ``CREATE … IF NOT EXISTS`` statements again and
-`store.catalog.upgrade`."""
+for prompts they sent (`store.leases`; the SQLite store's schema 7). 7: a kept fold's
+replay in a column of its own (``tl_folds.replay``; the SQLite store's schema 8). An
+older schema is brought up to this one by running the ``CREATE … IF NOT EXISTS``
+statements again and `store.catalog.upgrade`."""
 
 CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
@@ -162,6 +163,7 @@ class PostgresStore(SqlStore):
         try:
             version = self._setup(self._listen)
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
+            self.keeps_replay = version >= 7
             self.catalog = version >= 3 and self._may_use("tl_texts", "search, archive and tags")
             self.keeps_pending = version >= 4 and self._may_use("tl_pending", "prompt queues")
             self.keeps_blobs = version >= 5 and self._may_use("tl_blob_refs", "images")
@@ -250,6 +252,7 @@ class PostgresStore(SqlStore):
                     db.run(statement)
                 # a store written before the catalog gets its search index built now
                 upgrade(db, DIALECT, backfill=found is not None)
+                upgrade_folds(db, DIALECT)
                 conn.execute(
                     "INSERT INTO tl_meta(key, value) VALUES('schema_version', %s) "
                     "ON CONFLICT(key) DO UPDATE SET value=EXCLUDED.value",

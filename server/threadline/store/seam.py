@@ -26,6 +26,9 @@ class SqlBase(ABC):
     keeps_folds: bool = True
     """Whether this connection may use the folds table (a role with privileges on the
     older tables only may not: then folds are neither read, written nor deleted)."""
+    keeps_replay: bool = True
+    """Whether the folds table has its ``replay`` column (a role that may not upgrade an
+    older PostgreSQL schema keeps folds without their replay)."""
     catalog: bool = True
     """Whether the schema has the catalog (archive, tags, previews, the search index):
     a role that may not upgrade an older PostgreSQL schema works without it."""

@@ -44,7 +44,7 @@ from .blobs import session_blobs
 from .catalog import upgrade
 from .codec import loads, safe_text
 from .rows import COLS, iso, session_row
-from .schema import tables
+from .schema import tables, upgrade_folds
 from .sql import SqlStore
 from .statements import Dialect, Statements
 
@@ -62,7 +62,7 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: sessions, events, messages, journal. 2: leases (many processes on one store).
 3: folds (a long session's folded transcript, kept for the next process that opens it).
 4: the catalog (archive, tags, previews, the FTS5 search index; `store.catalog`).
@@ -71,6 +71,8 @@ SCHEMA_VERSION = 7
 (`store.blobs`); images stored inline by older versions stay inline and are read as such.
 7: owners, the processes that wait for prompts they sent, with a heartbeat
 (`store.leases`), so a prompt is held only once its sender is proven dead.
+8: a kept fold's replay in a column of its own (``folds.replay``, snapshot format 5;
+`store.schema.upgrade_folds` adds it and drops the folds of older formats).
 Each version's tables are created by ``CREATE … IF NOT EXISTS`` on open, and the
 catalog's columns and index by `store.catalog.upgrade`, which is how a store of an older
 version is brought up to this one."""
@@ -206,6 +208,7 @@ class EventStore(SqlStore):
             if found != SCHEMA_VERSION:
                 # a store written before the catalog gets its search index built now
                 upgrade(db, DIALECT, backfill=found is not None)
+                upgrade_folds(db, DIALECT)
                 db.run(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
