@@ -1,6 +1,6 @@
-"""The embedded model's context kept warm (issue 31): time to first token through the
+"""The local model's context kept warm (issue 31): time to first token through the
 sidecar, as a session grows, while two sessions are prompted in turn (two editor tabs),
-and for a fork.
+and for a fork; for the embedded model and for the shared model server.
 
 The default model (SmolLM2-135M, in process), built-in tools off, a system prompt,
 greedy, 8-token answers; time to first token is ``session/prompt`` sent → the first
@@ -12,14 +12,27 @@ taken again after each parent turn, which goes first alternating; medians). Ever
 session asks its own questions.
 The same-run peer is the same sidecar with the prompt cache off
 (``THREADLINE_PROMPT_CACHE_MB=0``: llama.cpp keeps only the last prompt evaluated),
-doing the same, alternating case by case.
+doing the same.
+
+The shared model server: the same GGUF run by the keeper's ``llama_cpp.server`` (one
+thread, the embedded model's context size), its sessions' prompts kept by
+``warmserver`` (``prompt_cache_mb`` at its default); the peer is the same entry with
+``prompt_cache_mb = 0`` (plain ``llama_cpp.server``: the last prompt only). One
+sidecar each, the same cases.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+from threadline.providers.local import find_model_path
+from threadline.providers.local.model import DEFAULT_N_CTX, DEFAULT_N_THREADS
+from threadline.providers.modelserver.home import all_servers
+from threadline.providers.modelserver.launcher import stop
 
 from ..context import Context
 from ..report import Row, verdict
@@ -28,6 +41,7 @@ from ..stats import ms, ratio, summarize
 from ..wire import Connection
 
 FIGURE = "local model warm context"
+SERVER_FIGURE = "shared model server warm context"
 SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 TURNS = 8
 
@@ -40,8 +54,10 @@ def ask(who: str, i: int) -> str:
     return f"{who}, question {i}: say something true about the number {i} and a colour you like."
 
 
-def _session(conn: Connection) -> str:
-    return new_session(conn, systemPrompt=SYSTEM, maxTokens=8, temperature=0.0, builtinTools=False)
+def _session(conn: Connection, model: str | None) -> str:
+    return new_session(
+        conn, model, systemPrompt=SYSTEM, maxTokens=8, temperature=0.0, builtinTools=False
+    )
 
 
 def _ttft(conn: Connection, sid: str, text: str) -> float:
@@ -67,19 +83,19 @@ def _ttft(conn: Connection, sid: str, text: str) -> float:
     return (first[0] - pending.t_sent) / 1e6
 
 
-def _cases(conn: Connection, alone: int) -> dict[str, list[float]]:
+def _cases(conn: Connection, alone: int, model: str | None = None) -> dict[str, list[float]]:
     """``alone`` sessions of ``TURNS`` turns one after the other (``alone{k}``), then
     A and B alternately, then a fork and its parent."""
     out: dict[str, list[float]] = {}
     for k in range(alone):
-        one = _session(conn)
+        one = _session(conn, model)
         out[f"alone{k}"] = [_ttft(conn, one, ask(f"Alone {k}", i)) for i in range(TURNS)]
-    a, b = _session(conn), _session(conn)
+    a, b = _session(conn, model), _session(conn, model)
     out["A"], out["B"] = [], []
     for i in range(TURNS):
         out["A"].append(_ttft(conn, a, ask("Tab A", i)))
         out["B"].append(_ttft(conn, b, ask("Tab B", i)))
-    parent = _session(conn)
+    parent = _session(conn, model)
     for i in range(4):
         _ttft(conn, parent, ask("Parent", i))
     out["fork"], out["parent"] = [], []
@@ -95,14 +111,18 @@ def _cases(conn: Connection, alone: int) -> dict[str, list[float]]:
 
 
 def run(ctx: Context) -> list[Row]:
+    alone = ctx.n(3, 1)
+    return _embedded(ctx, alone) + _shared(ctx, alone)
+
+
+def _embedded(ctx: Context, alone: int) -> list[Row]:
     cached = spawn(THREADLINE, ctx.scratch.home("promptcache"))
     plain = spawn(
         THREADLINE, ctx.scratch.home("promptcache-off"), env={"THREADLINE_PROMPT_CACHE_MB": "0"}
     )
     try:
         for conn in (cached, plain):  # load the model
-            _ttft(conn, _session(conn), "Hello.")
-        alone = ctx.n(3, 1)
+            _ttft(conn, _session(conn, None), "Hello.")
         t0 = time.monotonic()
         on = _cases(cached, alone)
         ctx.log(f"promptcache: cache on in {time.monotonic() - t0:.0f} s")
@@ -110,10 +130,44 @@ def run(ctx: Context) -> list[Row]:
     finally:
         cached.close()
         plain.close()
-    return _rows(on, off)
+    return _rows(FIGURE, on, off)
 
 
-def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
+def _config(home: Path, cache_mb: int | None) -> dict[str, str]:
+    """A ``shared`` model entry on the keeper's server, in ``home``."""
+    path = home / "threadline.toml"
+    path.write_text(
+        "[models.shared]\n"
+        f'gguf = "{find_model_path()}"\n'
+        f"threads = {DEFAULT_N_THREADS}\n"
+        f"context_window = {DEFAULT_N_CTX}\n"
+        + (f"prompt_cache_mb = {cache_mb}\n" if cache_mb is not None else "")
+    )
+    return {"THREADLINE_CONFIG": str(path)}
+
+
+def _shared(ctx: Context, alone: int) -> list[Row]:
+    homes = [ctx.scratch.home("promptcache-server"), ctx.scratch.home("promptcache-server-off")]
+    conns = [
+        spawn(THREADLINE, h, env=_config(h, mb)) for h, mb in zip(homes, (None, 0), strict=True)
+    ]
+    try:
+        for conn in conns:  # start the server, load the model
+            _ttft(conn, _session(conn, "shared"), "Hello.")
+        t0 = time.monotonic()
+        on = _cases(conns[0], alone, "shared")
+        ctx.log(f"promptcache: shared server, cache on in {time.monotonic() - t0:.0f} s")
+        off = _cases(conns[1], alone, "shared")
+    finally:
+        for conn in conns:
+            conn.close()
+        for h in (s for home in homes for s in all_servers(home)):
+            if not stop(h):
+                print(f"promptcache: keeper of {h.folder} did not stop", file=sys.stderr)
+    return _rows(SERVER_FIGURE, on, off)
+
+
+def _rows(figure: str, on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
     def solos(r: dict[str, list[float]]) -> list[list[float]]:
         return [v for k, v in r.items() if k.startswith("alone")]
 
@@ -130,7 +184,7 @@ def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
     growth = turn(on, -1) / turn(on, 0)
     rows.append(
         Row(
-            FIGURE,
+            figure,
             f"one session: time to first token at turn {TURNS} vs turn 1",
             f"{ms(turn(on, -1))} vs {ms(turn(on, 0))}",
             "; ".join("turns: " + ", ".join(ms(v) for v in s) for s in solos(on)),
@@ -145,7 +199,7 @@ def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
     off_alternating = summarize(off["A"][1:] + off["B"][1:]).p50
     rows.append(
         Row(
-            FIGURE,
+            figure,
             "two sessions prompted alternately: time to first token, turns 2–8",
             ms(alternating),
             "A: " + ", ".join(ms(v) for v in on["A"]) + "; B: " + ", ".join(ms(v) for v in on["B"]),
@@ -159,7 +213,7 @@ def _rows(on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:
     off_fork, off_parent = summarize(off["fork"]).p50, summarize(off["parent"]).p50
     rows.append(
         Row(
-            FIGURE,
+            figure,
             "a fork's first turn vs its parent's next turn (after 4 turns)",
             f"{ms(fork)} vs {ms(parent)}",
             "forks: "

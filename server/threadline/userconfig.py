@@ -100,6 +100,7 @@ SERVER_MODEL_KEYS = frozenset(
         "chat_format",
         "server_binary",
         "server_args",
+        "prompt_cache_mb",
         "supervision",
         "name",
         "description",
@@ -199,6 +200,9 @@ class LocalServer:
     """The llama-server executable (default: ``llama-server`` on ``PATH``)."""
     args: tuple[str, ...] = ()
     """Extra command-line arguments for the server."""
+    prompt_cache_mb: int | None = None
+    """MiB of evaluated prompts the server keeps for sessions other than the last one
+    (0: none). None: 1024 for llama_cpp.server, llama-server's own ``--cache-ram``."""
     supervision: Supervision = field(default_factory=Supervision)
 
 
@@ -452,6 +456,7 @@ def _server_model(name: str, raw: dict[str, Any], path: Path | None) -> ModelEnt
         chat_format=_str(raw, "chat_format", where),
         binary=_str(raw, "server_binary", where),
         args=tuple(args),  # pyright: ignore[reportUnknownArgumentType]
+        prompt_cache_mb=_count(raw, "prompt_cache_mb", where),
         supervision=_supervision(_table(raw.get("supervision", {}), f"{where}.supervision"), where),
     )
     llama_cpp_python = kind == "llama_cpp.server"
@@ -497,6 +502,13 @@ def _positive_int(raw: dict[str, Any], key: str, where: str, default: int | None
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"[{where}] {key} must be a positive integer")
+    return value
+
+
+def _count(raw: dict[str, Any], key: str, where: str) -> int | None:
+    value = raw.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"[{where}] {key} must be an integer ≥ 0")
     return value
 
 

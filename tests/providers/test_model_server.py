@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ import urllib.request
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,12 @@ def gguf() -> Path:
 
 
 def write_config(
-    path: Path, model_file: Path, *, max_tokens: int = 300, **supervision: float
+    path: Path,
+    model_file: Path,
+    *,
+    max_tokens: int = 300,
+    prompt_cache_mb: int | None = None,
+    **supervision: float,
 ) -> None:
     # idle_timeout bounds the life of a server that a failed test could leave behind.
     sup = {
@@ -68,6 +75,7 @@ def write_config(
         "threads = 1",
         "context_window = 2048",
         f"max_tokens = {max_tokens}",
+        *([f"prompt_cache_mb = {prompt_cache_mb}"] if prompt_cache_mb is not None else []),
         f"[models.{MODEL}.supervision]",
         *(f"{k} = {v}" for k, v in sup.items()),
     ]
@@ -156,7 +164,7 @@ def server_processes(h: ServerHome) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if cwd == str(h.folder) and b"llama_cpp.server" in cmdline:
+        if cwd == str(h.folder) and (b"llama_cpp.server" in cmdline or b"warmserver" in cmdline):
             found.append(int(entry.name))
     return found
 
@@ -411,3 +419,108 @@ async def test_one_slot_queues_the_second_prompt_and_interrupt_ends_the_wait(
     finally:
         await a.stop()
         await b.stop()
+
+
+# -- prompts kept across sessions (issue 31) ---------------------------------------------
+# Read from the server's own log (verbose, as llama_cpp.server runs by default):
+# llama-cpp-python's "N prefix-match hit, remaining M prompt tokens to eval" and
+# llama.cpp's "prompt eval time = … / M tokens", and the cache's line per completion.
+
+PREFIX_HIT = re.compile(rb"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
+EVALUATED = re.compile(rb"prompt eval time = .*?/\s*(\d+) tokens")
+KEPT = re.compile(
+    rb"threadline prompt cache: kept (\d+) states, (\d+) of (\d+) bytes, dropped (\d+)"
+)
+
+
+@dataclass
+class Turn:
+    reused: int
+    evaluated: int
+    kept: list[tuple[int, ...]]
+
+    @property
+    def prompt(self) -> int:
+        return self.reused + self.evaluated
+
+
+async def logged_turn(client: SidecarClient, home: Path, sid: str, text: str) -> Turn:
+    """Prompt ``sid``; what the server's log says about that request (the first
+    prompt starts the server)."""
+    homes = all_servers(home)
+    since = homes[0].server_log.stat().st_size if homes else 0
+    await client.prompt(sid, text, timeout=240)
+    h = only_home(home)
+    deadline = time.monotonic() + 30
+    while True:  # the log line of the completion's end may trail the answer a little
+        log = h.server_log.read_bytes()[since:]
+        done = EVALUATED.findall(log)
+        if done or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    assert done, f"no perf line in the server's log: {log[-2000:]!r}"
+    hits = PREFIX_HIT.findall(log)
+    return Turn(
+        reused=int(hits[-1][0]) if hits else 0,
+        evaluated=int(done[-1]),
+        kept=[tuple(int(x) for x in m) for m in KEPT.findall(log)],
+    )
+
+
+def ask(who: str, i: int) -> str:
+    return f"Tab {who}, question {i}: say something true about the number {i}."
+
+
+@pytest.mark.parametrize("cache_mb", [None, 0], ids=["default cache", "cache off"])
+async def test_a_switch_between_sessions_reuses_each_ones_prefix(
+    config: Path, home: Path, cleanup: None, cache_mb: int | None
+) -> None:
+    """Two sessions prompted in turn (two editor tabs) on one server: A's next turn
+    evaluates only what follows its own earlier prompt, though B's came between; with
+    the cache off (plain llama_cpp.server) it evaluates its whole history again."""
+    model = gguf()
+    async with one_sidecar(config, home, model, max_tokens=8, prompt_cache_mb=cache_mb) as (
+        client,
+        a,
+    ):
+        b = await session(client)
+        first = await logged_turn(client, home, a, ask("A", 1))
+        await logged_turn(client, home, b, ask("B", 1))
+        second = await logged_turn(client, home, a, ask("A", 2))
+        if cache_mb is None:
+            assert second.reused >= first.prompt, (first, second)
+            assert second.evaluated < second.prompt / 2, second
+            assert second.kept and second.kept[-1][0] == 2  # A's state (replaced) and B's
+            assert (
+                "warmserver"
+                in only_home(home).server_log.read_text().split("\n=== ")[-1].split("\n")[0]
+            )
+        else:
+            # Only what A and B share (the system prompt, "Tab "): A's answer and more
+            # are evaluated again.
+            assert second.reused < first.prompt, (first, second)
+            assert second.evaluated > second.prompt - first.prompt, (first, second)
+            assert not second.kept
+
+
+async def test_the_servers_prompt_cache_stays_within_its_bound(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    """Three sessions in a cache of 4 MiB (a SmolLM2 state of ~100 tokens is ~2.5 MB):
+    the least recently used are dropped, the bytes kept never pass the bound, and the
+    session prompted last still finds its prefix."""
+    async with one_sidecar(config, home, gguf(), max_tokens=8, prompt_cache_mb=4) as (
+        client,
+        a,
+    ):
+        b, c = await session(client), await session(client)
+        turns = [await logged_turn(client, home, s, ask(w, 1)) for s, w in ((a, "A"), (b, "B"))]
+        turns.append(await logged_turn(client, home, c, ask("C", 1)))
+        turns.append(await logged_turn(client, home, b, ask("B", 2)))
+        again = await logged_turn(client, home, c, ask("C", 2))
+        kept = [k for t in [*turns, again] for k in t.kept]
+        assert len(kept) == 5
+        assert all(size <= bound == 4 << 20 for _, size, bound, _ in kept), kept
+        assert kept[-1][3] >= 2, "states were dropped to stay within the bound"
+        assert again.reused >= turns[2].prompt, (turns, again)
+        assert again.evaluated < again.prompt / 2, again

@@ -20,7 +20,7 @@ from threadline.providers.modelserver import procfs
 from threadline.providers.modelserver.home import ServerHome
 from threadline.providers.modelserver.provider import ModelServerProvider, shared_server_provider
 from threadline.providers.modelserver.slots import NoSlot, SlotQueue
-from threadline.providers.modelserver.spec import ServerSpec, SpecError
+from threadline.providers.modelserver.spec import WARM_MODULE, ServerSpec, SpecError
 from threadline.providers.modelserver.watchdog import Watchdog
 from threadline.providers.registry import ProviderRegistry
 from threadline.userconfig import ConfigError, Supervision, parse
@@ -38,7 +38,7 @@ def test_gguf_model_entries(tmp_path: Path) -> None:
         '[models.a]\ngguf = "models/a.gguf"\nthreads = 2\ncontext_window = 4096\n'
         "[models.a.supervision]\nstall_timeout = 5\nmax_restarts = 2\n"
         '[models.b]\ngguf = "/m/b.gguf"\nserver = "llama-server"\nslots = 4\n'
-        'server_args = ["--flash-attn"]\n',
+        'server_args = ["--flash-attn"]\nprompt_cache_mb = 0\n',
     )
     cfg = parse(data, {}, path=tmp_path / "threadline.toml")
     a, b = cfg.models["a"], cfg.models["b"]
@@ -51,6 +51,7 @@ def test_gguf_model_entries(tmp_path: Path) -> None:
     assert b.option("tool_results") == "native" and b.option("stream_tools") is True
     assert b.server.kind == "llama-server" and b.server.slots == 4
     assert b.server.args == ("--flash-attn",)
+    assert a.server.prompt_cache_mb is None and b.server.prompt_cache_mb == 0
     assert cfg.resolve("a") is a
 
 
@@ -61,6 +62,8 @@ def test_gguf_model_entries(tmp_path: Path) -> None:
         ('gguf = "x.gguf"\nserver = "ollama"\n', "server must be"),
         ('gguf = "x.gguf"\n[models.m.supervision]\nstall = 1\n', "unknown keys: stall"),
         ('gguf = "x.gguf"\nslots = 0\n', "positive integer"),
+        ('gguf = "x.gguf"\nprompt_cache_mb = -1\n', "integer ≥ 0"),
+        ('gguf = "x.gguf"\nprompt_cache_mb = "1G"\n', "integer ≥ 0"),
         ('gguf = "x.gguf"\nprovider = "openai"\n', "unknown keys: provider"),
     ],
 )
@@ -76,7 +79,13 @@ def spec(**kw: object) -> ServerSpec:
 def test_commands_and_identity() -> None:
     one = spec(threads=2, chat_format="chatml")
     argv = one.command(4321)
-    assert argv[1:3] == ["-m", "llama_cpp.server"]
+    # llama_cpp.server's app with a prompt cache whose bound holds (1 GiB by default);
+    # with none, llama_cpp.server itself. Neither computes every prompt token's logits.
+    assert argv[1:5] == ["-m", WARM_MODULE, "--prompt_cache_mb", "1024"]
+    assert spec(prompt_cache_mb=64).command(1)[4] == "64"
+    assert spec(prompt_cache_mb=0).command(1)[1:3] == ["-m", "llama_cpp.server"]
+    assert argv[argv.index("--logits_all") + 1] == "False"
+    assert argv[argv.index("--n_threads_batch") + 1] == "2"  # threads for prompts too
     assert argv[argv.index("--port") : argv.index("--port") + 2] == ["--port", "4321"]
     assert "--chat_format" in argv and "127.0.0.1" in argv
     many = spec(kind="llama-server", slots=3, context_window=1000, binary="/opt/llama-server")
@@ -84,6 +93,11 @@ def test_commands_and_identity() -> None:
     assert argv[0] == "/opt/llama-server"
     assert argv[argv.index("--parallel") + 1] == "3"
     assert argv[argv.index("--ctx-size") + 1] == "3000"  # the window for each slot
+    assert "--cache-ram" not in argv  # its own default; builds before 2025-10 lack it
+    assert spec(kind="llama-server", binary="/b", prompt_cache_mb=512).command(1)[-2:] == [
+        "--cache-ram",
+        "512",
+    ]
     assert many.health_path == "/health" and one.health_path == "/v1/models"
     # Sidecar-side waits do not make another server; anything the server runs with does.
     assert spec().key == spec(supervision=Supervision(stall_timeout=1, slot_wait=1)).key

@@ -139,7 +139,7 @@ class Feed:
         self._wake = asyncio.Event()
         while self.subscribed or self._round is not None:
             try:
-                token = self.store.change_token()
+                token = self.store.peek_token()  # no round trip: polled anyway
                 stale = time.monotonic() - self._last > LIVENESS_SECONDS and (
                     bool(self._again)
                     or any(

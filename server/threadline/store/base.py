@@ -254,6 +254,13 @@ class SessionStore(Protocol):
         (it may also change spuriously); cheap enough to call before every read."""
         ...
 
+    def peek_token(self) -> int:
+        """`change_token` as far as this process has heard, without asking the store
+        (PostgreSQL: no round trip; notifications are read as they arrive by a thread
+        of the store's own): for a poller that looks again soon anyway, never for a
+        read that must see what committed before it."""
+        ...
+
     # -- sessions ---------------------------------------------------------------------
 
     def create_session(

@@ -57,18 +57,21 @@ class JournalOps(SqlBase):
         )
 
     def stream_since(self, session_id: str, after_chunk: int) -> StreamTail:
-        def work(db: Statements) -> StreamTail:
-            r = db.one("SELECT message_id, payload FROM inflight WHERE session_id=?", (session_id,))
-            if r is None:
-                return StreamTail(None, {}, [])
-            chunks = db.all(
-                "SELECT id, block, text FROM chunks WHERE session_id=? AND id>? ORDER BY id",
-                (session_id, after_chunk),
+        # The header and the chunks belong to one snapshot (one stream): one statement
+        # sees one by itself, in one round trip (a transaction around two reads: three
+        # on PostgreSQL, and a turn asks at its start).
+        rows = self._read(
+            lambda db: db.all(
+                "SELECT i.message_id, i.payload, c.id, c.block, c.text FROM inflight i "
+                "LEFT JOIN chunks c ON c.session_id=i.session_id AND c.id>? "
+                "WHERE i.session_id=? ORDER BY c.id",
+                (after_chunk, session_id),
             )
-            return StreamTail(r[0], json.loads(r[1]), [(c[0], c[1], c[2]) for c in chunks])
-
-        # The header and the chunks belong to one snapshot (one stream).
-        return self._snapshot(work)
+        )
+        if not rows:
+            return StreamTail(None, {}, [])
+        chunks = [(r[2], r[3], r[4]) for r in rows if r[2] is not None]
+        return StreamTail(rows[0][0], json.loads(rows[0][1]), chunks)
 
     def clear_stream(self, session_id: str) -> None:
         self._write(lambda db: clear_journal(db, session_id))

@@ -30,6 +30,21 @@ STALE_OWNER_SECONDS = 86_400.0
 announces itself): its process died as it waited, and no lease lifetime is this long."""
 
 
+_LEASE_AND_JOURNAL = (
+    "SELECT (SELECT 1 FROM inflight WHERE session_id=?), "
+    + ", ".join(f"l.{c}" for c in LEASE_COLS.split(", "))
+    + " FROM (SELECT 1 AS one) AS k LEFT JOIN leases l ON l.session_id=?"
+)
+"""A session's lease (if any) and whether it has an in-flight record, in one row:
+taking a lease reads both, and on PostgreSQL each read waited for is a round trip."""
+
+
+def lease_and_journal(db: Statements, session_id: str) -> tuple[Lease | None, bool]:
+    r = db.one(_LEASE_AND_JOURNAL, (session_id, session_id))
+    assert r is not None  # the left join always yields its one row
+    return (None if r[1] is None else lease_row(r[1:])), r[0] is not None
+
+
 class LeaseOps(SqlBase):
     """`store.base.SessionStore`'s leases."""
 
@@ -45,15 +60,13 @@ class LeaseOps(SqlBase):
 
         def work(db: Statements) -> Acquired:
             db.lock_session(session_id)
-            held = lease_of(db, session_id)
+            held, journaled = lease_and_journal(db, session_id)
             took_over: Lease | None = None
             if held is not None and held.owner.id != owner.id:
                 if not owner_is_dead(held, owner, now):
                     return Acquired(held, mine=False)
                 took_over = held
-            elif held is None and db.one(
-                "SELECT 1 FROM inflight WHERE session_id=?", (session_id,)
-            ):
+            elif held is None and journaled:
                 # A journal with no lease: its writer died before taking one or after
                 # losing it (or was a Threadline older than leases). It is ours to recover.
                 took_over = Lease(session_id, Owner("", 0, "", 0.0), "turn", None, "", 0.0, False)
@@ -81,15 +94,19 @@ class LeaseOps(SqlBase):
         )
 
     def heartbeat(self, owner: Owner, now: float, *, present: bool = False) -> list[str]:
+        both = present and self.keeps_owners
+
         def work(db: Statements) -> list[tuple[Any, ...]]:
-            if present and self.keeps_owners:
+            if both:
                 db.run("UPDATE owners SET heartbeat=? WHERE owner_id=?", (now, owner.id))
             return db.all(
                 "UPDATE leases SET heartbeat=? WHERE owner_id=? RETURNING session_id, interrupt",
                 (now, owner.id),
             )
 
-        return [r[0] for r in self._quiet(work) if r[1]]
+        # one statement is atomic by itself: no transaction (one round trip, not two)
+        rows = self._quiet(work) if both else self._quiet_one(work)
+        return [r[0] for r in rows if r[1]]
 
     # -- owners that wait for their prompts ----------------------------------------------
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import threading
 import time
 import uuid
@@ -34,16 +35,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import Connection, IsolationLevel, Notify
+from psycopg import Connection, Notify
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .base import SessionDump, StoreError
-from .catalog import index_events, index_title, tags_json, upgrade
-from .codec import dumps, safe_text
-from .rows import COLS
+from .base import StoreError
+from .catalog import upgrade
+from .codec import safe_text
+from .pgimport import ImportOps
 from .schema import tables, upgrade_folds
-from .sql import SqlStore
 from .statements import Dialect, Statements
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,10 @@ CONNECT_TIMEOUT = 3
 
 DRAIN_SECONDS = 1.0
 """How often notifications are read when no request asks for the change token."""
+
+HEAR_SECONDS = 0.02
+"""Notifications that arrive together are read together: at most one look this often
+(half the feed's poll, `engine.feed.POLL_SECONDS`)."""
 
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
@@ -115,7 +120,20 @@ def retry_seconds() -> float:
         return 5.0
 
 
-REPEATABLE_READ = IsolationLevel.REPEATABLE_READ
+BEGIN = "BEGIN"
+BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+COMMIT = "COMMIT"
+NOTIFY = "SELECT pg_notify(%s, %s)"
+
+
+def _roll_back(conn: Connection[tuple[Any, ...]]) -> None:
+    """End a transaction that failed or whose work raised, so the connection goes back
+    to the pool idle (the pipeline has sent what was queued; nothing of it stays)."""
+    if conn.closed or conn.info.transaction_status == TransactionStatus.IDLE:
+        return
+    with contextlib.suppress(psycopg.Error):
+        conn.execute("ROLLBACK")
+
 
 DIALECT = Dialect(
     prefix="tl_",
@@ -140,7 +158,7 @@ DIALECT = Dialect(
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(ImportOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
@@ -307,7 +325,16 @@ class PostgresStore(SqlStore):
         backoff while the server is unreachable, for ``patience`` seconds (default
         `retry_seconds`; 0: one attempt). Writes first flush journal chunks that
         waited, then notify the other instances. ``snapshot``: a REPEATABLE READ
-        transaction, begun as one (no separate ``SET TRANSACTION`` round trip)."""
+        transaction, begun as one (no separate ``SET TRANSACTION`` round trip).
+
+        The transaction runs in psycopg's pipeline mode, begun and committed by
+        statements of its own (``conn.transaction()`` would sync at its start and end):
+        ``BEGIN``, the statements, the notification and ``COMMIT`` are sent without
+        waiting, and the connection waits only where the work reads a result and once
+        at the end, for the commit. A write that reads nothing first (a title, a lease
+        released, the in-flight record) is one round trip instead of five or six;
+        appending events (which reads the session's last sequence) two instead of
+        eight. Nothing is reported done before the commit's answer arrived."""
         deadline = time.monotonic() + (retry_seconds() if patience is None else patience)
         delay = 0.05
         while True:
@@ -317,13 +344,18 @@ class PostgresStore(SqlStore):
                 with self._pool.connection(timeout=wait) as conn:
                     if not tx:
                         return work(conn)
-                    conn.isolation_level = REPEATABLE_READ if snapshot else None
-                    with conn.transaction():
-                        if write:
-                            flushed = self._write_waiting(conn)
-                        result = work(conn)
-                        if write:
-                            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._instance))
+                    try:
+                        with conn.pipeline():
+                            conn.execute(BEGIN_SNAPSHOT if snapshot else BEGIN)
+                            if write:
+                                flushed = self._write_waiting(conn)
+                            result = work(conn)
+                            if write:
+                                conn.execute(NOTIFY, (CHANNEL, self._instance))
+                            conn.execute(COMMIT)
+                    except BaseException:
+                        _roll_back(conn)
+                        raise
                 self._written(flushed)
                 return result
             except (psycopg.OperationalError, PoolTimeout) as exc:
@@ -374,13 +406,19 @@ class PostgresStore(SqlStore):
         self._flush_waiting()
         return result
 
+    def _quiet_one(self, work: Callable[[Statements], T]) -> T:
+        """`_quiet` as one statement in autocommit: one round trip instead of two."""
+        result = self._run(
+            lambda conn: work(Statements(conn, DIALECT)), write=False, tx=False, patience=0
+        )
+        self._flush_waiting()
+        return result
+
     def _aside(self, work: Callable[[Statements], None]) -> None:
         """One attempt on a pooled connection (the pool is thread-safe); no notification
         and no journal flush, which belong to the event loop's writes."""
-        with self._pool.connection(timeout=CONNECT_TIMEOUT) as conn:
-            conn.isolation_level = None  # the last user may have begun a snapshot
-            with conn.transaction():
-                work(Statements(conn, DIALECT))
+        with self._pool.connection(timeout=CONNECT_TIMEOUT) as conn, conn.transaction():
+            work(Statements(conn, DIALECT))
 
     def _write_waiting(self, conn: Connection[tuple[Any, ...]]) -> int:
         """Insert the journal chunks that waited; returns how many (dropped from memory
@@ -416,11 +454,48 @@ class PostgresStore(SqlStore):
                     self._relisten()
             return self._seen
 
+    def peek_token(self) -> int:
+        return self._seen
+
     def _drain(self) -> None:
-        """Read notifications even when nobody asks: an idle sidecar that never read
-        its socket would hold back the server's notification queue for everyone."""
-        while not self._closed.wait(DRAIN_SECONDS):
+        """Read notifications as they arrive, so `peek_token` is current without a
+        round trip (the feed that shows windows other processes' changes polls it 20
+        times a second: on the event loop, as a ``SELECT 1`` each, that was one
+        round trip in every few a streaming sidecar waited for). Also when nobody
+        asks: an idle sidecar that never read its socket would hold back the server's
+        notification queue for everyone. With nothing heard for `DRAIN_SECONDS`, one
+        `change_token` round trip finds a connection that went away."""
+        while not self._closed.is_set():
+            try:
+                ready, _, _ = select.select([self._listen.fileno()], [], [], DRAIN_SECONDS)
+            except (OSError, ValueError, psycopg.Error):
+                ready = []  # closed under us: change_token listens again
+            if self._closed.is_set():
+                return
+            if not ready:
+                self.change_token()
+                continue
+            if self._hear():
+                # Read them in batches: a busy team store notifies hundreds of times
+                # a second, and waking for each costs this process CPU (and the event
+                # loop the GIL) for nothing the feed's next poll would not see.
+                self._closed.wait(HEAR_SECONDS)
+                continue
             self.change_token()
+
+    def _hear(self) -> bool:
+        """Count the notifications that arrived, without a round trip; False if the
+        connection failed (`change_token` then listens again)."""
+        with self._listen_lock:
+            try:
+                pgconn = self._listen.pgconn
+                pgconn.consume_input()
+                while (n := pgconn.notifies()) is not None:
+                    if n.extra.decode() != self._instance:
+                        self._seen += 1
+            except psycopg.Error:
+                return False
+            return True
 
     def _relisten(self) -> None:
         with contextlib.suppress(psycopg.Error):
@@ -513,87 +588,3 @@ class PostgresStore(SqlStore):
         self._chunks = [c for c in self._chunks if c[0] != session_id]
         self._chunk_bytes = sum(len(c[2]) for c in self._chunks)
         super().clear_stream(session_id)
-
-    # -- import (threadline store migrate) -----------------------------------------------
-
-    def import_session(self, dump: SessionDump) -> str:
-        """Copy a session in one transaction; idempotent. Returns ``copied`` (new),
-        ``extended`` (events the copy here lacked were added) or ``kept`` (this store
-        already has all of them, or went on further)."""
-        self._need_catalog()
-        row = dump.row
-
-        def work(db: Statements) -> str:
-            db.lock_session(row.id)
-            have = db.one("SELECT last_seq FROM sessions WHERE id=? FOR UPDATE", (row.id,))
-            after = -1 if have is None else int(have[0])
-            if have is not None and after >= row.last_seq:
-                return "kept"
-            if have is None:
-                db.run(
-                    f"INSERT INTO sessions({COLS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        row.id,
-                        row.parent_id,
-                        row.base_id,
-                        row.base_seq,
-                        row.base_count,
-                        row.forked_at_message_id,
-                        _pgtext(row.cwd),
-                        _pgtext(row.title),
-                        dumps(row.config),
-                        row.created_at,
-                        row.updated_at,
-                        row.own_count,
-                        row.last_seq,
-                        row.deleted,
-                        row.archived,
-                        tags_json(row.tags),
-                        _pgtext(row.preview),
-                    ),
-                )
-            else:
-                db.run(
-                    "UPDATE sessions SET last_seq=?, own_count=?, updated_at=?, title=?, "
-                    "archived=?, tags=?, preview=? WHERE id=?",
-                    (
-                        *(row.last_seq, row.own_count, row.updated_at, _pgtext(row.title)),
-                        *(row.archived, tags_json(row.tags), _pgtext(row.preview), row.id),
-                    ),
-                )
-            index_title(db, row.id, _pgtext(row.title))
-            index_events(
-                db,
-                row.id,
-                [(e.kind, e.payload) for e in dump.events if e.seq > after],
-                want_preview=False,
-                clean=_pgtext,
-            )
-            db.many(
-                "INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)",
-                [(row.id, e.seq, e.kind, dumps(e.payload)) for e in dump.events if e.seq > after],
-            )
-            db.many(
-                "INSERT INTO messages(message_id, session_id, seq, ordinal) VALUES(?,?,?,?)",
-                [(m, row.id, q, o) for m, q, o in dump.messages if q > after],
-            )
-            self._add_refs(db, row.id, dump.blobs)
-            return "copied" if have is None else "extended"
-
-        return self._write(work)
-
-    def stored_counts(self, session_id: str, upto_seq: int) -> tuple[int, int]:
-        """(events, messages) of a session's own up to ``upto_seq``: what a migration
-        verifies against its source."""
-
-        def work(db: Statements) -> tuple[int, int]:
-            counts: list[int] = []
-            for table in ("events", "messages"):
-                r = db.one(
-                    f"SELECT count(*) FROM {table} WHERE session_id=? AND seq<=?",
-                    (session_id, upto_seq),
-                )
-                counts.append(int(r[0]) if r else 0)
-            return counts[0], counts[1]
-
-        return self._snapshot(work)

@@ -73,6 +73,11 @@ class SqlBase(ABC):
         write."""
         return self._write(work)
 
+    def _quiet_one(self, work: Callable[[Statements], T]) -> T:
+        """`_quiet` for work that is one statement (atomic by itself): no transaction
+        around it where a backend can skip one."""
+        return self._quiet(work)
+
     @abstractmethod
     def _aside(self, work: Callable[[Statements], None]) -> None:
         """A write of its own, on a connection of its own, callable from any thread (a

@@ -241,6 +241,9 @@ class EventStore(SqlStore):
         # already folded into whatever the caller caches.
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
+    def peek_token(self) -> int:
+        return self.change_token()  # in process already: no round trip to save
+
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")

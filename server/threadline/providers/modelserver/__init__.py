@@ -9,5 +9,7 @@ machine (per ``THREADLINE_HOME``), shared by every sidecar.
 * :mod:`.slots` — N slots and a fair queue across processes (lock files);
 * :mod:`.watchdog` — liveness by progress (streamed bytes or CPU time) during a request;
 * :mod:`.provider` — the ``Provider`` that ties them to the OpenAI-compatible client;
-* :mod:`.status` — what each server is doing, for ``threadline models``.
+* :mod:`.status` — what each server is doing, for ``threadline models``;
+* :mod:`.warmserver`, :mod:`.keptstates` — llama_cpp.server with a prompt cache whose
+  bound counts what it keeps, so several sessions keep their prefixes warm.
 """

@@ -228,9 +228,8 @@ def _extra_body(spec: ServerSpec, configured: object) -> dict[str, object]:
     """What every request adds: for llama-server, ``cache_prompt`` (its slot keeps
     the evaluated prompt, and a request goes to the slot whose prompt is most like its
     own, so each of ``slots`` sessions keeps its prefix warm; older builds default to
-    off). llama_cpp.server's own cache is left off: its ``LlamaRAMCache`` copies the
-    logits with every state (measured: 80 MB uncounted beside 9 MB counted, per entry,
-    for SmolLM2 at 400 tokens), so its bound does not bound memory."""
+    off). llama_cpp.server needs nothing: its prompts are kept by the server itself
+    (:mod:`.warmserver`)."""
     body: dict[str, object] = {"cache_prompt": True} if spec.kind == "llama-server" else {}
     if isinstance(configured, dict):
         body.update({str(k): v for k, v in configured.items()})  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]

@@ -1,0 +1,130 @@
+"""A prompt cache for llama_cpp.server whose size bound counts what it keeps.
+
+llama-cpp-python asks a model's cache (`Llama.set_cache`, any ``BaseLlamaCache``)
+for the longest kept prefix of each prompt and loads that state when it shares more
+of the prompt than the context does; after each completion it hands the cache the
+state just saved (`Llama.save_state`). Its own ``LlamaRAMCache`` counts only the
+llama.cpp state bytes of each entry, not the logits array saved with it
+(``min(tokens, n_batch) × n_vocab`` floats; with the server's default ``logits_all``,
+up to ``n_ctx`` rows): for SmolLM2 at 450 tokens, 10 MB counted and 88 MB more not.
+It also keeps every turn of a session as its own entry though each is a prefix of the
+next.
+
+:class:`KeptStates` counts every array it keeps. Without ``logits_all`` those logits
+are never written (llama-cpp-python samples inside llama.cpp, and only logprobs read
+them), so it keeps one zero row in their place (``Llama.load_state`` assigns it to the
+rows of the state's tokens, and one row broadcasts). A state whose key is, but for fewer
+than `SUPERSEDED` tokens at its end, a prefix of the new one is dropped: the new one
+restores as much of any prompt (the same session's previous turn; a fork's parent).
+Least recently saved (the session least recently prompted) first beyond the bound; a
+state larger than the bound is not kept.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from llama_cpp import BaseLlamaCache, LlamaState
+
+from ..local.prefixcache import common_prefix
+
+SUPERSEDED = 16
+"""A kept state sharing all but this many of its last tokens with a new one is
+dropped: the end of an answer as sampled and as the chat template renders it next
+turn may differ by a token or two."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    state: LlamaState
+    nbytes: int
+
+
+def kept_bytes(state: LlamaState) -> int:
+    """Every byte the entry holds: llama.cpp's state and the arrays beside it."""
+    return len(state.llama_state) + state.input_ids.nbytes + state.scores.nbytes
+
+
+class KeptStates(BaseLlamaCache):
+    """Bounded by the bytes it holds, least recently saved dropped first."""
+
+    def __init__(self, capacity_bytes: int, *, keep_logits: bool = False) -> None:
+        super().__init__(capacity_bytes)
+        self.keep_logits = keep_logits
+        self._kept: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self._bytes = 0
+        self.dropped = 0
+        """States dropped to stay within the bound."""
+
+    @property
+    def cache_size(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __bool__(self) -> bool:
+        return True  # llama-cpp-python asks ``if self.cache``: empty is still a cache
+
+    def _longest(self, key: Sequence[int]) -> tuple[int, ...] | None:
+        best, best_n = None, 0
+        for k in self._kept:
+            n = common_prefix(k, key)
+            if n > best_n:
+                best, best_n = k, n
+        return best
+
+    def __contains__(self, key: Sequence[int]) -> bool:
+        return self._longest(key) is not None
+
+    def __getitem__(self, key: Sequence[int]) -> LlamaState:
+        found = self._longest(key)
+        if found is None:
+            raise KeyError("no kept state shares a prefix")
+        # Not moved to the end: llama-cpp-python asks for every prompt and loads the
+        # state only if it beats the context (a shared system prompt does not). A state
+        # that is loaded is replaced by the next one saved, which goes to the end.
+        return self._kept[found].state
+
+    def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
+        tokens = tuple(key)
+        state = value if self.keep_logits else without_logits(value)
+        size = kept_bytes(state)
+        for old in list(self._kept):
+            if len(old) - common_prefix(old, tokens) < SUPERSEDED:
+                self._drop(old)
+        if size <= self.capacity_bytes:
+            self._kept[tokens] = _Entry(state, size)
+            self._bytes += size
+        while self._bytes > self.capacity_bytes:
+            self._drop(next(iter(self._kept)))
+            self.dropped += 1
+        # One line per completion in the server's log: what is kept, against the bound.
+        print(
+            f"threadline prompt cache: kept {len(self._kept)} states, {self._bytes} of "
+            f"{self.capacity_bytes} bytes, dropped {self.dropped}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        self._bytes -= self._kept.pop(key).nbytes
+
+
+def without_logits(state: LlamaState) -> LlamaState:
+    """``state`` with its (never written) logits replaced by one zero row: ``load_state``
+    assigns them to the model's rows for the state's tokens, and one row broadcasts (a
+    full-shape array would be allocated and copied on every load only to write zeros).
+    The token ids are kept whole (``load_state`` makes them the model's buffer)."""
+    return LlamaState(
+        input_ids=state.input_ids,
+        scores=np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype),
+        n_tokens=state.n_tokens,
+        llama_state=state.llama_state,
+        llama_state_size=state.llama_state_size,
+        seed=state.seed,
+    )
