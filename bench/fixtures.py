@@ -14,7 +14,7 @@ from pathlib import Path
 
 from threadline.engine.config import SessionConfig
 from threadline.engine.ids import new_id, now_iso
-from threadline.engine.mutations import AssistantMessage, Mutation, UserMessage
+from threadline.engine.mutations import AssistantMessage, ContextSummary, UserMessage
 from threadline.settings import Settings
 from threadline.store.factory import open_store
 
@@ -31,7 +31,7 @@ def db_path(home: Path) -> Path:
     return Settings(home=home, default_model=None, log_level="WARNING").db_path
 
 
-def _message(i: int) -> Mutation:
+def _message(i: int) -> UserMessage | AssistantMessage:
     turn = i // 2 + 1
     now = now_iso()
     if i % 2 == 0:
@@ -64,9 +64,31 @@ def _message(i: int) -> Mutation:
     )
 
 
-def fill(home: Path, sizes: list[int], store_url: str | None = None) -> list[str]:
+SUMMARY = (
+    "The user has been hardening a parser over many turns: empty inputs are guarded, "
+    "errors carry positions, and the remaining work is the list handling in the loop."
+)
+
+
+def _summary(i: int, up_to: str) -> ContextSummary:
+    """What a compaction commits: a summary standing for every message up to ``up_to``."""
+    message = {
+        "messageId": new_id("msg"),
+        "turnId": f"a{i // 2}",
+        "role": "assistant",
+        "content": [{"type": "summary", "text": SUMMARY}],
+        "createdAt": now_iso(),
+    }
+    return ContextSummary(message, up_to)
+
+
+def fill(
+    home: Path, sizes: list[int], store_url: str | None = None, *, compacted: int | None = None
+) -> list[str]:
     """One session per size (in order); returns their ids. ``store_url``: a PostgreSQL
-    database instead of the home's SQLite file."""
+    database instead of the home's SQLite file. ``compacted``: each session ends
+    with a compaction that leaves that many of its latest messages in the working
+    set (a session that grew past its model's window has one)."""
     store = open_store(db_path(home), store_url)
     config = SessionConfig(model="scripted:echo").to_json()
     ids: list[str] = []
@@ -74,9 +96,15 @@ def fill(home: Path, sizes: list[int], store_url: str | None = None) -> list[str
         for n in sizes:
             sid = new_id("sess")
             store.create_session(sid, "/tmp", config, now_iso(), title=f"{n} messages")
+            up_to = n - 1 - (compacted or 0)
+            summary: ContextSummary | None = None
             for start in range(0, n, BATCH):
-                batch = [_message(i).to_event() for i in range(start, min(n, start + BATCH))]
-                store.append(sid, batch, now_iso())
+                messages = [_message(i) for i in range(start, min(n, start + BATCH))]
+                if compacted is not None and start <= up_to < start + len(messages):
+                    summary = _summary(n, messages[up_to - start].message["messageId"])
+                store.append(sid, [m.to_event() for m in messages], now_iso())
+            if summary is not None:
+                store.append(sid, [summary.to_event()], now_iso())
             ids.append(sid)
     finally:
         store.close()

@@ -6,7 +6,7 @@ samples fall: by *self* time (the function on top of the stack) and *inclusive*
 time (the function anywhere on the stack). ``imports`` instead lists what
 ``threadline serve`` imports before it can answer ``initialize`` (``-X importtime``).
 
-Scenarios: imports, stream, concurrency, history, load, localmodel. Needs
+Scenarios: imports, stream, concurrency, history, load, localmodel, delegate. Needs
 ``pip install py-spy`` (attaching needs ptrace rights over the server: same user).
 """
 
@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from .figures import delegate
 from .figures.concurrency import all_at_once
 from .fixtures import fill
 from .servers import INITIALIZE, THREADLINE, new_session, prompt_params, spawn
@@ -162,13 +163,34 @@ def _localmodel(conn: Connection, home: Path) -> None:
         conn.call("session/prompt", prompt_params(sid, "Write a short poem about the sea."), 600)
 
 
+def _delegate_ready(conn: Connection, home: Path) -> None:
+    """The parent's model set and its transcript loaded (not profiled)."""
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    record = home / "child-requests.jsonl"
+    child = delegate.child_model(home, delegate.REAL_WINDOW)
+    delegate.set_model(conn, sid, delegate.parent_model(child, record, delegate.REAL_WINDOW))
+    conn.call("session/history", {"sessionId": sid}, timeout=600)
+
+
+def _delegate(conn: Connection, home: Path) -> None:
+    """Five ``delegate`` calls (fork context) of a compacted 100,000-message parent."""
+    sid = conn.call("session/list", {})["sessions"][0]["sessionId"]
+    for _ in range(5):
+        delegate.delegated(conn, sid, home / "child-requests.jsonl")
+
+
 SCENARIOS: dict[str, tuple[Callable[[Connection, Path], None], int]] = {
     "stream": (_stream, 0),
     "concurrency": (_concurrency, 0),
     "history": (_history, 10_000),
     "load": (_load, 10_000),
     "localmodel": (_localmodel, 0),
+    "delegate": (_delegate, 100_000),
 }
+READY: dict[str, Callable[[Connection, Path], None]] = {"delegate": _delegate_ready}
+"""What a scenario needs done before the profile starts."""
+COMPACTED: dict[str, int] = {"delegate": delegate.KEPT}
+"""Scenarios whose session ends with a compaction (messages left after it)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,11 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     raw = args.raw or home / "profile.txt"
     try:
         if messages:
-            fill(home, [messages])
+            fill(home, [messages], compacted=COMPACTED.get(args.scenario))
         conn = spawn(THREADLINE, home)
         try:
             if args.scenario == "localmodel":
                 _localmodel_warmup(conn)
+            if args.scenario in READY:
+                READY[args.scenario](conn, home)
             spy = Spy(conn.pid, raw, args.rate, args.native, args.idle)
             try:
                 scenario(conn, home)

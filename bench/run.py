@@ -23,6 +23,7 @@ from .figures import (
     coldstart,
     concurrency,
     delegate,
+    editfile,
     forkload,
     interrupt,
     latency,
@@ -65,6 +66,7 @@ FIGURES: dict[str, Callable[[Context], list[Row]]] = {
     "promptcache": promptcache.run,
     "scale": scale.run,
     "delegate": delegate.run,
+    "editfile": editfile.run,
 }
 OPT_IN = {"scale"}
 """Figures run only when named with ``--only`` (51 processes at full size)."""

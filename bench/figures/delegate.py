@@ -1,20 +1,23 @@
-"""Delegate overhead: a ``delegate`` call's spawn → the child's first model call, at 10
-and 100,000 parent messages (1,000 in the smoke run), against a plain fork.
+"""Delegate overhead: a ``delegate`` call's spawn → the child's first model call, for
+parents of 10 and 100,000 messages (1,000 in the smoke run), against a plain fork.
 
 The parent sessions are written into the store before the server starts
 (``fixtures``). *delegate*: the parent's model calls ``delegate`` with ``context:
 "fork"`` and a child model that records each request it is sent
-(``scripted``'s ``record``, with the wall clock); timed from the moment the bench
-client reads the call's ``tool_call`` (announced once the parent's answer is stored,
-after the scripted model's own per-request work on the parent's request) to the
-child's first recorded request. *plain
+(``scripted``'s ``record``, with the wall clock); timed from the moment the parent's
+model emits the call (a ``mark`` step just before it, stamped by the scripted model
+with the server's wall clock) to the child's first recorded request. *plain
 fork*: what a client does by hand for the same child: ``session/fork`` of the parent,
 then ``session/prompt`` on it (the child's model set on the parent before, not
 timed, so the fork inherits it and is first loaded by its prompt); timed as
-the fork's answer plus prompt sent → the fork's first recorded request. Both children
-hold the parent's whole history, so both first model calls compile every message; the
-difference is what ``delegate`` itself costs. Both models get a context window that
-holds the whole session (no compaction).
+the fork's answer plus prompt sent → the fork's first recorded request; the
+difference is what ``delegate`` itself costs.
+
+The 100,000-message parent is measured twice. *Compacted*, on a 200,000-token window:
+a session that long on any real model has been compacted along the way, so its
+working set (and the child's first request) is the summary and the 40 messages after
+it — what a user meets. *Uncompacted*, on a 50M-token window no model has: every
+message in every request, the worst case, dominated by compiling 100,000 messages.
 """
 
 from __future__ import annotations
@@ -33,13 +36,18 @@ from ..wire import Connection
 
 FIGURE = "delegate"
 WINDOW = 50_000_000
-"""Tokens: the scripted models' context window, larger than any session here."""
+"""Tokens: the scripted models' context window in the uncompacted case, larger than
+any session here (no model has such a window: the worst case, not a user's)."""
+REAL_WINDOW = 200_000
+"""Tokens: a large real model's window, for the compacted case."""
+KEPT = 40
+"""Messages a compaction left in the compacted parent's working set."""
 TARGET_MS = 50.0
 """Over a plain fork, at every size."""
 
 
-def _model(record: Path | None, rounds: list[list[dict[str, Any]]]) -> str:
-    script: dict[str, Any] = {"rounds": rounds, "context_window": WINDOW}
+def _model(record: Path | None, rounds: list[list[dict[str, Any]]], window: int) -> str:
+    script: dict[str, Any] = {"rounds": rounds, "context_window": window}
     if record is not None:
         script["record"] = str(record)
     return "scripted:" + json.dumps(script)
@@ -56,7 +64,7 @@ def _first_call(record: Path, after: int) -> float:
     raise TimeoutError(f"no model call recorded in {record}")
 
 
-def _set_model(conn: Connection, sid: str, model: str) -> None:
+def set_model(conn: Connection, sid: str, model: str) -> None:
     conn.call(
         "session/set_config_option",
         {"sessionId": sid, "configId": "model", "value": model},
@@ -64,74 +72,92 @@ def _set_model(conn: Connection, sid: str, model: str) -> None:
     )
 
 
-def _delegated(conn: Connection, sid: str, record: Path) -> float:
-    """ms from the ``delegate`` call shown to the child's first model call."""
+def delegated(conn: Connection, sid: str, record: Path) -> float:
+    """ms from the parent's model emitting the ``delegate`` call (its ``mark`` step,
+    stamped by the scripted model just before it yields the call) to the child's first
+    model call: both stamps the server's wall clock."""
+    marks = _marks(record)
     seen = len(record.read_text().splitlines()) if record.exists() else 0
-    shown: list[float] = []
-
-    def on_update(params: dict[str, Any], _t: int) -> None:
-        update = params.get("update") or {}
-        if update.get("sessionUpdate") == "tool_call" and not shown:
-            shown.append(time.time())
-
-    conn.on_update = on_update
-    try:
-        conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
-    finally:
-        conn.on_update = None
-    return (_first_call(record, seen) - shown[0]) * 1000
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    conn.call("session/prompt", prompt_params(sid, "delegate it"), timeout=600)
+    start = float(marks.read_text().splitlines()[before])
+    return (_first_call(record, seen) - start) * 1000
 
 
-def _forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
+def _marks(record: Path) -> Path:
+    return record.with_name("delegate-calls.txt")
+
+
+def forked(conn: Connection, sid: str, record: Path, child_model: str, parent: str) -> float:
     """ms of ``session/fork`` plus prompt sent → the fork's first model call. The fork
     inherits the child's model from the parent (switched before, not timed), so the
     fork is first loaded by its prompt, as a ``delegate`` child is by its turn."""
     seen = len(record.read_text().splitlines()) if record.exists() else 0
-    _set_model(conn, sid, child_model)
+    set_model(conn, sid, child_model)
     pending = conn.send("session/fork", {"sessionId": sid})
     fork = pending.wait(600)
     fork_ms = pending.received_ms
     sent = time.time()
     conn.call("session/prompt", prompt_params(fork["sessionId"], "the task"), timeout=600)
     took = fork_ms + (_first_call(record, seen) - sent) * 1000
-    _set_model(conn, sid, parent)
+    set_model(conn, sid, parent)
     return took
 
 
+def child_model(home: Path, window: int = WINDOW) -> str:
+    """The child's model: records each request in ``home``'s ``child-requests.jsonl``."""
+    return _model(home / "child-requests.jsonl", [[{"text": "done"}]], window)
+
+
+def parent_model(child: str, record: Path, window: int = WINDOW) -> str:
+    """The parent's model: delegates the task with ``context: "fork"`` to ``child``,
+    stamping the moment it emits the call beside ``record``."""
+    task = {"task": "the task", "context": "fork", "model": child}
+    call = {"tool_call": {"name": "delegate", "arguments": task}}
+    rounds = [[{"mark": str(_marks(record))}, call], [{"text": "ok"}]]
+    return _model(None, rounds, window)
+
+
 def run(ctx: Context) -> list[Row]:
-    sizes = [10, 100_000] if not ctx.quick else [10, 1_000]
+    big = ctx.n(100_000, 1_000)
+    # (parent messages, compacted, window): a real model's session of 100,000 messages
+    # has been compacted many times (its working set is the summary and what followed);
+    # the uncompacted one, every message in every request, is the worst case.
+    cases = [(10, False, WINDOW), (big, True, REAL_WINDOW), (big, False, WINDOW)]
     reps = ctx.n(5, 2)
     home = ctx.scratch.home("delegate")
-    ctx.log(f"delegate: writing parent sessions of {sizes} messages")
-    ids = fill(home, sizes)
+    ctx.log(f"delegate: writing parent sessions of {[n for n, _, _ in cases]} messages")
+    ids = [fill(home, [n], compacted=KEPT if compacted else None)[0] for n, compacted, _ in cases]
     record = home / "child-requests.jsonl"
-    child = _model(record, [[{"text": "done"}]])
-    task = {"task": "the task", "context": "fork", "model": child}
-    parent = _model(
-        None, [[{"tool_call": {"name": "delegate", "arguments": task}}], [{"text": "ok"}]]
-    )
     conn = spawn(THREADLINE, home)
     rows: list[Row] = []
     try:
-        for n, sid in zip(sizes, ids, strict=True):
-            _set_model(conn, sid, parent)
+        for (n, compacted, window), sid in zip(cases, ids, strict=True):
+            child = child_model(home, window)
+            parent = parent_model(child, record, window)
+            set_model(conn, sid, parent)
             conn.call("session/history", {"sessionId": sid}, timeout=600)  # loaded once
-            delegated = summarize(_delegated(conn, sid, record) for _ in range(reps))
-            forked = summarize(_forked(conn, sid, record, child, parent) for _ in range(reps))
-            over = delegated.p50 - forked.p50
+            spawned = summarize(delegated(conn, sid, record) for _ in range(reps))
+            plain = summarize(forked(conn, sid, record, child, parent) for _ in range(reps))
+            over = spawned.p50 - plain.p50
+            shape = (
+                f"compacted (working set: summary + {KEPT}), {window:,}-token window"
+                if compacted
+                else f"uncompacted, {window:,}-token window"
+            )
             rows.append(
                 Row(
                     FIGURE,
-                    f"spawn → child's first model call, {n:,} parent messages",
-                    f"{ms(delegated.p50)} delegate · {ms(forked.p50)} plain fork",
-                    f"delegate {ms(delegated.min)}–{ms(delegated.max)}; fork "
-                    f"{ms(forked.min)}–{ms(forked.max)} (n={reps})",
+                    f"spawn → child's first model call, {n:,} parent messages, {shape}",
+                    f"{ms(spawned.p50)} delegate · {ms(plain.p50)} plain fork",
+                    f"delegate {ms(spawned.min)}–{ms(spawned.max)}; fork "
+                    f"{ms(plain.min)}–{ms(plain.max)} (n={reps})",
                     f"delegate − plain fork: {ms(over)}",
                     f"< {ms(TARGET_MS)} over a plain fork",
                     verdict(over < TARGET_MS),
                 )
             )
-            ctx.log(f"delegate: {n:,} messages done")
+            ctx.log(f"delegate: {n:,} messages ({shape}) done")
     finally:
         conn.close()
     return rows

@@ -139,3 +139,68 @@ def test_apis_that_take_system_text_only_first_get_the_tool_section_there() -> N
     system, rest = to_anthropic_messages(request.messages)
     assert system == "Be brief.\n\nTools: two calls left."
     assert all("Tools: two calls left." not in str(m["content"]) for m in rest), "not sent twice"
+
+
+def test_tool_selection_reads_the_same_request_from_the_tail_alone() -> None:
+    """Tools are chosen from the latest user message (or a summary, read as one) and
+    the turn's tool results: compiling only the tail from there gives the selector
+    the very request the whole history would, however long the history."""
+    from threadline.engine.compiler import request_tail, to_chat_messages
+    from threadline.tools.selection import FIND_TOOLS, FOUND_PREFIX, request_of
+
+    call = {"type": "tool_use", "id": "f1", "name": FIND_TOOLS, "input": {"query": "lint"}}
+    found = {
+        **result("f1", f"{FOUND_PREFIX}editor_diagnostics\n- ..."),
+        "toolName": FIND_TOOLS,
+    }
+    older = [
+        msg(f"o{i}", "user" if i % 2 == 0 else "assistant", {"type": "text", "text": f"old {i}"})
+        for i in range(40)
+    ]
+    turn = [
+        msg("u", "user", {"type": "text", "text": "fix the lint errors"}),
+        msg("a", "assistant", call),
+        msg("t", "tool", found),
+        msg("a2", "assistant", {"type": "tool_use", "id": "r1", "name": "read_file", "input": {}}),
+        msg("t2", "tool", result("r1", "def f(): pass")),
+    ]
+    summary = msg("s", "assistant", {"type": "summary", "text": "we fixed the parser"})
+    cases: list[list[Msg]] = [
+        [*older, *turn],
+        [*older, *turn, summary, *turn[1:3]],
+        [msg("x", "assistant", {"type": "text", "text": "no user yet"})],
+    ]
+    for working in cases:
+        tail = request_tail(working)
+        assert request_of(to_chat_messages(tail)) == request_of(to_chat_messages(working))
+        assert len(tail) <= len(turn)
+    whole = request_of(to_chat_messages(cases[0]))
+    assert whole.found == {"editor_diagnostics"} and "fix the lint" in whole.text
+
+
+def test_a_long_request_is_compiled_without_the_collector_running_over_and_over() -> None:
+    """Compiling allocates a few containers per message and makes no cycles: with the
+    collector running, a 100,000-message request paid for a collection every 700
+    of them, now and then over the whole heap. At most one runs (when it is back on)."""
+    import gc
+
+    working = [
+        msg(f"m{i}", "user" if i % 2 == 0 else "assistant", {"type": "text", "text": f"t{i}"})
+        for i in range(20_000)
+    ]
+    runs: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(info["generation"])
+
+    assert gc.isenabled()
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        request = compile_request(system_prompt=None, experiences={}, working=working)
+    finally:
+        gc.callbacks.remove(seen)
+    assert gc.isenabled()
+    assert len(request.messages) == 1 + len(working)
+    assert len(runs) <= 1, runs

@@ -374,3 +374,61 @@ async def test_a_child_asks_permission_as_the_parent_would_and_reports_its_chang
     assert text.startswith("wrote the notes")
     assert "Changed by the sub-agent: " in text and "notes.txt" in text
     assert any("notes.txt" in path for path in block["rawOutput"]["changed"])
+
+
+def folds(home: Path) -> set[str]:
+    db = sqlite3.connect(home / "threadline.db")
+    try:
+        return {r[0] for r in db.execute("SELECT session_id FROM folds")}
+    finally:
+        db.close()
+
+
+async def test_a_child_of_a_long_session_keeps_its_fold_at_shutdown_not_per_turn(
+    home: Path, tmp_path: Path
+) -> None:
+    """A fork child's fold is its parent's plus a turn: written after each of its turns,
+    every delegate of a long session would write the parent's whole fold again. It is
+    kept when the sidecar shuts down instead (so a restart still finds it)."""
+    from threadline.engine.config import SessionConfig
+    from threadline.engine.ids import now_iso
+    from threadline.engine.mutations import AssistantMessage, UserMessage
+    from threadline.settings import Settings
+    from threadline.store.factory import open_store
+
+    home.mkdir(parents=True)
+    store = open_store(Settings(home=home, default_model=None, log_level="WARNING").db_path, None)
+    sid = "sess_long_parent"
+    try:
+        config = SessionConfig(model="scripted:echo").to_json()
+        store.create_session(sid, str(tmp_path), config, now_iso(), title="long")
+        said = [
+            (UserMessage if i % 2 == 0 else AssistantMessage)(
+                {
+                    "messageId": f"m{i}",
+                    "turnId": f"{'u' if i % 2 == 0 else 'a'}{i // 2 + 1}",
+                    "role": "user" if i % 2 == 0 else "assistant",
+                    "content": [{"type": "text", "text": f"message {i}"}],
+                    "createdAt": now_iso(),
+                }
+            ).to_event()
+            for i in range(600)  # past the 500 events after which a fold is written
+        ]
+        store.append(sid, said, now_iso())
+    finally:
+        store.close()
+    client = await start_sidecar(home)
+    try:
+        child_model = model([{"text": "summed up"}])
+        delegating = model([delegate("sum it up", child_model, context="fork")], [{"text": "ok"}])
+        await set_model(client, sid, delegating)
+        await client.prompt(sid, "delegate it")
+        child = child_of(client, sid)
+        assert child is not None
+        await until(lambda: sid in folds(home))  # the parent's, written once it was opened
+        await asyncio.sleep(1.0)  # what a child's turn wrote would be there by now
+        assert child not in folds(home)
+        assert (await history(client, child))[-1]["content"][0]["text"] == "summed up"
+    finally:
+        await client.stop()
+    assert child in folds(home)

@@ -58,7 +58,8 @@ def test_open_calls_and_cancelled_results() -> None:
     assert t.turn_number == 1
 
 
-def test_summary_checkpoint_shapes_history_and_working_set() -> None:
+def _three_turns_compacted() -> Transcript:
+    """Three turns, then a compaction up to the second that keeps the first question."""
     t = Transcript()
     for i in range(1, 4):
         t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
@@ -68,6 +69,11 @@ def test_summary_checkpoint_shapes_history_and_working_set() -> None:
             m("s", "assistant", "a3", {"type": "summary", "text": "S"}), "a2", ("u1",), ("fact",)
         )
     )
+    return t
+
+
+def test_summary_checkpoint_shapes_history_and_working_set() -> None:
+    t = _three_turns_compacted()
     hist = t.history()
     assert [x["messageId"] for x in hist if x.get("compacted")] == ["a1", "u2", "a2"]
     assert [x["messageId"] for x in t.working()] == ["u1", "s", "u3", "a3"]
@@ -261,6 +267,39 @@ def test_a_snapshot_of_another_format_or_damaged_is_not_restored() -> None:
     big = Transcript()
     big.apply(UserMessage(m("u1", "user", "u1", {"type": "x", "n": 1 << 70})))
     assert big.snapshot() is None, "not orjson's to write: the log is folded instead"
+
+
+def test_a_copy_is_the_same_fold_and_goes_on_apart_from_its_original() -> None:
+    """A ``delegate`` child's transcript is its parent's copied in memory: the same
+    fold (history, working set, calls, checkpoint, spliced JSON, replay), and what is
+    applied to one afterwards never shows in the other, for a fold built here and for
+    one restored from a snapshot (its messages still JSON)."""
+    from threadline.rpc.projection import replay as replayed
+
+    def project(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        return replayed(msg, compaction=True)
+
+    t = _three_turns_compacted()
+    call = {"type": "tool_use", "id": "c9", "name": "x", "input": {}}
+    t.apply(AssistantMessage(m("a4", "assistant", "a4", call)))
+    replay = t.replay_json(project, variant=True)
+    restored = Transcript.restore(t.snapshot() or b"")
+    assert restored is not None
+    for original in (t, restored):
+        before = _state(original)
+        history = _spliced(original)
+        copy = original.copy()
+        assert _spliced(copy) == history and copy.replay_json(project, variant=True) == replay
+        assert _state(copy) == before
+        [res] = cancelled_results(copy, "stopped", "a4")
+        copy.apply(res)
+        copy.apply(UserMessage(m("u9", "user", "u9", text("child"))))
+        copy.apply(ExperienceRemember("e2", "only the copy"))
+        assert _state(original) == before and _spliced(original) == history
+        assert original.replay_json(project, variant=True) == replay
+        assert copy.open_calls == {} and "c9" in original.open_calls
+        assert [x["messageId"] for x in _spliced(copy)][-2:] == [res.message["messageId"], "u9"]
+        assert copy.experiences == {**original.experiences, "e2": "only the copy"}
 
 
 def test_a_kept_folds_replay_is_read_only_when_a_replay_needs_it() -> None:

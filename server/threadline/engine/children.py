@@ -40,7 +40,6 @@ from .live import LiveSessions
 from .mutations import Msg
 from .outcomes import TurnOutcome
 from .session import Session
-from .transcript import Transcript
 from .turn import Turn
 
 log = logging.getLogger(__name__)
@@ -145,12 +144,12 @@ class Children:
         if request.context == "fork":
             child_id = fork(self.live, parent.id, None, None).session_id
             # Taken at once, before anything else is committed to the parent: its
-            # transcript is the fork's prefix, copied rather than folded again.
-            snapshot = parent.transcript.snapshot()
-            base = None if snapshot is None else Transcript.restore(snapshot)
+            # transcript is the fork's prefix, copied (sharing every message and its
+            # JSON) rather than folded again from the store.
+            base = parent.transcript.copy()
             store.update_session(child_id, title=title, config=config.to_json(), now=now_iso())
             row = store.get_session(child_id)
-            if base is not None and row is not None:
+            if row is not None:
                 child = self.live.adopt(row, base)
         else:
             child_id = new_id("sess")

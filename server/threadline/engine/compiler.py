@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..providers.base import ChatMessage, ChatRequest, ImagePart, ToolCallFinal, ToolSpec
+from .collector import collector_paused
 from .images import ImageRules, has_images, placeholder
 from .mutations import Msg, MultimodalToolResult
 
@@ -110,6 +111,17 @@ def _result_images(
         else:
             content.append(c)
     return content, parts
+
+
+def request_tail(messages: Sequence[Msg]) -> Sequence[Msg]:
+    """The messages from the latest user message (or compaction summary, which the
+    model reads as one) on: all that tool selection reads of a request
+    (`tools.selection.request_of`), so choosing tools costs the turn, not the history."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m["role"] == "user" or _summary(m):
+            return messages[i:]
+    return messages
 
 
 def to_chat_messages(
@@ -235,10 +247,12 @@ def compile_request(
     images: ImageRules | None = None,
 ) -> ChatRequest:
     """``context_window``, when known, bounds each tool result (:func:`result_chars`);
-    ``images``: how the model takes images (see :func:`to_chat_messages`)."""
+    ``images``: how the model takes images (see :func:`to_chat_messages`). A few
+    containers per message and no cycles: made with the collector paused."""
     messages = [ChatMessage("system", system_text(system_prompt, experiences))]
     limit = None if context_window is None else result_chars(context_window)
-    messages += to_chat_messages(working, result_limit=limit, images=images)
+    with collector_paused():
+        messages += to_chat_messages(working, result_limit=limit, images=images)
     messages = with_tool_section(messages, bios)
     messages += [
         ChatMessage(m.role, m.content, tool_call_id=m.tool_call_id, ephemeral=True)

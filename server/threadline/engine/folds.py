@@ -32,16 +32,15 @@ and copies of lists); assembling and writing tens of megabytes run on a worker t
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Iterable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
 
 from ..store.base import SessionRow, SessionStore, StoreError
+from .collector import collector_paused
 from .mutations import Msg, from_event
 from .transcript import Snapshot, Transcript
 
@@ -97,7 +96,7 @@ class FoldCache:
         """The session's transcript folded to the end of its log as read now, and the
         sequence number of its own last event in it: from memory, else from the store's
         kept fold, else from the whole log."""
-        with _collector_paused():
+        with collector_paused():
             return self._open(row)
 
     def _open(self, row: SessionRow) -> tuple[Transcript, int]:
@@ -224,7 +223,7 @@ class FoldCache:
         )
 
     def _capture(self, transcript: Transcript) -> Snapshot | None:
-        with _collector_paused():  # a long transcript's lengths and pieces: 100,000s of objects
+        with collector_paused():  # a long transcript's lengths and pieces: 100,000s of objects
             if self._replay is not None:
                 project, variant = self._replay()
                 transcript.make_replay(project, variant)
@@ -265,19 +264,3 @@ class FoldCache:
         self._saving.pop(session_id, None)
         if ok:
             self._stored[session_id] = kept
-
-
-@contextmanager
-def _collector_paused() -> Generator[None]:
-    """Folding or restoring a long transcript allocates tens of thousands of
-    containers and no cycles; meanwhile the cyclic collector would run over and over,
-    once over the whole heap (a fresh server's modules: ~80 ms of a 110 ms restore at
-    10,000 messages, measured). Reference counting still frees what is dropped."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

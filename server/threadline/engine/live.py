@@ -259,7 +259,12 @@ class LiveSessions:
             yield
         finally:
             self.leases.release(session.id)
-            self._folds.grown(session.id, session.transcript, session.seq)
+            # A sub-agent's fold is its parent's plus a turn: written after each of its
+            # turns, every delegate of a long session would write the parent's whole
+            # fold again (77 MB at 100,000 messages, assembled on threads that starve
+            # the loop). Kept at shutdown (`aclose`) instead, like any session held.
+            if session.config.child is None:
+                self._folds.grown(session.id, session.transcript, session.seq)
 
     def _acquire(self, session: Session, work: Work, turn_id: str | None = None) -> None:
         """Take the lease; prompts that waited on work whose process died are held, not

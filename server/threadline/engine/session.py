@@ -26,7 +26,7 @@ from ..tools.registry import ToolRegistry
 from ..userconfig import Price
 from . import events
 from .bursts import BurstJournal
-from .compiler import compile_request, to_chat_messages
+from .compiler import compile_request, request_tail, to_chat_messages
 from .config import SessionConfig
 from .cost import CostTally
 from .errors import SessionBusy, SessionNotFound
@@ -523,7 +523,7 @@ class Session:
         offered: list[ToolSpec] = []
         if not tools_off:
             limits = self.providers.tool_limits(self.config.model)
-            offered = self.offers.offer(to_chat_messages(working), limits).specs
+            offered = self.offers.offer(to_chat_messages(request_tail(working)), limits).specs
         system_prompt = self.config.system_prompt
         if self.config.mode == "plan":
             system_prompt = "\n\n".join(filter(None, [system_prompt, modes.PLAN_PROMPT]))

@@ -418,6 +418,35 @@ class Transcript:
             t._replay_kept = KeptReplay(count, size, replay)
         return t
 
+    def copy(self) -> Transcript:
+        """Another transcript of the same fold, for a fork made in this process (a
+        ``delegate`` child): it shares every message, its JSON and its replay pieces
+        (none is ever edited in place) and copies only the lists and maps that grow,
+        so the copy costs list copies, not a `snapshot` written and parsed again;
+        a fold still kept as JSON (messages, ids, replay) stays JSON in both."""
+        t = Transcript(
+            _messages=list(self._messages),
+            _unparsed=self._unparsed,
+            _kept_array=self._kept_array,
+            _index=dict(self._index),
+            _kept_ids=self._kept_ids,
+            experiences=dict(self.experiences),
+            checkpoint=self.checkpoint,
+            working_start=self.working_start,
+            turn_number=self.turn_number,
+            open_calls=dict(self.open_calls),
+            call_ids=set(self.call_ids),
+            summaries=list(self.summaries),
+            _wire=list(self._wire),
+            _history=self._history,
+            _replayed=list(self._replayed),
+            _replay_kept=self._replay_kept,
+            changes=self.changes,
+            marks=list(self.marks),
+            rewound=self.rewound,
+        )
+        return t
+
     def _ids(self) -> list[str]:
         return [m["messageId"] for m in self.messages]
 

@@ -14,6 +14,8 @@ script deterministically. Steps::
     {"error": {"reason": "...", "message": "...", "retryable": false}}
     {"echo": true}                             repeat the last user message as text
     {"status": "loading the model"}            a wait announced to the client
+    {"mark": "<file>"}                         append the wall clock to that file (when
+                                               the step is reached: a benchmark's start)
 
 ``"images": true`` marks the model as one that sees images (text-only otherwise;
 ``"toolResultImages": true``: in tool results too); a recorded message's images are
@@ -111,6 +113,11 @@ def _record(path: str, request: ChatRequest) -> None:
         f.write(json.dumps(line) + "\n")
 
 
+def _mark(path: str) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{time.time()!r}\n")
+
+
 class ScriptedProvider:
     def __init__(self, spec: str, context_window: int = 8192) -> None:
         self._spec = spec
@@ -200,6 +207,8 @@ class ScriptedProvider:
                     yield TextDelta(word + " ")
             elif "status" in step:
                 yield StatusNotice(str(step["status"]))
+            elif "mark" in step:
+                _mark(str(step["mark"]))
             elif "finish" in step:
                 finish = cast(FinishReason, step["finish"])
         if not any("usage" in s for s in steps):
