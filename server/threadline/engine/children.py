@@ -34,7 +34,7 @@ from ..tools.delegate import DELEGATE, DelegateRequest
 from . import blocks, events
 from .config import SessionConfig
 from .errors import EngineError
-from .forking import fork
+from .forking import fork_with_base
 from .ids import new_id, now_iso
 from .live import LiveSessions
 from .mutations import Msg
@@ -142,15 +142,10 @@ class Children:
         title = _title(request.task)
         child: Session | None = None
         if request.context == "fork":
-            child_id = fork(self.live, parent.id, None, None).session_id
-            # Taken at once, before anything else is committed to the parent: its
-            # transcript is the fork's prefix, copied (sharing every message and its
-            # JSON) rather than folded again from the store.
-            base = parent.transcript.copy()
+            forked, base = fork_with_base(self.live, parent.id, None, None)
+            child_id = forked.session_id
             store.update_session(child_id, title=title, config=config.to_json(), now=now_iso())
-            row = store.get_session(child_id)
-            if row is not None:
-                child = self.live.adopt(row, base)
+            child = self.live.open_fork(child_id, base)
         else:
             child_id = new_id("sess")
             store.create_session(child_id, parent.cwd, config.to_json(), now_iso(), title)

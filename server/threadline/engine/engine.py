@@ -40,7 +40,7 @@ from .compactor import Compaction
 from .config import SessionConfig
 from .errors import InvalidParams
 from .feed import STATES, Feed
-from .forking import fork
+from .forking import fork, fork_with_base
 from .ids import new_id, now_iso
 from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
 from .inbox import Inbox, Stored
@@ -230,8 +230,8 @@ class Engine:
         ``additionalDirectories`` names others."""
         if params.materialize_files and params.cwd is None:
             raise InvalidParams("materializeFiles needs the fork's new cwd", {})
-        forked = self._forked(fork(self.live, params.session_id, params.message_id, params.cwd))
-        child = self.live.open(forked.session_id)
+        forked, base = fork_with_base(self.live, params.session_id, params.message_id, params.cwd)
+        child = self.live.open_fork(self._forked(forked).session_id, base)
         if params.additional_directories is not None:
             options.set_roots(child, params.additional_directories)
         self.feed.subscribe(child)

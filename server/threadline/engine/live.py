@@ -108,6 +108,14 @@ class LiveSessions:
             self.repair(session)
         return session
 
+    def open_fork(self, session_id: str, base: Transcript | None) -> Session:
+        """A fork made just now: adopted with ``base`` (its parent's transcript copied
+        at the fork, `forking.fork_with_base`) when there is one, else opened."""
+        row = None if base is None else self.store.get_session(session_id)
+        if row is None or base is None:
+            return self.open(session_id)
+        return self.adopt(row, base)
+
     def adopt(self, row: SessionRow, base: Transcript) -> Session:
         """A fork made just now of a session held here, its transcript copied from the
         parent's in memory (``base``, as of the fork point) and its own events applied,
