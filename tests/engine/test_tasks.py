@@ -21,6 +21,7 @@ from threadline.engine.commands import CompactCommand, ForkCommand, prompt_task
 from threadline.engine.compactor import Compaction
 from threadline.engine.config import SessionConfig
 from threadline.engine.errors import SessionBusy
+from threadline.engine.forking import fork_with_base
 from threadline.engine.live import LiveSessions
 from threadline.engine.mutations import (
     AssistantMessage,
@@ -298,3 +299,37 @@ async def test_a_repair_that_cannot_write_is_tried_again(
     monkeypatch.setattr(store, "append", append)
     live.sessions.clear()
     repaired(live, live.open("sess_full"))
+
+
+async def test_a_fork_at_the_end_copies_the_held_parent_instead_of_folding_its_log(
+    live: LiveSessions, tmp_path: Path
+) -> None:
+    """Forking stays O(1) in the parent's messages in memory too: the child starts from
+    the parent's transcript copied, and only its own events are read from the store."""
+    session = new(live, "scripted:echo")
+    for n in (1, 2):
+        await live.run(session, Turn(session, text_prompt(f"question {n}")))
+    forked, base = fork_with_base(live, session.id, None, None)
+    assert base is not None
+    read: list[int] = []
+    load_events = live.store.load_events
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        got = list(load_events(*args, **kwargs))
+        read.append(len(got))
+        return got
+
+    live.store.load_events = counted  # type: ignore[method-assign]
+    child = live.open_fork(forked.session_id, base)
+    live.store.load_events = load_events  # type: ignore[method-assign]
+    assert sum(read) <= 1  # the fork's own events (its title), not the parent's
+    folded = LiveSessions(EventStore(tmp_path / "threadline.db"), ProviderRegistry(), FakeEditor())
+    again = folded.open(forked.session_id)
+    assert child.transcript.history_json().data == again.transcript.history_json().data
+    assert len(child.transcript.messages) == len(session.transcript.messages) == 4
+    # the child's later turns are its own: the parent's transcript does not move
+    await live.run(child, Turn(child, text_prompt("only in the fork")))
+    assert len(child.transcript.messages) == 6 and len(session.transcript.messages) == 4
+    # at an earlier message, the child is folded from the store's log
+    first = session.transcript.messages[1]["messageId"]
+    assert fork_with_base(live, session.id, first, None)[1] is None
