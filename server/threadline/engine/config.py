@@ -34,6 +34,13 @@ class SessionConfig:
         """How many ``delegate`` calls deep the session runs (0: started by a person)."""
         return int(self.child["depth"]) if self.child else 0
 
+    def options_shown(self) -> tuple[str, str, bool]:
+        """What its config options show (`options.py`): the model, the mode, and
+        whether any built-in tool is on (a list of names is some of them)."""
+        builtin = self.builtin_tools
+        on = builtin if isinstance(builtin, bool) else bool(builtin)
+        return (self.model, self.mode, on)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -20,18 +20,14 @@ from threadline_protocol import catalog as cat
 from threadline_protocol import methods as pm
 from threadline_protocol import work as pw
 from threadline_protocol.meta import (
-    CompactResultInfo,
     McpInfo,
-    PromptResultInfo,
-    QueuedPrompt,
-    ToolOffer,
 )
 
 from ..providers.registry import ProviderRegistry
 from ..settings import DelegateLimits
-from ..store.base import PendingPrompt, SessionRow, SessionStore
+from ..store.base import SessionStore
 from ..store.blobs import BLOB_SCHEME
-from . import capabilities, events, options
+from . import capabilities, events, options, results
 from . import modes as session_modes
 from .catalog import Catalog
 from .children import Children
@@ -39,7 +35,7 @@ from .commands import SLASH_COMMANDS
 from .compactor import Compaction
 from .config import SessionConfig
 from .errors import InvalidParams
-from .feed import STATES, Feed
+from .feed import Feed
 from .forking import fork, fork_with_base
 from .ids import new_id, now_iso
 from .images import ClientImages, ImageRejected, accept_prompt, has_images, inline_raw
@@ -49,15 +45,7 @@ from .listing import SessionPages
 from .live import LiveSessions
 from .measure import context_parts
 from .outcomes import (
-    CompactionOutcome,
-    DiffOutcome,
     Forked,
-    Interrupted,
-    NotRun,
-    PromptOutcome,
-    RestoredFiles,
-    Rewound,
-    TurnOutcome,
 )
 from .rewind import Files
 from .session import Session
@@ -171,7 +159,7 @@ class Engine:
         outcome = await self.inbox.prompt(
             session, content, mode, accepted=self.feed.subscribe, stored=accepted, show=bool(asked)
         )
-        return _prompt_result(outcome)
+        return results.prompt_result(outcome)
 
     def _with_images(self, session: Session, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The prompt with its images checked and carrying their bytes (-32602 names a
@@ -196,7 +184,7 @@ class Engine:
         session = self.live.open(params.session_id)
         if params.threadline().clear_queue:
             self.inbox.remove(session, None)
-        return _interrupt_result(await self.live.interrupt(session))
+        return results.interrupt_result(await self.live.interrupt(session))
 
     def cancel(self, params: pm.InterruptParams) -> None:
         if params.threadline().clear_queue:
@@ -207,12 +195,14 @@ class Engine:
 
     def queue_list(self, session_id: str) -> pm.QueueListResult:
         session = self.live.open(session_id)
-        return pm.QueueListResult(prompts=[_queued(p) for p in self.inbox.listed(session)])
+        return pm.QueueListResult(prompts=[results.queued(p) for p in self.inbox.listed(session)])
 
     def queue_update(self, params: pm.QueueUpdateParams) -> pm.QueueUpdateResult:
         session = self.live.open(params.session_id)
         content = self._with_images(session, [b.wire() for b in params.prompt])
-        return pm.QueueUpdateResult(prompt=_queued(self.inbox.edit(session, params.id, content)))
+        return pm.QueueUpdateResult(
+            prompt=results.queued(self.inbox.edit(session, params.id, content))
+        )
 
     def queue_remove(self, params: pm.QueueRemoveParams) -> pm.QueueChangeResult:
         session = self.live.open(params.session_id)
@@ -231,12 +221,21 @@ class Engine:
         if params.materialize_files and params.cwd is None:
             raise InvalidParams("materializeFiles needs the fork's new cwd", {})
         forked, base = fork_with_base(self.live, params.session_id, params.message_id, params.cwd)
-        child = self.live.open_fork(self._forked(forked).session_id, base)
+        self._forked(forked)
+        plain = not (params.restore_files or params.materialize_files or params.mcp_servers)
+        row = self.live.store.get_session(forked.session_id)
+        if base is None and plain and params.additional_directories is None and row:
+            # At an earlier message: the child is folded from the log when it is first
+            # used (its prompt or load subscribes this client), not to answer the fork.
+            return results.fork_result(
+                self.providers, SessionConfig.from_json(row.config), forked, None
+            )
+        child = self.live.open_fork(forked.session_id, base)
         if params.additional_directories is not None:
             options.set_roots(child, params.additional_directories)
         self.feed.subscribe(child)
-        if not (params.restore_files or params.materialize_files or params.mcp_servers):
-            return self._fork_result(child, forked, None)
+        if plain:
+            return results.fork_result(self.providers, child.config, forked, None)
         return self._fork_files(child, forked, params)
 
     async def _fork_files(
@@ -250,28 +249,12 @@ class Engine:
                 materialize_files=params.materialize_files,
                 force=params.force,
             )
-        result = self._fork_result(child, forked, files)
+        result = results.fork_result(self.providers, child.config, forked, files)
         return await self._with_mcp(child, params.mcp_servers, result)
-
-    def _fork_result(
-        self, child: Session, forked: Forked, files: RestoredFiles | None
-    ) -> pm.ForkResult:
-        result = pm.ForkResult(
-            session_id=forked.session_id,
-            parent_session_id=forked.parent_session_id,
-            forked_at_message_id=forked.forked_at_message_id,
-            modes=session_modes.mode_state(child.config.mode),
-            config_options=self._config_options(child),
-        )
-        if files is not None:
-            result.files = pm.RestoredFiles(
-                written=list(files.written), deleted=list(files.deleted)
-            )
-        return result
 
     async def diff(self, params: pm.DiffParams) -> pm.DiffResult:
         got = await self.files.diff(params.session_id, params.from_message_id, params.to_message_id)
-        return _diff_result(got)
+        return results.diff_result(got)
 
     async def rewind(self, params: pm.RewindParams) -> pm.RewindResult:
         got = await self.files.rewind(
@@ -282,7 +265,9 @@ class Engine:
         )
         assert got.rewind_id is not None
         return pm.RewindResult(
-            rewind_id=got.rewind_id, message_count=got.message_count, files=_files(got)
+            rewind_id=got.rewind_id,
+            message_count=got.message_count,
+            files=results.files_result(got),
         )
 
     async def unrewind(self, params: pm.UnrewindParams) -> pm.UnrewindResult:
@@ -292,7 +277,7 @@ class Engine:
             restore_files=params.restore_files,
             force=params.force,
         )
-        return pm.UnrewindResult(message_count=got.message_count, files=_files(got))
+        return pm.UnrewindResult(message_count=got.message_count, files=results.files_result(got))
 
     def _fork(self, session_id: str, message_id: str | None) -> Forked:
         return self._forked(fork(self.live, session_id, message_id, None))
@@ -307,7 +292,7 @@ class Engine:
     async def compact(self, params: pm.CompactParams) -> pm.CompactResult:
         session = self.live.open(params.session_id)
         task = Compaction(session, params.instructions, params.keep_turns)
-        result = _compact_result(await self.live.run(session, task))
+        result = results.compact_result(await self.live.run(session, task))
         self.inbox.drain_soon(session)  # what was queued behind the compaction
         return result
 
@@ -381,7 +366,7 @@ class Engine:
 
     def list_sessions(self, params: pm.ListSessionsParams) -> pm.ListSessionsResult:
         rows, next_cursor = self._pages.page(params.cwd, params.cursor, params.threadline())
-        out = pm.ListSessionsResult(sessions=[_listed(r) for r in rows])
+        out = pm.ListSessionsResult(sessions=[results.listed(r) for r in rows])
         if next_cursor is not None:
             out.next_cursor = next_cursor
         return out
@@ -442,7 +427,7 @@ class Engine:
         return self._config_options(self.live.open(session_id))
 
     def _config_options(self, session: Session) -> list[pm.SessionConfigOption]:
-        return options.config_options(self.providers, session)
+        return options.config_options(self.providers, session.config)
 
     def _validated_model(self, model: str | None) -> str:
         return options.validated_model(self.providers, model)
@@ -487,119 +472,3 @@ class Engine:
             meta.threadline = info
             result.meta = meta
         return result
-
-
-# -- typed values to wire results -----------------------------------------------------
-
-
-def _child_of(config: dict[str, Any]) -> str | None:
-    """The parent of a child session started ``fresh`` (a fork names its own)."""
-    child = config.get("child")
-    return str(child["parentSessionId"]) if isinstance(child, dict) else None
-
-
-def _queued(prompt: PendingPrompt) -> QueuedPrompt:
-    return QueuedPrompt.model_validate(
-        {
-            "id": prompt.id,
-            "mode": prompt.mode,
-            "state": STATES.get(prompt.state, prompt.state),
-            "prompt": prompt.prompt,
-            "createdAt": prompt.created_at,
-        }
-    )
-
-
-def _prompt_result(outcome: PromptOutcome | NotRun) -> pm.PromptResult:
-    if isinstance(outcome, NotRun):
-        return pm.PromptResult(
-            stop_reason="cancelled",
-            meta=pm.PromptResultMeta(threadline=PromptResultInfo(queue=outcome.why)),  # type: ignore[arg-type]
-        )
-    if not isinstance(outcome, TurnOutcome):
-        return pm.PromptResult(
-            stop_reason="end_turn",
-            meta=pm.PromptResultMeta(threadline=PromptResultInfo(command=outcome.command)),
-        )
-    return pm.PromptResult(
-        stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
-        usage=pm.Usage.model_validate(outcome.usage.wire()),
-        meta=pm.PromptResultMeta(
-            threadline=PromptResultInfo(
-                turn_id=outcome.turn_id,
-                message_id=outcome.message_id,
-                tool_offers=[ToolOffer.model_validate(o) for o in outcome.tool_offers],
-                user_message_id=outcome.user_message_id,
-            )
-        ),
-    )
-
-
-def _listed(r: SessionRow) -> pm.SessionInfo:
-    info = pm.SessionInfo(
-        session_id=r.id,
-        cwd=r.cwd,
-        title=r.title,
-        updated_at=r.updated_at,
-        meta=pm.SessionInfoMeta(
-            parent_session_id=r.parent_id or _child_of(r.config),
-            kind="child" if r.config.get("child") else "session",
-            forked_at_message_id=r.forked_at_message_id,
-            message_count=r.message_count,
-            model=r.config.get("model"),
-            preview=r.preview,
-            archived=r.archived,
-            tags=list(r.tags),
-        ),
-    )
-    if roots := r.config.get("roots"):
-        info.additional_directories = list(roots)
-    return info
-
-
-def _files(rewound: Rewound) -> pm.RestoredFiles:
-    files = rewound.files or RestoredFiles()
-    return pm.RestoredFiles(written=list(files.written), deleted=list(files.deleted))
-
-
-def _diff_result(got: DiffOutcome) -> pm.DiffResult:
-    return pm.DiffResult(
-        files=[
-            pm.FileDiff(
-                path=f.path,
-                status=f.status,  # type: ignore[arg-type]
-                old_path=f.old_path,
-                binary=f.binary,
-                additions=f.additions,
-                deletions=f.deletions,
-                diff=f.diff,
-                truncated=f.truncated,
-            )
-            for f in got.files
-        ],
-        from_message_id=got.from_message_id,
-        to_message_id=got.to_message_id,
-        notice=got.notice,
-    )
-
-
-def _compact_result(outcome: CompactionOutcome) -> pm.CompactResult:
-    info = (
-        CompactResultInfo(compacted=True)
-        if outcome.compacted
-        else CompactResultInfo(compacted=False, reason=outcome.reason)
-    )
-    return pm.CompactResult(
-        summary=outcome.summary,
-        tokens_before=outcome.tokens_before,
-        tokens_after=outcome.tokens_after,
-        messages_before=outcome.messages_before,
-        messages_after=outcome.messages_after,
-        meta=pm.CompactResultMeta(threadline=info),
-    )
-
-
-def _interrupt_result(outcome: Interrupted) -> pm.InterruptResult:
-    if not outcome.interrupted:
-        return pm.InterruptResult(interrupted=False)
-    return pm.InterruptResult(interrupted=True, turn_id=outcome.turn_id)

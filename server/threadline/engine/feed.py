@@ -230,7 +230,7 @@ class Feed:
             session.set_builtin_tools(now[2])
         if now[1] != before[1]:
             session.announce(events.ModeChanged(now[1]))
-        listed = options.config_options(self.live.providers, session)
+        listed = options.config_options(self.live.providers, session.config)
         session.announce(events.ConfigOptions(tuple(listed)))
 
     def _remote(self, lease: Lease | None) -> Lease | None:

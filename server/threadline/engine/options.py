@@ -22,6 +22,7 @@ from threadline_protocol import methods as pm
 
 from ..providers.registry import ProviderRegistry, UnknownModel
 from . import modes as session_modes
+from .config import SessionConfig
 from .errors import InvalidParams
 from .ids import now_iso
 from .session import Session
@@ -44,8 +45,10 @@ def models(providers: ProviderRegistry, current: str) -> list[pm.ModelInfo]:
     return found
 
 
-def config_options(providers: ProviderRegistry, session: Session) -> list[pm.SessionConfigOption]:
-    current = session.config.model
+def config_options(
+    providers: ProviderRegistry, config: SessionConfig
+) -> list[pm.SessionConfigOption]:
+    current = config.model
     model = pm.SessionConfigOption(
         id="model",
         name="Model",
@@ -62,13 +65,13 @@ def config_options(providers: ProviderRegistry, session: Session) -> list[pm.Ses
         type="select",
         description="The workspace tools (read, edit, search, run commands…); "
         "the editor's and MCP servers' tools stay either way.",
-        current_value="on" if session.options_shown()[2] else "off",
+        current_value="on" if config.options_shown()[2] else "off",
         options=[
             pm.ConfigSelectOption(value="on", name="On"),
             pm.ConfigSelectOption(value="off", name="Off"),
         ],
     )
-    return [model, session_modes.mode_option(session.config.mode), tools]
+    return [model, session_modes.mode_option(config.mode), tools]
 
 
 def validated_model(providers: ProviderRegistry, model: str | None) -> str:

@@ -285,11 +285,7 @@ class Session:
         return registry
 
     def options_shown(self) -> tuple[str, str, bool]:
-        """What its config options show (`options.py`): the model, the mode, and
-        whether any built-in tool is on (a list of names is some of them)."""
-        builtin = self.config.builtin_tools
-        on = builtin if isinstance(builtin, bool) else bool(builtin)
-        return (self.config.model, self.config.mode, on)
+        return self.config.options_shown()
 
     def _may_delegate(self) -> bool:
         return self.delegator is not None and self.delegator.may_delegate(self.config.depth)
