@@ -103,5 +103,7 @@ def test_a_store_of_schema_5_gets_the_blob_tables_and_keeps_its_inline_images(
     finally:
         store.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
     db.close()
