@@ -63,7 +63,6 @@ class RoundTrips:
         sel.register(client, selectors.EVENT_READ)
         sel.register(server, selectors.EVENT_READ)
         reader = _Frontend()
-        answered = True
         try:
             while not self._closed.is_set():
                 for key, _ in sel.select(0.2):
@@ -72,15 +71,12 @@ class RoundTrips:
                     if not data:
                         return
                     if src is client:
-                        if reader.feed(data) and answered:
-                            # several markers before an answer (a pipeline's Sync and
-                            # the Flush psycopg sends after it) are one wait
-                            answered = False
+                        waits = reader.feed(data)
+                        if waits:
                             with self._lock:
-                                self._count += 1
+                                self._count += waits
                         server.sendall(data)
                     else:
-                        answered = True
                         client.sendall(data)
         except OSError:
             return
@@ -98,15 +94,23 @@ class RoundTrips:
 
 
 _UNTYPED = {80877103, 80877104}  # SSLRequest, GSSENCRequest: answered by one byte
-_WAITS = frozenset(b"SHQ")  # Sync, Flush, Query
+_MARKERS = frozenset(b"SH")  # Sync, Flush: the client waits for what it sent before
+_QUERY = ord("Q")  # a simple-protocol statement: sent and waited for alone
 
 
 class _Frontend:
-    """Splits the client's byte stream into messages and counts those it waits after."""
+    """Splits the client's byte stream into messages and counts those it waits after.
+
+    A marker after another with no statement between them (the Flush psycopg sends
+    after a pipeline's Sync) is the same wait: counted by what the client sent, never
+    by when the server's answer happened to arrive between them (that raced under
+    load: a Sync answered before the relay read its Flush counted twice)."""
 
     def __init__(self) -> None:
         self._buf = b""
         self._started = False
+        self._sent = False
+        """Statements sent since the last wait counted."""
 
     def feed(self, data: bytes) -> int:
         self._buf += data
@@ -127,6 +131,13 @@ class _Frontend:
             size = int.from_bytes(self._buf[1:5], "big")
             if len(self._buf) < 1 + size:
                 return waits
-            if self._buf[0] in _WAITS:
+            kind = self._buf[0]
+            if kind == _QUERY:
                 waits += 1
+                self._sent = False
+            elif kind in _MARKERS:
+                waits += int(self._sent)
+                self._sent = False
+            else:
+                self._sent = True
             self._buf = self._buf[1 + size :]
