@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import FinishReason
 from .chatml import IM_END
-from .prefixcache import PrefixCache, common_prefix
+from .prefixcache import PrefixCache
+from .tokenstates import common_prefix
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .tokenstates import KeptByTokens, Tokens, common_prefix
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -60,14 +61,13 @@ class PrefixCache:
 
     def __init__(self, capacity_bytes: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity_bytes
-        self._kept: OrderedDict[tuple[int, ...], _Kept] = OrderedDict()
-        self._bytes = 0
+        self._kept = KeptByTokens[_Kept](capacity_bytes)
         self.restores = 0
         """States copied back in (a switch that did not re-evaluate its prefix)."""
 
     @property
     def size(self) -> int:
-        return self._bytes
+        return self._kept.size
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -78,12 +78,9 @@ class PrefixCache:
         many of the prompt's tokens are already evaluated in the context now."""
         live = tuple(llm.input_ids[: llm.n_tokens].tolist())
         shared = common_prefix(live, prompt)
-        best: _Kept | None = None
-        best_shared = shared
-        for kept in self._kept.values():
-            n = common_prefix(kept.tokens, prompt)
-            if n > best_shared:
-                best, best_shared = kept, n
+        found = self._kept.longest(prompt)
+        best = self._kept[found[0]] if found and found[1] > shared else None
+        best_shared = found[1] if best is not None and found else shared
         if self.capacity <= 0:
             return shared
         if len(live) - shared >= MIN_TOKENS and live not in self._kept:
@@ -91,7 +88,7 @@ class PrefixCache:
         if best is None:
             return shared
         self._load(llm, best)
-        self._kept.move_to_end(best.tokens)
+        self._kept.touch(best.tokens)
         self.restores += 1
         return best_shared
 
@@ -108,20 +105,13 @@ class PrefixCache:
             return
         self.remember(tokens, bytes(memoryview(buffer)[:written]))
 
-    def remember(self, tokens: tuple[int, ...], state: bytes) -> None:
+    def remember(self, tokens: Tokens, state: bytes) -> None:
         """Keep ``state`` (a sequence's KV state) for ``tokens``, dropping the least
         recently used states beyond the capacity."""
         # Kept states that are a prefix of this one add nothing any more.
-        for old in [k for k in self._kept if k == tokens[: len(k)]]:
-            self._drop(old)
-        self._kept[tokens] = _Kept(tokens, state)
-        self._bytes += len(state)
-        while self._bytes > self.capacity and self._kept:
-            self._drop(next(iter(self._kept)))
-
-    def _drop(self, tokens: tuple[int, ...]) -> None:
-        kept = self._kept.pop(tokens)
-        self._bytes -= len(kept.state)
+        self._kept.keep(
+            tokens, _Kept(tokens, state), len(state), lambda old: old == tokens[: len(old)]
+        )
 
     @staticmethod
     def _load(llm: Llama, kept: _Kept) -> None:
@@ -141,12 +131,3 @@ class PrefixCache:
         n = len(kept.tokens)
         llm.input_ids[:n] = kept.tokens
         llm.n_tokens = n
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

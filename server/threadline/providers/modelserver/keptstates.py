@@ -23,25 +23,17 @@ state larger than the bound is not kept.
 from __future__ import annotations
 
 import sys
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from llama_cpp import BaseLlamaCache, LlamaState
 
-from ..local.prefixcache import common_prefix
+from ..local.tokenstates import KeptByTokens, common_prefix
 
 SUPERSEDED = 16
 """A kept state sharing all but this many of its last tokens with a new one is
 dropped: the end of an answer as sampled and as the chat template renders it next
 turn may differ by a token or two."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    state: LlamaState
-    nbytes: int
 
 
 def kept_bytes(state: LlamaState) -> int:
@@ -55,14 +47,16 @@ class KeptStates(BaseLlamaCache):
     def __init__(self, capacity_bytes: int, *, keep_logits: bool = False) -> None:
         super().__init__(capacity_bytes)
         self.keep_logits = keep_logits
-        self._kept: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
-        self._bytes = 0
-        self.dropped = 0
+        self._kept = KeptByTokens[LlamaState](capacity_bytes)
+
+    @property
+    def dropped(self) -> int:
         """States dropped to stay within the bound."""
+        return self._kept.dropped
 
     @property
     def cache_size(self) -> int:
-        return self._bytes
+        return self._kept.size
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -71,12 +65,8 @@ class KeptStates(BaseLlamaCache):
         return True  # llama-cpp-python asks ``if self.cache``: empty is still a cache
 
     def _longest(self, key: Sequence[int]) -> tuple[int, ...] | None:
-        best, best_n = None, 0
-        for k in self._kept:
-            n = common_prefix(k, key)
-            if n > best_n:
-                best, best_n = k, n
-        return best
+        found = self._kept.longest(key)
+        return None if found is None else found[0]
 
     def __contains__(self, key: Sequence[int]) -> bool:
         return self._longest(key) is not None
@@ -88,31 +78,22 @@ class KeptStates(BaseLlamaCache):
         # Not moved to the end: llama-cpp-python asks for every prompt and loads the
         # state only if it beats the context (a shared system prompt does not). A state
         # that is loaded is replaced by the next one saved, which goes to the end.
-        return self._kept[found].state
+        return self._kept[found]
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
         tokens = tuple(key)
         state = value if self.keep_logits else without_logits(value)
         size = kept_bytes(state)
-        for old in list(self._kept):
-            if len(old) - common_prefix(old, tokens) < SUPERSEDED:
-                self._drop(old)
-        if size <= self.capacity_bytes:
-            self._kept[tokens] = _Entry(state, size)
-            self._bytes += size
-        while self._bytes > self.capacity_bytes:
-            self._drop(next(iter(self._kept)))
-            self.dropped += 1
+        self._kept.keep(
+            tokens, state, size, lambda old: len(old) - common_prefix(old, tokens) < SUPERSEDED
+        )
         # One line per completion in the server's log: what is kept, against the bound.
         print(
-            f"threadline prompt cache: kept {len(self._kept)} states, {self._bytes} of "
+            f"threadline prompt cache: kept {len(self._kept)} states, {self._kept.size} of "
             f"{self.capacity_bytes} bytes, dropped {self.dropped}",
             file=sys.stderr,
             flush=True,
         )
-
-    def _drop(self, key: tuple[int, ...]) -> None:
-        self._bytes -= self._kept.pop(key).nbytes
 
 
 def without_logits(state: LlamaState) -> LlamaState:
