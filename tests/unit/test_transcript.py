@@ -363,3 +363,33 @@ def test_a_restored_folds_last_message_is_known_without_parsing_its_messages(
 
     monkeypatch.setattr(Transcript, "messages", property(parsed))
     assert back.last_message_id == "a1" and len(back) == 2
+
+
+def test_a_restored_folds_compaction_marks_are_found_without_making_its_index(
+    monkeypatch: Any,
+) -> None:
+    """``session/load`` of a compacted fold needs which messages are compacted: the
+    ids a checkpoint keeps are found in the kept ids, not through an index of every
+    message (made on first need, as `index` still is when something asks for it)."""
+    t = Transcript()
+    for i in range(1, 7):
+        t.apply(UserMessage(m(f"u{i}", "user", f"u{i}", text(f"q{i}"))))
+        t.apply(AssistantMessage(m(f"a{i}", "assistant", f"a{i}", text(f"r{i}"))))
+        if i == 3:
+            block = {"type": "summary", "text": "S1"}
+            t.apply(ContextSummary(m("s1", "assistant", "a3", block), "a2", ("u1", "a2")))
+    block = {"type": "summary", "text": "S2"}
+    t.apply(ContextSummary(m("s2", "assistant", "a6", block), "a5", ("u1", "u4", "gone")))
+    back = Transcript.restore(t.snapshot() or b"")
+    assert back is not None
+
+    def indexed(self: Transcript) -> dict[str, int]:
+        raise AssertionError("every message's id was indexed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Transcript, "index", property(indexed))
+        assert back.compacted_indexes() == t.compacted_indexes()
+        assert [back.position(x) for x in ("u1", "a2", "u4", "s2", "gone")] == [0, 3, 7, 13, -1]
+    assert back.index == t.index
+    assert [back.position(x) for x in ("u1", "s2", "gone")] == [0, 13, -1]
+    assert [x["messageId"] for x in back.working()] == [x["messageId"] for x in t.working()]
