@@ -61,3 +61,35 @@ def test_the_protocol_table_refuses_a_method_without_a_dispatch() -> None:
             description="",
             dispatch="inline",
         )
+
+
+def test_the_models_a_window_opens_with_are_built_while_the_loop_is_idle() -> None:
+    """A fresh sidecar builds the params and result models of the first requests
+    (`routes.OPENING`) one per turn of its loop (`serve.build_when_idle`): a request
+    that arrives meanwhile is served after one of them, not after all. In a fresh
+    interpreter: this one may have built them already."""
+    import subprocess
+    import sys
+
+    script = """
+import asyncio
+from threadline.rpc.routes import ROUTES, unbuilt_models
+from threadline.rpc.serve import build_when_idle
+
+load = ROUTES["session/load"].spec.params
+models = unbuilt_models()
+assert load in models and len(models) > 2, models
+order = []
+loop = asyncio.new_event_loop()
+loop.call_soon(build_when_idle, loop, list(models))
+loop.call_soon(lambda: order.append(sum(m.__pydantic_complete__ for m in models)))
+for _ in range(len(models) + 2):
+    loop.run_until_complete(asyncio.sleep(0))
+assert order == [1], order
+assert all(m.__pydantic_complete__ for m in models) and unbuilt_models() == []
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.strip() == "ok", out.stderr

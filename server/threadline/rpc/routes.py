@@ -130,3 +130,28 @@ CALLS: dict[str, Call] = {
 ROUTES = routes(METHODS, CALLS)
 """Built at import: a method of the table without a call here (or the reverse) fails
 loudly (``MethodTableError``)."""
+
+OPENING = (
+    "session/list",
+    "session/load",
+    "session/resume",
+    "session/history",
+    "session/new",
+    "session/prompt",
+)
+"""What an editor sends first when a window opens a session. Their params and result
+models are built at start-up, while the sidecar waits for its first request
+(`unbuilt_models`, `serve.build_when_idle`): the protocol builds models on first use
+(``defer_build``, so importing it stays cheap), and ``LoadSessionParams`` alone took
+~4–10 ms of the first ``session/load`` of a fresh sidecar."""
+
+
+def unbuilt_models(names: tuple[str, ...] = OPENING) -> list[type[BaseModel]]:
+    """The params and result models of these methods not built yet, each once."""
+    out: list[type[BaseModel]] = []
+    for name in names:
+        spec = ROUTES[name].spec
+        for model in (spec.params, spec.result):
+            if model is not None and not model.__pydantic_complete__ and model not in out:
+                out.append(model)
+    return out

@@ -13,6 +13,7 @@ import sys
 from typing import BinaryIO
 
 import anyio
+from pydantic import BaseModel
 
 from threadline_protocol.methods import InitializeParams
 
@@ -26,7 +27,7 @@ from ..store.factory import describe_store, open_store
 from ..userconfig import ConfigError, store_url
 from .outbox import Outbox
 from .prelude import Prelude
-from .routes import ROUTES
+from .routes import ROUTES, unbuilt_models
 from .server import ThreadlineServer
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,26 @@ async def _run(server: ThreadlineServer, prelude: Prelude) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         loop.add_signal_handler(signal.SIGTERM, server.stopped.set)
     server.start_reader(loop, prelude.decoder, prelude.frames, eof=prelude.eof)
+    loop.call_soon(build_when_idle, loop, unbuilt_models())
     await server.stopped.wait()
     server.shutting_down = True
     with anyio.move_on_after(SHUTDOWN_GRACE):
         await server.engine.shutdown()
         await server.cancel_all_requests()
+
+
+def build_when_idle(loop: asyncio.AbstractEventLoop, models: list[type[BaseModel]]) -> None:
+    """Build the first of ``models`` (`routes.OPENING`'s), then the rest one per turn
+    of the loop: a request that arrives meanwhile waits for one model at most (a few
+    milliseconds), not for all of them. Start-up work a client that sends its first
+    request at once partly still waits for; one that opens a session later (an
+    editor's own start-up) does not."""
+    if not models:
+        return
+    model = models.pop(0)
+    if not model.__pydantic_complete__:
+        model.model_rebuild(force=True)
+    loop.call_soon(build_when_idle, loop, models)
 
 
 def run(
