@@ -418,6 +418,31 @@ def test_postgres_unreachable_names_the_host_never_the_password() -> None:
     assert PASSWORD not in message and "\n" not in message
 
 
+def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
+    """A fresh sidecar's first request does not wait for a connection to be made, nor
+    its backend for the catalog entries of the tables a session's opening reads: the
+    pool's connections are made at start-up, each having read no row of them once
+    (`store.pgpool.PRIME`), which the server shows as its last statement."""
+    import psycopg
+
+    from threadline.store.pgpool import MIN_SIZE, PRIME
+    from threadline.store.postgres import CHANNEL, PostgresStore
+
+    store = PostgresStore(pg_url)
+    try:
+        store.ready(10)
+        with psycopg.connect(pg_url, autocommit=True) as db:
+            rows = db.execute(
+                "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'threadline'"
+            ).fetchall()
+        assert sorted(q for (q,) in rows) == sorted([f"LISTEN {CHANNEL}", *[PRIME] * MIN_SIZE])
+        store.create_session("s", "/tmp", {}, "t0")
+        assert store.get_session("s") is not None
+    finally:
+        store.close()
+
+
 @pytest.mark.realpart("postgresql")
 def test_postgres_journal_waits_in_memory_through_an_outage() -> None:
     """The server goes away mid-answer: chunks keep being accepted, and the next write

@@ -14,6 +14,14 @@ from threadline.store.base import NewEvent, Owner, StoreConflict, StoreError
 from threadline.store.postgres import PostgresStore
 
 
+def counted(url: str) -> PostgresStore:
+    """A store whose start-up work (its pool made and primed, `store.pgpool`) is done,
+    so what the relay counts from now on is what the calls send."""
+    store = PostgresStore(url)
+    store.ready(10)
+    return store
+
+
 def msg(mid: str) -> NewEvent:
     return NewEvent("user_message", {"message": {"messageId": mid}}, (mid,))
 
@@ -38,7 +46,7 @@ def test_a_turns_writes_wait_for_the_server_once_each_and_once_more_per_read(
 ) -> None:
     """Each write transaction is one pipelined flight (BEGIN, its statements, the
     notification and COMMIT) plus one wait per result its work reads on the way."""
-    store = PostgresStore(relay.url)
+    store = counted(relay.url)
     try:
         store.create_session("s1", "/tmp", {"model": "m"}, "t0")
         me = Owner("o1", 1, "h", time.time())
@@ -54,7 +62,7 @@ def test_a_turns_writes_wait_for_the_server_once_each_and_once_more_per_read(
         assert trips(relay, end) == 2
         assert trips(relay, lambda: store.release_lease("s1", me)) == 1
         # and each was committed when it returned: a fresh connection reads it all
-        other = PostgresStore(relay.url)
+        other = counted(relay.url)
         try:
             row = other.get_session("s1")
             assert row is not None and row.title == "a title" and row.last_seq == 2
@@ -92,7 +100,7 @@ def test_a_failed_pipelined_transaction_leaves_nothing_and_the_store_goes_on(
     """A refusal in the work (a stale writer) and an error from the server half way
     through the flight (a message id already used) each roll back all of it; the
     connections go back to the pool idle and the next write works."""
-    store = PostgresStore(relay.url)
+    store = counted(relay.url)
     try:
         store.create_session("s1", "/tmp", {}, "t0")
         store.append("s1", [msg("m1")], "t1")
@@ -136,7 +144,7 @@ def test_another_instances_commit_reaches_peek_token_without_a_round_trip(
     from threadline.store import postgres
 
     monkeypatch.setattr(postgres, "DRAIN_SECONDS", 60.0)  # no liveness look meanwhile
-    watcher = PostgresStore(relay.url)
+    watcher = counted(relay.url)
     writer = PostgresStore(pg_url)
     try:
         writer.create_session("s1", "/tmp", {}, "t0")

@@ -38,12 +38,13 @@ import psycopg
 from psycopg import Connection, Notify
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from .base import StoreError
 from .catalog import upgrade
 from .codec import safe_text
 from .pgimport import ImportOps
+from .pgpool import open_pool
 from .schema import tables, upgrade_folds
 from .statements import Dialect, Statements
 
@@ -177,7 +178,12 @@ class PostgresStore(ImportOps):
         """While the server is down, journal writes are not tried again before this."""
         self._backoff = 0.1
         self._next_listen = 0.0
-        self._listen = self._connect()
+        self._pool = open_pool(self._conninfo, CONNECT_TIMEOUT)
+        try:
+            self._listen = self._connect()
+        except BaseException:
+            self._pool.close()
+            raise
         try:
             version = self._setup(self._listen)
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
@@ -192,20 +198,12 @@ class PostgresStore(ImportOps):
             self._listen.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error as exc:
             self._listen.close()
+            self._pool.close()
             raise self._error("cannot set up the session store on", exc) from exc
         except BaseException:
             self._listen.close()
+            self._pool.close()
             raise
-        self._pool = ConnectionPool(
-            self._conninfo,
-            min_size=1,
-            max_size=4,
-            kwargs={"autocommit": True},
-            timeout=CONNECT_TIMEOUT,
-            reconnect_timeout=0,
-            open=True,
-            name="threadline",
-        )
         self._listen_lock = threading.Lock()
         self._closed = threading.Event()
         threading.Thread(target=self._drain, name="threadline-listen", daemon=True).start()
@@ -507,6 +505,11 @@ class PostgresStore(ImportOps):
         except psycopg.Error:
             return  # still down; the next call tries again
         self._listen = conn
+
+    def ready(self, timeout: float) -> None:
+        """Wait until the pool's first connections are made and primed (`store.pgpool`):
+        for tests that count what a call sends, none of it start-up work."""
+        self._pool.wait(timeout)
 
     def close(self) -> None:
         self._closed.set()
