@@ -77,3 +77,26 @@ def test_an_image_beyond_the_providers_limits_reads_as_a_placeholder() -> None:
     part = rules.part(small)
     assert isinstance(part, ImagePart) and part.tokens == anthropic_tokens(8, 8)
     assert ImageRules(OPENAI, lambda _hash: None).part(wide) != rules.part(wide)
+
+
+def test_a_replay_naming_no_stored_image_is_passed_on_as_it_is() -> None:
+    """A ``session/load`` replay is looked at in one search: the same list when no
+    update names a stored image (even when the scheme's text runs across two), and
+    only the updates that name one get the bytes back."""
+    import orjson
+
+    from threadline.engine.images import ClientImages
+    from threadline.store.base import BlobInfo
+
+    shot = png(4, 3)
+    [block], [blob] = externalize([{"type": "image", "mimeType": "image/png", "data": b64(shot)}])
+    info = BlobInfo(blob.hash, "image/png", len(shot), 4, 3)
+    images = ClientImages(lambda h: (info, shot) if h == blob.hash else None)
+    chunk = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}
+    plain = [orjson.dumps(chunk) for _ in range(3)]
+    split = [b'{"t":"threadline-b', b'lob:x"}']  # the scheme's text across two updates
+    assert images.updates_json(plain) is plain and list(images.updates_json(split)) == split
+    named = orjson.dumps({"sessionUpdate": "user_message_chunk", "content": block})
+    out = images.updates_json([*plain, named])
+    assert list(out[:3]) == plain and out[0] is plain[0]
+    assert orjson.loads(out[3])["content"]["data"] == b64(shot)
