@@ -71,13 +71,20 @@ def test_deleting_a_parent_keeps_children_readable(open_store: Opener) -> None:
 
 def test_inflight_stream_journal(open_store: Opener) -> None:
     store = open_store()
-    store.create_session("s", "/tmp", {}, "t0")
+    assert store.create_session("s", "/tmp", {}, "t0").streaming is False
     store.begin_stream("s", "a1", {"turnId": "a1"})
     store.append_chunks("s", [("text", "Hel"), ("thought", "hm"), ("text", "lo")])
     [inflight] = store.inflight_streams()
     assert (inflight.text, inflight.thought, inflight.meta) == ("Hello", "hm", {"turnId": "a1"})
+    row = open_store().get_session("s")  # the row says so, read in the same statement
+    assert row is not None and row.streaming is True
+    assert (
+        row == store.get_sessions(["s"])["s"] and store.get_sessions(["s"])["s"].streaming is None
+    )
     store.append("s", [msg_event("a1")], "t1", end_stream=True)
     assert store.inflight_streams() == []
+    row = store.get_session("s")
+    assert row is not None and row.streaming is False
 
 
 def test_corrupt_database_gives_a_clear_error(tmp_path: Path) -> None:

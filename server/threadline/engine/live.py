@@ -102,9 +102,15 @@ class LiveSessions:
         return session
 
     def load(self, row: SessionRow) -> Session:
+        """Hold the session of ``row``, repairing what a dead process left unfinished.
+        Its stream journal is read only when the row says there was one (`SessionRow.
+        streaming`, read with it): a turn begun since the row was read is a live
+        owner's, which the repair leaves alone anyway."""
         transcript, seq = self._folds.open(row)  # kept, or folded from the log
         session = self._held(row, transcript, seq)
-        if transcript.open_calls or self.store.inflight_stream(row.id) is not None:
+        if transcript.open_calls or (
+            row.streaming is not False and self.store.inflight_stream(row.id) is not None
+        ):
             self.repair(session)
         return session
 

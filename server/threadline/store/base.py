@@ -21,7 +21,7 @@ share their operations (`store.sql.SqlStore`) and differ in how statements run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -61,6 +61,10 @@ class SessionRow:
     tags: tuple[str, ...] = ()
     preview: str | None = None
     """The first line of the session's first prompt (a fork's is its parent's)."""
+    streaming: bool | None = field(default=None, compare=False)
+    """Whether a stream journal was in flight (`inflight_stream`) when `get_session`
+    read the row, in the same statement: opening a session asks for the journal only
+    when there is one (a round trip less on a server). ``None``: not read."""
 
     @property
     def message_count(self) -> int:

@@ -8,6 +8,7 @@ them (`_collect` drops them, and then its bases', once none does).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .base import BlobInfo, Lease, Owner, SessionRow, StoreError
@@ -47,10 +48,16 @@ class SessionOps(BlobOps):
 
     def get_session(self, session_id: str, include_deleted: bool = False) -> SessionRow | None:
         cols = self._cols
-        r = self._read(lambda db: db.one(f"SELECT {cols} FROM sessions WHERE id=?", (session_id,)))
+        r = self._read(
+            lambda db: db.one(
+                f"SELECT {cols}, EXISTS(SELECT 1 FROM inflight "
+                "WHERE inflight.session_id=sessions.id) FROM sessions WHERE id=?",
+                (session_id,),
+            )
+        )
         if r is None:
             return None
-        row = session_row(r)
+        row = replace(session_row(r[:-1]), streaming=bool(r[-1]))
         if row.deleted and not include_deleted:
             return None
         return row
