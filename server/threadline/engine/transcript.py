@@ -243,7 +243,7 @@ class Transcript:
         cp = self.checkpoint
         if cp is not None:
             kept = {self.position(mid) for mid in cp.keep_ids}
-            out.update(i for i in range(self.working_start, cp.up_to_index + 1) if i not in kept)
+            out |= set(range(self.working_start, cp.up_to_index + 1)) - kept
             out.update(i for i in self.summaries if i > cp.up_to_index and i != cp.summary_index)
         return out
 
