@@ -253,3 +253,17 @@ def when(host: FakeHost, seen: Callable[[Event], bool]) -> anyio.Event:
 
     host.announce = watched  # type: ignore[method-assign]
     return told
+
+
+def echo_session(engine: Any, cwd: str) -> str:
+    """A new session on the scripted echo model, made through the engine (an
+    ``engine.engine.Engine``) as ``session/new`` makes it; its id."""
+    from threadline_protocol import methods as pm
+
+    created = engine.new_session(
+        pm.NewSessionParams.model_validate(
+            {"cwd": cwd, "mcpServers": [], "_meta": {"threadline": {"model": "scripted:echo"}}}
+        )
+    )
+    assert isinstance(created, pm.NewSessionResult)
+    return created.session_id

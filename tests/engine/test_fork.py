@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.engine.fakes import echo_session
 from tests.tools.fakes import FakeEditor
 from threadline.engine.engine import Engine
 from threadline.providers.registry import ProviderRegistry
@@ -31,17 +32,7 @@ class Reads:
 async def test_a_fork_answers_without_folding_the_parents_log(tmp_path: Path) -> None:
     store = EventStore(tmp_path / "threadline.db")
     engine = Engine(store, ProviderRegistry(), FakeEditor())
-    created = engine.new_session(
-        pm.NewSessionParams.model_validate(
-            {
-                "cwd": str(tmp_path),
-                "mcpServers": [],
-                "_meta": {"threadline": {"model": "scripted:echo"}},
-            }
-        )
-    )
-    assert isinstance(created, pm.NewSessionResult)
-    sid = created.session_id
+    sid = echo_session(engine, str(tmp_path))
     try:
         for n in range(3):
             await engine.prompt(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.engine.fakes import echo_session
 from tests.tools.fakes import FakeEditor
 from threadline.engine.engine import Engine
 from threadline.providers.registry import ProviderRegistry
@@ -35,17 +36,7 @@ async def test_a_sessions_journal_is_read_on_opening_only_when_its_row_says_it_h
     path = tmp_path / "threadline.db"
     store = EventStore(path)
     engine = Engine(store, ProviderRegistry(), FakeEditor())
-    created = engine.new_session(
-        pm.NewSessionParams.model_validate(
-            {
-                "cwd": str(tmp_path),
-                "mcpServers": [],
-                "_meta": {"threadline": {"model": "scripted:echo"}},
-            }
-        )
-    )
-    assert isinstance(created, pm.NewSessionResult)
-    sid = created.session_id
+    sid = echo_session(engine, str(tmp_path))
     await engine.prompt(
         pm.PromptParams.model_validate(
             {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
