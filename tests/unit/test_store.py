@@ -427,12 +427,13 @@ def test_postgres_unreachable_names_the_host_never_the_password() -> None:
 
 def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
     """A fresh sidecar's first request does not wait for a connection to be made, nor
-    its backend for the catalog entries of the tables a session's opening reads: the
-    pool's connections are made at start-up, each having read no row of them once
-    (`store.pgpool.PRIME`), which the server shows as its last statement."""
+    read a long session's fold on a connection that never carried megabytes: the
+    pool's connections are made at start-up, each having named the tables a
+    session's opening reads and read `WARM_BYTES` the server made up
+    (`store.pgpool`), its last statement as the server shows it."""
     import psycopg
 
-    from threadline.store.pgpool import MIN_SIZE, PRIME
+    from threadline.store.pgpool import MIN_SIZE, WARM
     from threadline.store.postgres import CHANNEL, PostgresStore
 
     store = PostgresStore(pg_url)
@@ -443,11 +444,32 @@ def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
                 "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
                 "AND application_name = 'threadline'"
             ).fetchall()
-        assert sorted(q for (q,) in rows) == sorted([f"LISTEN {CHANNEL}", *[PRIME] * MIN_SIZE])
+        assert sorted(q for (q,) in rows) == sorted(
+            [f"LISTEN {CHANNEL}", *[WARM.replace("%s", "$1")] * MIN_SIZE]
+        )
         store.create_session("s", "/tmp", {}, "t0")
         assert store.get_session("s") is not None
     finally:
         store.close()
+
+
+def test_postgres_priming_a_connection_never_fails_it(pg_url: str) -> None:
+    """Tables missing (a database not set up yet) or not granted leave a pooled
+    connection unprimed but usable, and still warmed."""
+    import psycopg
+
+    from threadline.store.pgpool import WARM, prime
+
+    with (
+        psycopg.connect(pg_url, autocommit=True) as conn,
+        psycopg.connect(pg_url, autocommit=True) as other,
+    ):
+        prime(conn)  # no tl_ table exists in a fresh database
+        last = other.execute(
+            "SELECT query FROM pg_stat_activity WHERE pid = %s", (conn.info.backend_pid,)
+        ).fetchone()
+        assert last == (WARM.replace("%s", "$1"),)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 @pytest.mark.realpart("postgresql")
