@@ -5,10 +5,10 @@ being made in the background) and wait for one to be made; the backend of a new
 connection then read each table's catalog entries the first time a statement named
 it (the first ``session/load`` names six tables); and the first multi-megabyte value
 read on a new connection (a long session's kept fold and replay) took about twice as
-long as the same read next time (3 MB and 2 MB on loopback: 25 + 15 ms against 14 +
-8 ms, load 5), the connection's windows and buffers growing as data flows (TCP's
-autotuning, libpq's input buffer), while a warmed-up client process alone gained
-nothing. So the pool is opened before the store sets up its ``LISTEN`` connection
+long as on a connection that had carried some before (3 MB and 2 MB on loopback:
+25 + 15 ms; 20 + 12 ms after 4 MB, 14 + 8 ms after 8 MB; load 5), the connection's
+windows and buffers growing as data flows (TCP's autotuning, libpq's input buffer),
+while a warmed-up client process alone gained nothing. So the pool is opened before the store sets up its ``LISTEN`` connection
 (both connect at once), keeps `MIN_SIZE` connections from the start (the event
 loop's and the fold writer's, which a sidecar uses anyway), and each new connection,
 before the pool hands it out, reads no row of the tables a session's opening reads
