@@ -8,13 +8,14 @@ read on a new connection (a long session's kept fold and replay) took about twic
 long as on a connection that had carried some before (3 MB and 2 MB on loopback:
 25 + 15 ms; 20 + 12 ms after 4 MB, 14 + 8 ms after 8 MB; load 5), the connection's
 windows and buffers growing as data flows (TCP's autotuning, libpq's input buffer),
-while a warmed-up client process alone gained nothing. So the pool is opened before the store sets up its ``LISTEN`` connection
-(both connect at once), keeps `MIN_SIZE` connections from the start (the event
-loop's and the fold writer's, which a sidecar uses anyway), and each new connection,
-before the pool hands it out, reads no row of the tables a session's opening reads
-(`PRIME`) and then `WARM_BYTES` the server makes up (`WARM`; nothing stored is read):
-work done while the editor starts, not while it waits, at the cost of 2 × 4 MB sent
-at every start (on a remote server: ~70 ms of a 1 Gbit/s link, in the background).
+while a warmed-up client process alone gained nothing. So the pool is opened before
+the store sets up its ``LISTEN`` connection (both connect at once), keeps `MIN_SIZE`
+connections from the start (the event loop's and the fold writer's, which a sidecar
+uses anyway), and each new connection, before the pool hands it out, reads no row of
+the tables a session's opening reads (`PRIME`) and then `WARM_BYTES` the server makes
+up (`WARM`; nothing stored is read): work done while the editor starts, not while it
+waits, at the cost of 2 × 4 MB sent at every start (on a remote server: ~70 ms of a
+1 Gbit/s link, in the background).
 """
 
 from __future__ import annotations
