@@ -428,9 +428,9 @@ def test_postgres_unreachable_names_the_host_never_the_password() -> None:
 def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
     """A fresh sidecar's first request does not wait for a connection to be made, nor
     read a long session's fold on a connection that never carried megabytes: the
-    pool's connections are made at start-up, each having named the tables a
-    session's opening reads and read `WARM_BYTES` the server made up
-    (`store.pgpool`), its last statement as the server shows it."""
+    pool's first connection is made at start-up, having named the tables a session's
+    opening reads and read `WARM_BYTES` the server made up (`store.pgpool`), its
+    last statement as the server shows it."""
     import psycopg
 
     from threadline.store.pgpool import MIN_SIZE, WARM
