@@ -85,3 +85,30 @@ def test_a_replay_spliced_from_kept_json_is_the_same_bytes() -> None:
             box.close()
             outs.append(sink.getvalue())
         assert outs[0] == outs[1] and outs[0].count(b"session/update") == 3
+
+
+def test_the_outbox_is_idle_only_with_nothing_queued_or_being_written() -> None:
+    """Start-up work on the loop waits while a replay is written (`Outbox.idle`): a
+    client that has not read yet keeps the writer busy."""
+    import os
+    import time
+
+    read_end, write_end = os.pipe()
+    box = Outbox(os.fdopen(write_end, "wb", buffering=0))
+    try:
+        assert box.idle()
+        box.send_json(b'"' + b"x" * 300_000 + b'"')  # more than a pipe holds
+        deadline = time.monotonic() + 5
+        while box.pending() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not box.idle(), "written into a full pipe: still writing"
+        got = b""
+        while len(got) < 300_002:
+            got += os.read(read_end, 1 << 16)
+        deadline = time.monotonic() + 5
+        while not box.idle() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert box.idle()
+    finally:
+        box.close()
+        os.close(read_end)

@@ -65,9 +65,10 @@ def test_the_protocol_table_refuses_a_method_without_a_dispatch() -> None:
 
 def test_the_models_a_window_opens_with_are_built_while_the_loop_is_idle() -> None:
     """A fresh sidecar builds the params and result models of the first requests
-    (`routes.OPENING`) one per turn of its loop (`serve.build_when_idle`): a request
-    that arrives meanwhile is served after one of them, not after all. In a fresh
-    interpreter: this one may have built them already."""
+    (`routes.OPENING`) while its connection is idle (none while a request is served
+    or a replay written), one per turn of its loop (`serve.build_when_idle`): a
+    request that arrives meanwhile is served after one of them, not after all. In a
+    fresh interpreter: this one may have built them already."""
     import subprocess
     import sys
 
@@ -81,7 +82,12 @@ models = unbuilt_models()
 assert load in models and len(models) > 2, models
 order = []
 loop = asyncio.new_event_loop()
-loop.call_soon(build_when_idle, loop, list(models))
+waiting = list(models)
+loop.call_soon(build_when_idle, loop, waiting, lambda: False)  # never idle
+loop.run_until_complete(asyncio.sleep(0.12))
+assert not any(m.__pydantic_complete__ for m in models), "built while busy"
+waiting.clear()  # that chain ends at its next look
+loop.call_soon(build_when_idle, loop, list(models), lambda: True)
 loop.call_soon(lambda: order.append(sum(m.__pydantic_complete__ for m in models)))
 for _ in range(len(models) + 2):
     loop.run_until_complete(asyncio.sleep(0))

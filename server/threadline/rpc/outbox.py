@@ -155,6 +155,7 @@ class Outbox:
         self.framing: Framing | None = None
         self.coalesced = 0
         self.sent = 0
+        self._writing = False
         self._thread = threading.Thread(target=self._run, name="threadline-outbox", daemon=True)
         self._thread.start()
 
@@ -232,6 +233,12 @@ class Outbox:
         with self._cond:
             return len(self._queue)
 
+    def idle(self) -> bool:
+        """Nothing queued and nothing being written (a replay's frames being made and
+        written holds the writer for tens of milliseconds)."""
+        with self._cond:
+            return not self._queue and not self._writing
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -246,32 +253,40 @@ class Outbox:
                 batch: list[dict[str, Any] | _Chunk | _Raw | _Updates] = []
                 while self._queue and len(batch) < 256:
                     batch.append(self._queue.popleft())
-            if self._broken:
-                continue
-            out = bytearray()
-            count = len(batch)
-            for item in batch:
-                if isinstance(item, _Raw):
-                    out += encode(item.body, self.framing)
-                    continue
-                if isinstance(item, _Updates):
-                    out += item.frames(self.framing)
-                    count += len(item.updates) - 1
-                    continue
-                msg = item.message() if isinstance(item, _Chunk) else item
-                try:
-                    body = dumps(msg)
-                except (TypeError, ValueError):
-                    log.exception("cannot serialise outgoing message")
-                    body = _substitute(msg)
-                    if body is None:
-                        continue
-                out += encode(body, self.framing)
+                self._writing = True
             try:
-                write_all(self._stream, out)
-                self.sent += count
-            except (BrokenPipeError, OSError, ValueError):
-                self._set_broken()
+                self._write_batch(batch)
+            finally:
+                with self._cond:
+                    self._writing = False
+
+    def _write_batch(self, batch: list[dict[str, Any] | _Chunk | _Raw | _Updates]) -> None:
+        if self._broken:
+            return
+        out = bytearray()
+        count = len(batch)
+        for item in batch:
+            if isinstance(item, _Raw):
+                out += encode(item.body, self.framing)
+                continue
+            if isinstance(item, _Updates):
+                out += item.frames(self.framing)
+                count += len(item.updates) - 1
+                continue
+            msg = item.message() if isinstance(item, _Chunk) else item
+            try:
+                body = dumps(msg)
+            except (TypeError, ValueError):
+                log.exception("cannot serialise outgoing message")
+                body = _substitute(msg)
+                if body is None:
+                    continue
+            out += encode(body, self.framing)
+        try:
+            write_all(self._stream, out)
+            self.sent += count
+        except (BrokenPipeError, OSError, ValueError):
+            self._set_broken()
 
     def _set_broken(self) -> None:
         log.warning("client output closed; dropping further messages")

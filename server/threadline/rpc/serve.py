@@ -10,6 +10,7 @@ import gc
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from typing import BinaryIO
 
 import anyio
@@ -44,7 +45,7 @@ async def _run(server: ThreadlineServer, prelude: Prelude) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         loop.add_signal_handler(signal.SIGTERM, server.stopped.set)
     server.start_reader(loop, prelude.decoder, prelude.frames, eof=prelude.eof)
-    loop.call_soon(build_when_idle, loop, unbuilt_models())
+    loop.call_soon(build_when_idle, loop, unbuilt_models(), server.idle)
     await server.stopped.wait()
     server.shutting_down = True
     with anyio.move_on_after(SHUTDOWN_GRACE):
@@ -52,18 +53,29 @@ async def _run(server: ThreadlineServer, prelude: Prelude) -> None:
         await server.cancel_all_requests()
 
 
-def build_when_idle(loop: asyncio.AbstractEventLoop, models: list[type[BaseModel]]) -> None:
-    """Build the first of ``models`` (`routes.OPENING`'s), then the rest one per turn
-    of the loop: a request that arrives meanwhile waits for one model at most (a few
-    milliseconds), not for all of them. Start-up work a client that sends its first
-    request at once partly still waits for; one that opens a session later (an
-    editor's own start-up) does not."""
+IDLE_AGAIN = 0.05
+"""Seconds before start-up work on the loop looks again whether the connection is idle."""
+
+
+def build_when_idle(
+    loop: asyncio.AbstractEventLoop, models: list[type[BaseModel]], idle: Callable[[], bool]
+) -> None:
+    """Build the first of ``models`` (`routes.OPENING`'s) when the connection is idle
+    (`ThreadlineServer.idle`), then the rest one per turn of the loop: a request that
+    arrives meanwhile waits for one model at most (a few milliseconds), and a replay
+    being written to the client is not slowed by it (the writer needs the
+    interpreter too). Start-up work a client that sends its first request at once
+    partly still waits for; one that opens a session later (an editor's own
+    start-up) does not."""
     if not models:
+        return
+    if not idle():
+        loop.call_later(IDLE_AGAIN, build_when_idle, loop, models, idle)
         return
     model = models.pop(0)
     if not model.__pydantic_complete__:
         model.model_rebuild(force=True)
-    loop.call_soon(build_when_idle, loop, models)
+    loop.call_soon(build_when_idle, loop, models, idle)
 
 
 def run(

@@ -207,6 +207,11 @@ class ThreadlineServer:
 
     # -- input ---------------------------------------------------------------------------
 
+    def idle(self) -> bool:
+        """No request being served and nothing being written to the client: what
+        start-up work done on the loop (`serve.build_when_idle`) waits for."""
+        return not self._tasks and self.outbox.idle()
+
     def start_reader(
         self,
         loop: asyncio.AbstractEventLoop,
