@@ -5,12 +5,15 @@ journal chunks that waited through an outage written first."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from threadline.store.base import NewEvent, SessionStore, StoreConflict
+from tests.roundtrips import RoundTrips
+from threadline.store.base import NewEvent, Owner, SessionStore, StoreConflict
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import EventStore
 
@@ -153,3 +156,42 @@ def test_chunks_that_waited_through_an_outage_go_before_the_answer(
         assert store.inflight_stream("s1") is None
     finally:
         store.close()
+
+
+def test_a_lease_in_one_statement_only_when_nothing_stands_in_the_way(pg_url: str) -> None:
+    """Free, or ours: one statement. Another live process's lease, a dead one's, or a
+    journal with no lease: the shared path decides (refused; taken over, said so)."""
+    relay = RoundTrips(pg_url)
+    store, other = PostgresStore(relay.url), PostgresStore(pg_url)
+    try:
+        me = Owner("me", os.getpid(), "h", 0.0)
+        live = Owner("live", os.getpid(), "h", 0.0)  # this pid: alive
+        dead = Owner("dead", 2**22 + 1, "h", 0.0)  # no such pid
+        for sid in ("free", "held", "gone", "journal"):
+            store.create_session(sid, "/tmp", {}, "t0")
+        now = time.time()
+        other.acquire_lease("held", live, "turn", "x", now)
+        other.acquire_lease("gone", dead, "turn", "x", now)
+        other.begin_stream("journal", "m1", {})
+
+        def take(sid: str) -> tuple[bool, str | None, int]:
+            before = relay.statements
+            got = store.acquire_lease(sid, me, "turn", "t1", time.time())
+            took = None if got.took_over is None else got.took_over.owner.id
+            return got.mine, took, relay.statements - before
+
+        assert take("free") == (True, None, 1)
+        assert take("free") == (True, None, 1)  # ours again: renewed
+        mine, took, statements = take("held")
+        assert (mine, took) == (False, None) and statements > 1
+        assert other.get_lease("held").owner.id == "live"  # type: ignore[union-attr]
+        mine, took, statements = take("gone")
+        assert (mine, took) == (True, "dead") and statements > 1
+        mine, took, statements = take("journal")
+        assert (mine, took) == (True, "") and statements > 1
+        for sid in ("free", "gone", "journal"):
+            assert other.get_lease(sid).owner.id == "me"  # type: ignore[union-attr]
+    finally:
+        store.close()
+        other.close()
+        relay.close()

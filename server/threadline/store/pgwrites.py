@@ -17,6 +17,11 @@ as a transaction's does). What each keeps:
   writer) or gone writes nothing. The search text and the preview go in the same
   statement, so the index is never behind the log; the end of a stream clears the
   journal in it too. An append with images (blob references) takes the shared path.
+- **A lease** is taken in one statement when nothing stands in the way: no journal,
+  and no lease or our own (the upsert's conflict check reads the committed row, and
+  replaces it only when it is ours), under the session's advisory lock like the
+  shared path's. Anything else (another process's lease, a journal left without
+  one) goes the shared path, which decides whether its owner is dead.
 - **Journal chunks that waited through an outage** go first: while any wait, these
   writes run in the shared transaction path, which writes them in the same
   transaction (`PostgresStore._write`).
@@ -28,10 +33,12 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .base import NewEvent, Owner, StoreConflict
+from .base import Acquired, Lease, NewEvent, Owner, StoreConflict
 from .catalog import index_rows
 from .codec import dumps
 from .eventlog import message_places
+from .leases import LEASE_UPSERT, lease_values
+from .rows import LEASE_COLS, iso
 from .sql import SqlStore
 from .statements import Statements
 
@@ -181,3 +188,20 @@ class PgWriteOps(SqlStore):
         )
         args = (session_id, owner.id, CHANNEL, self._instance)
         self._write_one(lambda db: db.one(sql, args))
+
+    def acquire_lease(
+        self, session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
+    ) -> Acquired:
+        sql = (
+            f"WITH ok AS (INSERT INTO leases({LEASE_COLS}) SELECT ?,?,?,?,?,?,?,?,?,FALSE "
+            "FROM (SELECT pg_advisory_xact_lock(hashtext(?))) AS k "
+            "WHERE NOT EXISTS(SELECT 1 FROM inflight WHERE session_id=?) "
+            f"{LEASE_UPSERT} WHERE leases.owner_id=excluded.owner_id RETURNING 1) "
+            f"SELECT {_NOTIFY}, (SELECT count(*) FROM ok)"
+        )
+        values = lease_values(session_id, owner, kind, turn_id, now)
+        args = (*values, session_id, session_id, CHANNEL, self._instance)
+        r = self._write_one(lambda db: db.one(sql, args))
+        if r is None or not r[1]:
+            return super().acquire_lease(session_id, owner, kind, turn_id, now)
+        return Acquired(Lease(session_id, owner, kind, turn_id, iso(now), now, False), mine=True)
