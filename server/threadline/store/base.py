@@ -392,6 +392,11 @@ class SessionStore(Protocol):
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None: ...
 
+    journal_window: float
+    """Seconds a streamed burst may wait after the last journal write for others to
+    share the next (`engine.bursts`): 0 where a write is in process (SQLite), a few
+    milliseconds where each is a round trip and a notification (PostgreSQL)."""
+
     def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
         """Journal the bursts of many sessions (``(session id, chunks)``) in one write:
         what `append_chunks` of each would keep."""

@@ -74,6 +74,8 @@ HEAR_SECONDS = 0.02
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
 
+JOURNAL_WINDOW = 0.02  # `SessionStore.journal_window`: under load, a write per 20 ms
+
 T = TypeVar("T")
 
 
@@ -162,6 +164,7 @@ class PostgresStore(PgWriteOps, ImportOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
+    journal_window = JOURNAL_WINDOW
 
     def __init__(self, url: str) -> None:
         self.url = url
