@@ -174,21 +174,22 @@ def test_a_lease_in_one_statement_only_when_nothing_stands_in_the_way(pg_url: st
         other.acquire_lease("gone", dead, "turn", "x", now)
         other.begin_stream("journal", "m1", {})
 
-        def take(sid: str) -> tuple[bool, str | None, int]:
+        def take(sid: str) -> tuple[bool, str | None, bool, int]:
             before = relay.statements
             got = store.acquire_lease(sid, me, "turn", "t1", time.time())
             took = None if got.took_over is None else got.took_over.owner.id
-            return got.mine, took, relay.statements - before
+            return got.mine, took, got.journaled, relay.statements - before
 
-        assert take("free") == (True, None, 1)
-        assert take("free") == (True, None, 1)  # ours again: renewed
-        mine, took, statements = take("held")
+        # no journal, and it says so: the new holder need not look for one
+        assert take("free") == (True, None, False, 1)
+        assert take("free") == (True, None, False, 1)  # ours again: renewed
+        mine, took, _, statements = take("held")
         assert (mine, took) == (False, None) and statements > 1
         assert other.get_lease("held").owner.id == "live"  # type: ignore[union-attr]
-        mine, took, statements = take("gone")
-        assert (mine, took) == (True, "dead") and statements > 1
-        mine, took, statements = take("journal")
-        assert (mine, took) == (True, "") and statements > 1
+        mine, took, journaled, statements = take("gone")
+        assert (mine, took, journaled) == (True, "dead", False) and statements > 1
+        mine, took, journaled, statements = take("journal")
+        assert (mine, took, journaled) == (True, "", True) and statements > 1
         for sid in ("free", "gone", "journal"):
             assert other.get_lease(sid).owner.id == "me"  # type: ignore[union-attr]
     finally:

@@ -169,6 +169,9 @@ class Acquired:
     mine: bool
     took_over: Lease | None = None
     """The dead owner's lease we replaced: its stream journal needs recovering."""
+    journaled: bool = True
+    """Whether the session had a stream journal when the lease was taken (True where
+    not known): with none, the new holder has no answer to recover, and need not ask."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ class LeaseOps(SqlBase):
                 lease_values(session_id, owner, kind, turn_id, now),
             )
             lease = Lease(session_id, owner, kind, turn_id, since, now, False)
-            return Acquired(lease, mine=True, took_over=took_over)
+            return Acquired(lease, mine=True, took_over=took_over, journaled=journaled)
 
         return self._write(work)
 

@@ -204,4 +204,5 @@ class PgWriteOps(SqlStore):
         r = self._write_one(lambda db: db.one(sql, args))
         if r is None or not r[1]:
             return super().acquire_lease(session_id, owner, kind, turn_id, now)
-        return Acquired(Lease(session_id, owner, kind, turn_id, iso(now), now, False), mine=True)
+        lease = Lease(session_id, owner, kind, turn_id, iso(now), now, False)
+        return Acquired(lease, mine=True, journaled=False)  # it took the lease only without one
