@@ -9,7 +9,7 @@ long as on a connection that had carried some before (3 MB and 2 MB on loopback:
 25 + 15 ms; 20 + 12 ms after 4 MB, 14 + 8 ms after 8 MB; load 5), the connection's
 windows and buffers growing as data flows (TCP's autotuning, libpq's input buffer),
 while a warmed-up client process alone gained nothing. So the pool is opened before
-the store sets up its ``LISTEN`` connection (both connect at once); each connection it
+the store sets up its ``LISTEN`` connection (it connects meanwhile); each connection it
 makes, before it is handed out, reads no row of the tables a session's opening reads
 (`PRIME`), and the one made at start-up (`MIN_SIZE`) then reads `WARM_BYTES` the
 server makes up (`WARM`; nothing stored is read): work done while the editor starts,

@@ -45,6 +45,7 @@ from .catalog import upgrade
 from .codec import safe_text
 from .pgimport import ImportOps
 from .pgpool import open_pool
+from .pgwrites import CHANNEL, PgWriteOps
 from .schema import tables, upgrade_folds
 from .statements import Dialect, Statements
 
@@ -61,7 +62,6 @@ replay in a column of its own (``tl_folds.replay``; the SQLite store's schema 8)
 older schema is brought up to this one by running the ``CREATE … IF NOT EXISTS``
 statements again and `store.catalog.upgrade`."""
 
-CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
 """Seconds a connection attempt waits, so an unreachable server fails start-up fast."""
 
@@ -74,6 +74,8 @@ HEAR_SECONDS = 0.02
 
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
+
+JOURNAL_WINDOW = 0.02  # `SessionStore.journal_window`: under load, a write per 20 ms
 
 T = TypeVar("T")
 
@@ -159,10 +161,11 @@ DIALECT = Dialect(
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(ImportOps):
+class PostgresStore(PgWriteOps, ImportOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
+    journal_window = JOURNAL_WINDOW
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -178,12 +181,8 @@ class PostgresStore(ImportOps):
         """While the server is down, journal writes are not tried again before this."""
         self._backoff = 0.1
         self._next_listen = 0.0
-        self._pool = open_pool(self._conninfo, CONNECT_TIMEOUT)
-        try:
-            self._listen = self._connect()
-        except BaseException:
-            self._pool.close()
-            raise
+        self._listen = self._connect()
+        self._pool = open_pool(self._conninfo, CONNECT_TIMEOUT)  # connects during the set-up
         try:
             version = self._setup(self._listen)
             self.keeps_folds = version >= 2 and self._may_use("tl_folds", "folded transcripts")
@@ -396,6 +395,13 @@ class PostgresStore(ImportOps):
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)
 
+    def _write_one(self, work: Callable[[Statements], T]) -> T:
+        if self._chunks:
+            return self._write(work)
+        result = self._run(lambda conn: work(Statements(conn, DIALECT)), write=False, tx=False)
+        self._written(0)
+        return result
+
     def _quiet(self, work: Callable[[Statements], T]) -> T:
         """Not a change others fold in: no notification. One attempt: the next beat
         comes in 0.3 s (a kept fold is only a cache), and retrying would stall the
@@ -507,8 +513,7 @@ class PostgresStore(ImportOps):
         self._listen = conn
 
     def ready(self, timeout: float) -> None:
-        """Wait until the pool's first connections are made and primed (`store.pgpool`):
-        for tests that count what a call sends, none of it start-up work."""
+        """Wait for the pool's start-up work (`store.pgpool`; tests count round trips)."""
         self._pool.wait(timeout)
 
     def close(self) -> None:
