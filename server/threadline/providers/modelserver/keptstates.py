@@ -22,11 +22,13 @@ state larger than the bound is not kept.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Sequence
 
+import llama_cpp
 import numpy as np
-from llama_cpp import BaseLlamaCache, LlamaState
+from llama_cpp import BaseLlamaCache, Llama, LlamaState
 
 from ..local.tokenstates import KeptByTokens, common_prefix
 
@@ -48,6 +50,9 @@ class KeptStates(BaseLlamaCache):
         super().__init__(capacity_bytes)
         self.keep_logits = keep_logits
         self._kept = KeptByTokens[LlamaState](capacity_bytes)
+        self.last: tuple[int, ...] | None = None
+        """The tokens of the last completion's state (its prompt and answer), until
+        `keep_ahead` replaces it: what `ahead` evaluates the next turn's opening after."""
 
     @property
     def dropped(self) -> int:
@@ -82,11 +87,8 @@ class KeptStates(BaseLlamaCache):
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
         tokens = tuple(key)
-        state = value if self.keep_logits else without_logits(value)
-        size = kept_bytes(state)
-        self._kept.keep(
-            tokens, state, size, lambda old: len(old) - common_prefix(old, tokens) < SUPERSEDED
-        )
+        self._keep(tokens, value if self.keep_logits else without_logits(value))
+        self.last = tokens
         # One line per completion in the server's log: what is kept, against the bound.
         print(
             f"threadline prompt cache: kept {len(self._kept)} states, {self._kept.size} of "
@@ -94,6 +96,43 @@ class KeptStates(BaseLlamaCache):
             file=sys.stderr,
             flush=True,
         )
+
+    def keep_ahead(self, llm: Llama, answered: tuple[int, ...]) -> bool:
+        """Keep what ``llm`` holds now (``answered``, the last completion's tokens, and
+        the next turn's opening evaluated after it) in place of ``answered``'s state,
+        which it supersedes; False if that state is no longer kept (dropped, or too
+        large for the bound: so would this one be)."""
+        if answered not in self._kept:
+            return False
+        seed = self._kept[answered].seed  # saved moments ago, from this model
+        state = llm.save_state() if self.keep_logits else evaluated_state(llm, seed)
+        self._keep(tuple(llm.input_ids[: llm.n_tokens].tolist()), state)
+        return True
+
+    def _keep(self, tokens: tuple[int, ...], state: LlamaState) -> None:
+        self._kept.keep(
+            tokens,
+            state,
+            kept_bytes(state),
+            lambda old: len(old) - common_prefix(old, tokens) < SUPERSEDED,
+        )
+
+
+def evaluated_state(llm: Llama, seed: int) -> LlamaState:
+    """``llm``'s state as `without_logits` keeps it, copied without the logits rows
+    ``Llama.save_state`` copies first (``n_tokens × n_vocab`` floats, ~59 MB at 300
+    tokens of SmolLM2) only for them to be dropped."""
+    size = llama_cpp.llama_state_get_size(llm.ctx)
+    buffer = (ctypes.c_uint8 * size)()
+    n = llama_cpp.llama_state_get_data(llm.ctx, buffer, size)
+    return LlamaState(
+        input_ids=llm.input_ids.copy(),
+        scores=np.zeros((1, llm.n_vocab()), dtype=np.single),
+        n_tokens=llm.n_tokens,
+        llama_state=ctypes.string_at(buffer, n),
+        llama_state_size=n,
+        seed=seed,
+    )
 
 
 def without_logits(state: LlamaState) -> LlamaState:
