@@ -527,13 +527,13 @@ async def test_the_servers_prompt_cache_stays_within_its_bound(
 
 
 AHEAD = re.compile(
-    rb"threadline ahead: evaluated (\d+) tokens after the answer, context (\d+) tokens, kept"
+    rb"threadline ahead: evaluated (\d+) tokens after the answer, context (\d+) tokens, kept,"
 )
 
 
 async def evaluated_ahead(home: Path, answers: int) -> int | None:
     """The context's tokens once the server has evaluated ahead after the ``answers``-th
-    answer (it does so after the response has been sent); None if it says nothing."""
+    answer; None if it says nothing."""
     h = only_home(home)
     deadline = time.monotonic() + 15
     while len(found := AHEAD.findall(h.server_log.read_bytes())) < answers:
@@ -561,15 +561,15 @@ async def test_after_an_answer_the_next_turns_opening_is_evaluated_ahead(
 
     async with one_sidecar(config, home, model, max_tokens=8) as (client, a):
         b = await session(client)
+        # Each prompt as soon as the last answer is in: what was evaluated ahead is
+        # there first (it queued for the model before the answer's end went out).
         await logged_turn(client, home, a, ask("A", 1))
-        ahead = await evaluated_ahead(home, 1)
         second = await logged_turn(client, home, a, ask("A", 2))  # the context holds it
         # (without evaluating ahead: 6 more, "<|im_end|>\n<|im_start|>user\n" and the
         # answer's last token, sampled at its length and never evaluated)
         assert second.evaluated == own_part(ask("A", 2)), second
-        assert second.reused == ahead, (second, ahead)
-        ahead = await evaluated_ahead(home, 2)
+        assert second.reused == await evaluated_ahead(home, 1), second
         await logged_turn(client, home, b, ask("B", 1))
         third = await logged_turn(client, home, a, ask("A", 3))  # restored from the cache
         assert third.evaluated == own_part(ask("A", 3)), third
-        assert third.reused == ahead, (third, ahead)
+        assert third.reused == await evaluated_ahead(home, 2), third

@@ -8,17 +8,20 @@ answer (``Generator.warm``); ``llama_cpp.server`` has no such step, so every lat
 evaluated them before its first token (~35 tokens a turn where its own message is ~26:
 turn 8 at 1.25–1.4× turn 1, a fork's first turn 1.2× its parent's).
 
-:class:`Ahead` does it in ``warmserver``'s process: when a ``/v1/chat/completions``
-response has been sent in full (the client has its answer and the turn has ended), it
-takes the model through the app's own dependency (``get_llama_proxy``: the same locks
-every route takes, so no request runs meanwhile; skipped if one is already running or
-waiting: it would replace the context anyway), evaluates the closing and opening
-tokens after the last completion (at most ``WARM_MAX``, only when the context still
-holds that completion, token for token) and keeps that state in :class:`KeptStates` in
-place of the completion's. The next turn of that session, from whichever sidecar,
-finds them evaluated in the context or restores them from the cache; llama-cpp-python
-matches prompts by tokens, so a guess that went wrong (an answer the client renders
-differently, a tool result next) costs the few tokens evaluated and nothing else.
+:class:`Ahead` does it in ``warmserver``'s process. When a completion's state has been
+kept (:class:`KeptStates` calls it on the worker thread, before the response's last
+event goes out) it queues on the model's inner lock, the one every request's model
+use holds (``get_llama_proxy``); the lock is fair, so it runs as soon as that response
+lets go of the model, after the answer has been sent (the turn's end waits for
+nothing) and before any request that arrives after the answer. It evaluates the
+closing and opening tokens after that completion (at most ``WARM_MAX``, only when the
+context still holds the completion, token for token: a request queued earlier, from
+another sidecar, changes it and nothing is done) and keeps that state in
+:class:`KeptStates` in place of the completion's. The next turn of that session, from
+whichever sidecar, finds them evaluated in the context or restores them from the
+cache. llama-cpp-python matches prompts by tokens, so a guess that went wrong (an
+answer the client renders differently, a tool result next) costs the few tokens
+evaluated and nothing else.
 
 The opening is read from the chat template the server formats with (the GGUF's own, or
 ``chatml``), rendered around two marker messages; with another chat format or handler
@@ -28,10 +31,11 @@ there is none and nothing is evaluated ahead.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING
+
+import anyio.from_thread
 
 from ..local.generation import warm_ahead
 from .keptstates import KeptStates
@@ -39,16 +43,8 @@ from .keptstates import KeptStates
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-CHAT_PATH = "/v1/chat/completions"
-
 _ANSWER = "THREADLINE-ANSWER-MARK"
 _NEXT = "THREADLINE-NEXT-MARK"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def chat_template(llm: Llama) -> str | None:
@@ -103,7 +99,7 @@ def next_turn_opening(llm: Llama) -> list[int]:
 
 
 class Ahead:
-    """Evaluates the next turn's opening after each chat answer (see the module)."""
+    """Evaluates the next turn's opening after each completion (see the module)."""
 
     def __init__(self, llm: Llama, cache: KeptStates) -> None:
         self._llm = llm
@@ -111,14 +107,31 @@ class Ahead:
         self.opening = next_turn_opening(llm)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def evaluate(self) -> int:
-        """On the held model: evaluate the last completion's unevaluated end and the
-        opening after it, and keep that state. Returns the tokens evaluated."""
-        answered = self._cache.last
-        self._cache.last = None  # once per completion
-        if answered is None or not self.opening:
-            return 0
+    def after(self, answered: tuple[int, ...]) -> None:
+        """Called on the worker thread that just kept ``answered``'s state (the
+        completion's prompt and answer), while its request still holds the model."""
+        if self.opening:
+            anyio.from_thread.run_sync(self._queue, answered)
+
+    def _queue(self, answered: tuple[int, ...]) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(answered))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, answered: tuple[int, ...]) -> None:
+        from llama_cpp.server.app import llama_inner_lock
+
+        try:
+            async with llama_inner_lock:  # queued now: first after this request
+                await anyio.to_thread.run_sync(self.evaluate, answered)
+        except Exception as exc:  # never the server's end: the next turn evaluates them
+            print(f"threadline ahead: failed: {exc!r}", file=sys.stderr, flush=True)
+
+    def evaluate(self, answered: tuple[int, ...]) -> int:
+        """On the held model: evaluate ``answered``'s unevaluated end and the opening
+        after it, and keep that state. Returns the tokens evaluated."""
         llm = self._llm
+        t0 = time.perf_counter()
         done = warm_ahead(llm, [*answered, *self.opening])
         if done:
             kept = self._cache.keep_ahead(llm, answered)
@@ -126,39 +139,9 @@ class Ahead:
             # counts completions).
             print(
                 f"threadline ahead: evaluated {done} tokens after the answer, context "
-                f"{llm.n_tokens} tokens, {'kept' if kept else 'not kept'}",
+                f"{llm.n_tokens} tokens, {'kept' if kept else 'not kept'}, in "
+                f"{(time.perf_counter() - t0) * 1000:.0f} ms",
                 file=sys.stderr,
                 flush=True,
             )
         return done
-
-    async def after_answer(self) -> None:
-        """Evaluate ahead under the server's model locks, unless a request holds or
-        waits for them (then the context is about to change anyway)."""
-        from llama_cpp.server import app
-        from starlette.concurrency import run_in_threadpool
-
-        if app.llama_outer_lock.locked() or app.llama_inner_lock.locked():
-            self._cache.last = None
-            return
-        async with contextlib.asynccontextmanager(app.get_llama_proxy)():
-            await run_in_threadpool(self.evaluate)
-
-    def wrap(self, inner: ASGIApp) -> ASGIApp:
-        """``inner`` (the server's app), evaluating ahead after each chat completion
-        has been sent: in a task of its own, so the response's end waits for nothing."""
-
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            await inner(scope, receive, send)
-            if scope["type"] == "http" and scope.get("path") == CHAT_PATH:
-                task = asyncio.get_running_loop().create_task(self._after())
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-
-        return app
-
-    async def _after(self) -> None:
-        try:
-            await self.after_answer()
-        except Exception as exc:  # never the server's end: the next turn evaluates them
-            print(f"threadline ahead: failed: {exc!r}", file=sys.stderr, flush=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import llama_cpp
 import numpy as np
@@ -46,13 +46,19 @@ def kept_bytes(state: LlamaState) -> int:
 class KeptStates(BaseLlamaCache):
     """Bounded by the bytes it holds, least recently saved dropped first."""
 
-    def __init__(self, capacity_bytes: int, *, keep_logits: bool = False) -> None:
+    def __init__(
+        self,
+        capacity_bytes: int,
+        *,
+        keep_logits: bool = False,
+        after: Callable[[tuple[int, ...]], None] | None = None,
+    ) -> None:
         super().__init__(capacity_bytes)
         self.keep_logits = keep_logits
         self._kept = KeptByTokens[LlamaState](capacity_bytes)
-        self.last: tuple[int, ...] | None = None
-        """The tokens of the last completion's state (its prompt and answer), until
-        `keep_ahead` replaces it: what `ahead` evaluates the next turn's opening after."""
+        self.after = after
+        """Told each completion's tokens (prompt and answer) once its state is kept, on
+        the thread that ran it (`ahead.Ahead.after`)."""
 
     @property
     def dropped(self) -> int:
@@ -88,7 +94,6 @@ class KeptStates(BaseLlamaCache):
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
         tokens = tuple(key)
         self._keep(tokens, value if self.keep_logits else without_logits(value))
-        self.last = tokens
         # One line per completion in the server's log: what is kept, against the bound.
         print(
             f"threadline prompt cache: kept {len(self._kept)} states, {self._kept.size} of "
@@ -96,6 +101,8 @@ class KeptStates(BaseLlamaCache):
             file=sys.stderr,
             flush=True,
         )
+        if self.after is not None:
+            self.after(tokens)
 
     def keep_ahead(self, llm: Llama, answered: tuple[int, ...]) -> bool:
         """Keep what ``llm`` holds now (``answered``, the last completion's tokens, and

@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from .ahead import Ahead, ASGIApp
+from .ahead import Ahead
 from .keptstates import KeptStates
 
 if TYPE_CHECKING:
@@ -56,14 +56,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
     app = create_app(server_settings=server, model_settings=[model])
     capacity = int(args.prompt_cache_mb * MIB)
-    served: ASGIApp = app
     if capacity > 0:
         llm = asyncio.run(_model())
         cache = KeptStates(capacity, keep_logits=model.logits_all)
+        cache.after = Ahead(llm, cache).after
         llm.set_cache(cache)
-        served = Ahead(llm, cache).wrap(app)
     uvicorn.run(
-        served,
+        app,
         host=server.host,
         port=server.port,
         ssl_keyfile=server.ssl_keyfile,
