@@ -13,7 +13,9 @@ kept (:class:`KeptStates` calls it on the worker thread, before the response's l
 event goes out) it queues on the model's inner lock, the one every request's model
 use holds (``get_llama_proxy``); the lock is fair, so it runs as soon as that response
 lets go of the model, after the answer has been sent (the turn's end waits for
-nothing) and before any request that arrives after the answer. It evaluates the
+nothing) and before any request that arrives after the answer (if one is already
+waiting for the model then, it runs instead: it evaluates those tokens anyway). It
+evaluates the
 closing and opening tokens after that completion (at most ``WARM_MAX``, only when the
 context still holds the completion, token for token: a request queued earlier, from
 another sidecar, changes it and nothing is done) and keeps that state in
@@ -36,6 +38,7 @@ import time
 from typing import TYPE_CHECKING
 
 import anyio.from_thread
+import anyio.to_thread
 
 from ..local.generation import warm_ahead
 from .keptstates import KeptStates
@@ -119,11 +122,15 @@ class Ahead:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, answered: tuple[int, ...]) -> None:
-        from llama_cpp.server.app import llama_inner_lock
+        from llama_cpp.server.app import llama_inner_lock, llama_outer_lock
 
         try:
             async with llama_inner_lock:  # queued now: first after this request
-                await anyio.to_thread.run_sync(self.evaluate, answered)
+                # A request already waiting (it holds the outer lock until it has the
+                # inner one) evaluates these tokens with its own, in one batch: a
+                # batch of its own would only cost it the batch's fixed cost.
+                if not llama_outer_lock.locked():
+                    await anyio.to_thread.run_sync(self.evaluate, answered)
         except Exception as exc:  # never the server's end: the next turn evaluates them
             print(f"threadline ahead: failed: {exc!r}", file=sys.stderr, flush=True)
 
@@ -134,13 +141,15 @@ class Ahead:
         t0 = time.perf_counter()
         done = warm_ahead(llm, [*answered, *self.opening])
         if done:
+            t1 = time.perf_counter()
             kept = self._cache.keep_ahead(llm, answered)
+            t2 = time.perf_counter()
             # One line per answer in the server's log (not the cache's line, which
             # counts completions).
             print(
                 f"threadline ahead: evaluated {done} tokens after the answer, context "
                 f"{llm.n_tokens} tokens, {'kept' if kept else 'not kept'}, in "
-                f"{(time.perf_counter() - t0) * 1000:.0f} ms",
+                f"{(t1 - t0) * 1000:.0f} + {(t2 - t1) * 1000:.0f} ms",
                 file=sys.stderr,
                 flush=True,
             )
