@@ -96,19 +96,22 @@ def _cases(
 ) -> dict[str, list[float]]:
     """``alone`` sessions of ``TURNS`` turns one after the other (``alone{k}``), then
     A and B alternately, then a fork and its parent; ``pause`` seconds before each
-    prompt."""
+    prompt. A pass with pauses asks its own questions (not the kept prompts of the
+    pass before it on the same server)."""
     out: dict[str, list[float]] = {}
+    tag = "Later " if pause else ""
     for k in range(alone):
         one = _session(conn, model)
-        out[f"alone{k}"] = [_ttft(conn, one, ask(f"Alone {k}", i), pause) for i in range(TURNS)]
+        asks = [ask(f"{tag}Alone {k}", i) for i in range(TURNS)]
+        out[f"alone{k}"] = [_ttft(conn, one, text, pause) for text in asks]
     a, b = _session(conn, model), _session(conn, model)
     out["A"], out["B"] = [], []
     for i in range(TURNS):
-        out["A"].append(_ttft(conn, a, ask("Tab A", i), pause))
-        out["B"].append(_ttft(conn, b, ask("Tab B", i), pause))
+        out["A"].append(_ttft(conn, a, ask(f"{tag}Tab A", i), pause))
+        out["B"].append(_ttft(conn, b, ask(f"{tag}Tab B", i), pause))
     parent = _session(conn, model)
     for i in range(4):
-        _ttft(conn, parent, ask("Parent", i), pause)
+        _ttft(conn, parent, ask(f"{tag}Parent", i), pause)
     out["fork"], out["parent"] = [], []
     for k in range(alone):  # a fork and its parent's next turn; again from there
         child = str(conn.call("session/fork", {"sessionId": parent})["sessionId"])
@@ -117,7 +120,7 @@ def _cases(
         # so the order alternates (the fork first in the smoke run).
         order = [("fork", child, "Fork"), ("parent", parent, "Parent")]
         for key, sid, who in order if k % 2 == 0 else order[::-1]:
-            out[key].append(_ttft(conn, sid, ask(who, 4 + k), pause))
+            out[key].append(_ttft(conn, sid, ask(tag + who, 4 + k), pause))
     return out
 
 
