@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 import llama_cpp
 import numpy as np
+import numpy.typing as npt
 from llama_cpp import BaseLlamaCache, Llama, LlamaState
 
 from ..local.tokenstates import KeptByTokens, common_prefix
@@ -133,7 +134,7 @@ def evaluated_state(llm: Llama, seed: int) -> LlamaState:
     buffer = (ctypes.c_uint8 * size)()
     n = llama_cpp.llama_state_get_data(llm.ctx, buffer, size)
     return LlamaState(
-        input_ids=llm.input_ids.copy(),
+        input_ids=only_held(llm.input_ids, llm.n_tokens),
         scores=np.zeros((1, llm.n_vocab()), dtype=np.single),
         n_tokens=llm.n_tokens,
         llama_state=ctypes.string_at(buffer, n),
@@ -146,12 +147,26 @@ def without_logits(state: LlamaState) -> LlamaState:
     """``state`` with its (never written) logits replaced by one zero row: ``load_state``
     assigns them to the model's rows for the state's tokens, and one row broadcasts (a
     full-shape array would be allocated and copied on every load only to write zeros).
-    The token ids are kept whole (``load_state`` makes them the model's buffer)."""
+    The token ids are kept whole (``load_state`` makes them the model's buffer), past
+    the state's tokens blanked (`only_held`)."""
     return LlamaState(
-        input_ids=state.input_ids,
+        input_ids=only_held(state.input_ids, state.n_tokens),
         scores=np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype),
         n_tokens=state.n_tokens,
         llama_state=state.llama_state,
         llama_state_size=state.llama_state_size,
         seed=state.seed,
     )
+
+
+def only_held(input_ids: npt.NDArray[np.intc], n_tokens: int) -> npt.NDArray[np.intc]:
+    """A copy of the model's token buffer with what follows its ``n_tokens`` set to -1.
+    llama-cpp-python loads a kept state when its token buffer, compared whole, shares
+    more with the prompt than the context does; past ``n_tokens`` the buffer still holds
+    an older, longer context's tokens, which matched the next message's first tokens
+    when sessions ask alike ("Later Alone 1, question 3" after "Later Alone 0, question
+    3"): the state the context already held was loaded again (50–500 ms under load,
+    most of it ``load_state`` zeroing the logits rows)."""
+    ids = input_ids.copy()
+    ids[n_tokens:] = -1
+    return ids
