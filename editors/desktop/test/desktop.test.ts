@@ -103,10 +103,28 @@ function status(path: string, headers: Record<string, string>): Promise<number> 
   });
 }
 
+/** What a timed-out wait reports: each pane's label, entries and notices, the connection. */
+async function shownState(page: Page): Promise<string> {
+  try {
+    const panes = await page.locator(".pane").evaluateAll((els) =>
+      els.map((el) => ({
+        label: el.querySelector(".pane-label")?.textContent ?? null,
+        users: el.querySelectorAll(".entry.user").length,
+        answers: el.querySelectorAll(".entry.assistant").length,
+        status: el.querySelector("#status")?.textContent ?? null,
+        notices: [...el.querySelectorAll(".notice")].map((n) => n.textContent),
+      })),
+    );
+    return JSON.stringify({ connection: await page.locator("#connection").innerText(), hash: new URL(page.url()).hash, panes });
+  } catch (err) {
+    return `(unreadable: ${String(err)})`;
+  }
+}
+
 async function until(page: Page, what: string, predicate: () => Promise<boolean>, ms = 30_000) {
   const deadline = Date.now() + ms;
   while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the page showed ${await shownState(page)}`);
     await page.waitForTimeout(100);
   }
 }
