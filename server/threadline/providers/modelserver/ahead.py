@@ -113,8 +113,13 @@ class Ahead:
     def after(self, answered: tuple[int, ...]) -> None:
         """Called on the worker thread that just kept ``answered``'s state (the
         completion's prompt and answer), while its request still holds the model."""
-        if self.opening:
+        if not self.opening:
+            return
+        try:
             anyio.from_thread.run_sync(self._queue, answered)
+        except RuntimeError as exc:  # not a worker thread of the server's loop: the
+            # completion must not fail for it; the next turn evaluates those tokens
+            print(f"threadline ahead: not queued: {exc!r}", file=sys.stderr, flush=True)
 
     def _queue(self, answered: tuple[int, ...]) -> None:
         task = asyncio.get_running_loop().create_task(self._run(answered))
