@@ -7,6 +7,11 @@ it then reads) and ``Query`` (a simple-protocol statement). However many stateme
 pipeline puts on the wire before it waits, that is one round trip; each statement
 sent and waited for alone is one. So a test can assert how many times the store
 waited for the server without looking inside the driver, and without timing anything.
+
+It also counts statements: each ``Execute`` (a statement of the extended protocol,
+pipelined or not) and each ``Query`` (psycopg sends one statement per simple query).
+Each costs CPU in the driver and in the server whether or not the client waited for
+it, so a test can pin how many statements a write takes as well as how many waits.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class RoundTrips:
         )
         self._lock = threading.Lock()
         self._count = 0
+        self._statements = 0
         self._closed = threading.Event()
         self._threads: list[threading.Thread] = []
         self._socks: list[socket.socket] = []
@@ -42,6 +48,11 @@ class RoundTrips:
     def count(self) -> int:
         with self._lock:
             return self._count
+
+    @property
+    def statements(self) -> int:
+        with self._lock:
+            return self._statements
 
     def _serve(self) -> None:
         self._listener.settimeout(0.2)
@@ -71,10 +82,11 @@ class RoundTrips:
                     if not data:
                         return
                     if src is client:
-                        waits = reader.feed(data)
-                        if waits:
+                        waits, statements = reader.feed(data)
+                        if waits or statements:
                             with self._lock:
                                 self._count += waits
+                                self._statements += statements
                         server.sendall(data)
                     else:
                         client.sendall(data)
@@ -96,6 +108,7 @@ class RoundTrips:
 _UNTYPED = {80877103, 80877104}  # SSLRequest, GSSENCRequest: answered by one byte
 _MARKERS = frozenset(b"SH")  # Sync, Flush: the client waits for what it sent before
 _QUERY = ord("Q")  # a simple-protocol statement: sent and waited for alone
+_EXECUTE = ord("E")  # an extended-protocol statement run
 
 
 class _Frontend:
@@ -112,32 +125,35 @@ class _Frontend:
         self._sent = False
         """Statements sent since the last wait counted."""
 
-    def feed(self, data: bytes) -> int:
+    def feed(self, data: bytes) -> tuple[int, int]:
+        """The waits and the statements in what the client sent (whole messages)."""
         self._buf += data
-        waits = 0
+        waits = statements = 0
         while True:
             if not self._started:
                 if len(self._buf) < 8:
-                    return waits
+                    return waits, statements
                 size = int.from_bytes(self._buf[:4], "big")
                 code = int.from_bytes(self._buf[4:8], "big")
                 if len(self._buf) < size:
-                    return waits
+                    return waits, statements
                 self._buf = self._buf[size:]
                 self._started = code not in _UNTYPED
                 continue
             if len(self._buf) < 5:
-                return waits
+                return waits, statements
             size = int.from_bytes(self._buf[1:5], "big")
             if len(self._buf) < 1 + size:
-                return waits
+                return waits, statements
             kind = self._buf[0]
             if kind == _QUERY:
                 waits += 1
+                statements += 1
                 self._sent = False
             elif kind in _MARKERS:
                 waits += int(self._sent)
                 self._sent = False
             else:
+                statements += kind == _EXECUTE
                 self._sent = True
             self._buf = self._buf[1 + size :]

@@ -232,6 +232,30 @@ async def test_commands_are_tasks(live: LiveSessions) -> None:
     assert outcome.command == "compact"
 
 
+async def test_a_lease_that_found_no_journal_is_not_followed_by_a_look_for_one(
+    live: LiveSessions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taking the lease reads whether the session has a stream journal (in the same
+    statement on PostgreSQL); without one the turn asks no more: a round trip a turn
+    on a server store. With one (a dead owner's), it is read and recorded (below)."""
+    session = new(live, "scripted:echo")
+    looked: list[str] = []
+    read = live.store.inflight_stream
+
+    def inflight_stream(session_id: str) -> Any:
+        looked.append(session_id)
+        return read(session_id)
+
+    monkeypatch.setattr(live.store, "inflight_stream", inflight_stream)
+    done = await live.run(session, Turn(session, text_prompt("hello")))
+    assert isinstance(done, TurnOutcome) and looked == []
+    dead_owners_turn(live, "sess_dead")
+    dead = live.load(live.store.get_session("sess_dead"))  # type: ignore[arg-type]
+    await live.run(dead, Turn(dead, text_prompt("again")))
+    assert looked[:1] == ["sess_dead"]
+    assert dead.transcript.messages[2]["messageId"] == "msg_cut"
+
+
 def dead_owners_turn(live: LiveSessions, session_id: str) -> str:
     """What a sidecar that died mid-turn leaves: an open call, and a journaled answer."""
     store = live.store

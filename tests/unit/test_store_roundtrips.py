@@ -14,6 +14,10 @@ from threadline.store.base import NewEvent, Owner, StoreConflict, StoreError
 from threadline.store.postgres import PostgresStore
 
 
+def text(t: str) -> dict[str, str]:
+    return {"type": "text", "text": t}
+
+
 def msg(mid: str) -> NewEvent:
     return NewEvent("user_message", {"message": {"messageId": mid}}, (mid,))
 
@@ -33,32 +37,52 @@ def trips(rt: RoundTrips, call: Callable[[], object]) -> int:
     return rt.count - before
 
 
-def test_a_turns_writes_wait_for_the_server_once_each_and_once_more_per_read(
-    relay: RoundTrips,
-) -> None:
-    """Each write transaction is one pipelined flight (BEGIN, its statements, the
-    notification and COMMIT) plus one wait per result its work reads on the way."""
+def cost(rt: RoundTrips, call: Callable[[], object]) -> tuple[int, int]:
+    """The round trips and the statements a call took."""
+    before = rt.count, rt.statements
+    call()
+    return rt.count - before[0], rt.statements - before[1]
+
+
+def test_a_turns_writes_are_one_statement_each(relay: RoundTrips) -> None:
+    """A streamed turn's writes on PostgreSQL: the lease (nothing in its way), each
+    append (with its messages, search text, preview and the end of the stream), the
+    title, the in-flight record and the release is one statement, its notification
+    included (`store.pgwrites`). Counted on the wire, so a write that grows a
+    statement or a round trip fails here."""
     store = PostgresStore(relay.url)
     try:
         store.create_session("s1", "/tmp", {"model": "m"}, "t0")
         me = Owner("o1", 1, "h", time.time())
         now = time.time()
-        assert trips(relay, lambda: store.acquire_lease("s1", me, "turn", "t1", now)) == 2
-        assert trips(relay, lambda: store.append("s1", [msg("m1")], "t1")) == 2
-        assert trips(relay, lambda: store.update_session("s1", title="a title")) == 1
-        assert trips(relay, lambda: store.begin_stream("s1", "m2", {"turnId": "t1"})) == 1
-        assert trips(relay, lambda: store.append_chunks("s1", [("text", "hel")])) == 1
-        assert trips(relay, lambda: store.heartbeat(me, time.time())) == 1
-        assert trips(relay, lambda: store.inflight_stream("s1")) == 1
-        end = lambda: store.append("s1", [msg("m2")], "t2", end_stream=True)  # noqa: E731
-        assert trips(relay, end) == 2
-        assert trips(relay, lambda: store.release_lease("s1", me)) == 1
+        assert cost(relay, lambda: store.acquire_lease("s1", me, "turn", "t1", now)) == (1, 1)
+        prompt = NewEvent(
+            "user_message",
+            {"message": {"messageId": "m1", "role": "user", "content": [text("hi there")]}},
+            ("m1",),
+        )
+        assert cost(relay, lambda: store.append("s1", [prompt], "t1")) == (1, 1)
+        assert cost(relay, lambda: store.update_session("s1", title="a title")) == (1, 1)
+        assert cost(relay, lambda: store.begin_stream("s1", "m2", {"turnId": "t1"})) == (1, 1)
+        assert cost(relay, lambda: store.append_chunks("s1", [("text", "hel")])) == (1, 1)
+        assert cost(relay, lambda: store.heartbeat(me, time.time())) == (1, 1)
+        assert cost(relay, lambda: store.inflight_stream("s1")) == (1, 1)
+        answer = NewEvent(
+            "assistant_message",
+            {"message": {"messageId": "m2", "role": "assistant", "content": [text("hello")]}},
+            ("m2",),
+        )
+        end = lambda: store.append("s1", [answer], "t2", end_stream=True, expected_seq=1)  # noqa: E731
+        assert cost(relay, end) == (1, 1)
+        assert cost(relay, lambda: store.release_lease("s1", me)) == (1, 1)
         # and each was committed when it returned: a fresh connection reads it all
         other = PostgresStore(relay.url)
         try:
             row = other.get_session("s1")
             assert row is not None and row.title == "a title" and row.last_seq == 2
+            assert row.preview == "hi there" and row.message_count == 2
             assert other.inflight_stream("s1") is None and other.get_lease("s1") is None
+            assert [h.session_id for h in other.search(["hello"], None, 10, 0)] == ["s1"]
         finally:
             other.close()
     finally:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ..store.base import SessionRow, SessionStore, StoreError
+from ..store.base import Acquired, SessionRow, SessionStore, StoreError
 from ..store.owners import current_owner
 from ..tools.delegate import Delegator
 from . import events
@@ -181,12 +181,14 @@ class LiveSessions:
 
     # -- what an unfinished turn left ---------------------------------------------------
 
-    def _record_unfinished(self, session: Session) -> None:
+    def _record_unfinished(self, session: Session, journaled: bool) -> None:
         """Under the lease, once caught up: store what a turn that stopped without
         finishing left (a journaled answer, calls without a result): a dead owner's,
-        or ours from a turn whose last record could not be written (a full disk)."""
+        or ours from a turn whose last record could not be written (a full disk).
+        ``journaled``: whether the lease found a stream journal (without one, none can
+        appear while we hold the lease: no read)."""
         transcript = session.transcript
-        inflight = self.store.inflight_stream(session.id)
+        inflight = self.store.inflight_stream(session.id) if journaled else None
         if inflight is not None:
             answer = PartialAnswer.journaled(inflight, transcript)
             turn_id = journaled_turn(inflight, transcript)
@@ -204,12 +206,12 @@ class LiveSessions:
         if session.running is not None or session.id in self.leases.held:
             return
         try:
-            self._acquire(session, Work.REPAIR)
+            got = self._acquire(session, Work.REPAIR)
         except SessionBusy:
             return
         try:
             self.sync(session)
-            self._record_unfinished(session)
+            self._record_unfinished(session, got.journaled)
         finally:
             self.leases.release(session.id)
 
@@ -260,10 +262,10 @@ class LiveSessions:
         """Hold the session's lease around work that writes to it, the session caught
         up and whatever a turn left unfinished recorded first."""
         session.check_idle(work.action)
-        self._acquire(session, work, turn_id)
+        got = self._acquire(session, work, turn_id)
         try:
             self.sync(session)
-            self._record_unfinished(session)
+            self._record_unfinished(session, got.journaled)
             yield
         finally:
             self.leases.release(session.id)
@@ -274,12 +276,13 @@ class LiveSessions:
             if session.config.child is None:
                 self._folds.grown(session.id, session.transcript, session.seq)
 
-    def _acquire(self, session: Session, work: Work, turn_id: str | None = None) -> None:
+    def _acquire(self, session: Session, work: Work, turn_id: str | None = None) -> Acquired:
         """Take the lease; prompts that waited on work whose process died are held, not
         run: after a crash they run only when the user says so (``session/queue/resume``)."""
         got = self.leases.acquire(session.id, work, turn_id)
         if got.took_over is not None and self.store.hold_pending(session.id):
             session.changed(session)
+        return got
 
     async def run(self, session: Session, task: SessionTask[R]) -> R:
         """Run a task on the session: under its lease as the session's one task, or,

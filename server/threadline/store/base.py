@@ -169,6 +169,9 @@ class Acquired:
     mine: bool
     took_over: Lease | None = None
     """The dead owner's lease we replaced: its stream journal needs recovering."""
+    journaled: bool = True
+    """Whether the session had a stream journal when the lease was taken (True where
+    not known): with none, the new holder has no answer to recover, and need not ask."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +394,11 @@ class SessionStore(Protocol):
     def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None: ...
 
     def append_chunks(self, session_id: str, chunks: Sequence[tuple[str, str]]) -> None: ...
+
+    journal_window: float
+    """Seconds a streamed burst may wait after the last journal write for others to
+    share the next (`engine.bursts`): 0 where a write is in process (SQLite), a few
+    milliseconds where each is a round trip and a notification (PostgreSQL)."""
 
     def append_bursts(self, bursts: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
         """Journal the bursts of many sessions (``(session id, chunks)``) in one write:

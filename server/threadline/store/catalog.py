@@ -60,16 +60,31 @@ def index_events(
     """Index the messages the events create (``clean``: what the backend's text columns
     take, `Dialect.text`); returns the preview of the first user message with text
     when ``want_preview``."""
-    rows: list[tuple[str, str, str, str]] = []
+    rows, found = index_rows(events, want_preview=want_preview, clean=clean)
+    db.many(
+        "INSERT INTO texts(session_id, message_id, role, body) VALUES(?,?,?,?)",
+        [(session_id, *r) for r in rows],
+    )
+    return found
+
+
+def index_rows(
+    events: Iterable[tuple[str, object]],
+    *,
+    want_preview: bool,
+    clean: Callable[[str | None], str | None],
+) -> tuple[list[tuple[str, str, str]], str | None]:
+    """What `index_events` writes: ``(message id, role, text)`` of each message with
+    text, and the preview of the first user message with text (``want_preview``)."""
+    rows: list[tuple[str, str, str]] = []
     found: str | None = None
     for kind, payload in events:
         for message_id, role, text in event_messages(kind, payload):
             if text:
-                rows.append((session_id, message_id, role, clean(text) or ""))
+                rows.append((message_id, role, clean(text) or ""))
             if want_preview and found is None and role == "user" and text:
                 found = preview(text)
-    db.many("INSERT INTO texts(session_id, message_id, role, body) VALUES(?,?,?,?)", rows)
-    return found
+    return rows, found
 
 
 def index_title(db: Statements, session_id: str, title: str | None) -> None:

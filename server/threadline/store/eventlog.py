@@ -18,6 +18,27 @@ _FOLD_KEPT = "EXISTS(SELECT 1 FROM sessions WHERE id=? AND NOT deleted AND last_
 """A fold is kept only for a live session and never past its log."""
 
 
+Place = tuple[str, int, int | None, int]
+"""Where an appended message goes: its id, its event's position in the batch (from 1),
+and its ordinal as a base plus an offset: the base is the session's count before the
+append (None) or, after a rewind in the batch, the count the rewind set."""
+
+
+def message_places(batch: Sequence[NewEvent]) -> tuple[list[Place], tuple[int | None, int]]:
+    """Each message's place, and the session's message count after the batch in the
+    same terms: ``(base, offset)`` (base None: the count before the append)."""
+    places: list[Place] = []
+    base: int | None = None
+    offset = 0
+    for at, ev in enumerate(batch, 1):
+        if ev.message_count is not None:  # a rewind: the count starts again there
+            base, offset = ev.message_count, 0
+        for mid in ev.message_ids:
+            offset += 1
+            places.append((mid, at, base, offset))
+    return places, (base, offset)
+
+
 class EventLogOps(SessionOps):
     """`store.base.SessionStore`'s events and kept folds (a fork's log follows its
     chain of bases, `SessionOps._chain`)."""
@@ -62,24 +83,19 @@ class EventLogOps(SessionOps):
         if r is None:
             raise KeyError(session_id)
         seq, ordinal = int(r[0]), int(r[1])
-        grown = 0  # own_count's change
         if expected_seq is not None and seq != expected_seq:
             raise StoreConflict(
                 f"session {session_id} is at event {seq}, not {expected_seq}: "
                 "another process wrote to it"
             )
-        rows: list[tuple[str, int, str, str]] = []
-        messages: list[tuple[str, str, int, int]] = []
-        for ev in batch:
-            seq += 1
-            rows.append((session_id, seq, ev.kind, dumps(ev.payload)))
-            if ev.message_count is not None:  # a rewind: the count starts again there
-                grown += ev.message_count - ordinal
-                ordinal = ev.message_count
-            for mid in ev.message_ids:
-                ordinal += 1
-                grown += 1
-                messages.append((mid, session_id, seq, ordinal))
+        places, (rewound, after) = message_places(batch)
+        messages = [
+            (mid, session_id, seq + at, (ordinal if base is None else base) + offset)
+            for mid, at, base, offset in places
+        ]
+        grown = (ordinal if rewound is None else rewound) + after - ordinal
+        rows = [(session_id, seq + i, ev.kind, dumps(ev.payload)) for i, ev in enumerate(batch, 1)]
+        seq += len(batch)
         db.many("INSERT INTO events(session_id, seq, kind, payload) VALUES(?,?,?,?)", rows)
         self._add_refs(db, session_id, [b for ev in batch for b in ev.blobs])
         db.many(

@@ -39,6 +39,32 @@ _LEASE_AND_JOURNAL = (
 taking a lease reads both, and on PostgreSQL each read waited for is a round trip."""
 
 
+LEASE_UPSERT = (
+    "ON CONFLICT(session_id) DO UPDATE SET owner_id=excluded.owner_id, "
+    "pid=excluded.pid, host=excluded.host, started=excluded.started, "
+    "kind=excluded.kind, turn_id=excluded.turn_id, since=excluded.since, "
+    "heartbeat=excluded.heartbeat, interrupt=FALSE"
+)
+"""How a lease taken replaces the row that was there (ours, or a dead owner's)."""
+
+
+def lease_values(
+    session_id: str, owner: Owner, kind: str, turn_id: str | None, now: float
+) -> tuple[Any, ...]:
+    """A lease row's values but ``interrupt`` (`LEASE_COLS`' order)."""
+    return (
+        session_id,
+        owner.id,
+        owner.pid,
+        owner.host,
+        owner.started,
+        kind,
+        turn_id,
+        iso(now),
+        now,
+    )
+
+
 def lease_and_journal(db: Statements, session_id: str) -> tuple[Lease | None, bool]:
     r = db.one(_LEASE_AND_JOURNAL, (session_id, session_id))
     assert r is not None  # the left join always yields its one row
@@ -71,18 +97,11 @@ class LeaseOps(SqlBase):
                 # losing it (or was a Threadline older than leases). It is ours to recover.
                 took_over = Lease(session_id, Owner("", 0, "", 0.0), "turn", None, "", 0.0, False)
             db.run(
-                f"INSERT INTO leases({LEASE_COLS}) VALUES(?,?,?,?,?,?,?,?,?,FALSE) "
-                "ON CONFLICT(session_id) DO UPDATE SET owner_id=excluded.owner_id, "
-                "pid=excluded.pid, host=excluded.host, started=excluded.started, "
-                "kind=excluded.kind, turn_id=excluded.turn_id, since=excluded.since, "
-                "heartbeat=excluded.heartbeat, interrupt=FALSE",
-                (
-                    *(session_id, owner.id, owner.pid, owner.host, owner.started),
-                    *(kind, turn_id, since, now),
-                ),
+                f"INSERT INTO leases({LEASE_COLS}) VALUES(?,?,?,?,?,?,?,?,?,FALSE) {LEASE_UPSERT}",
+                lease_values(session_id, owner, kind, turn_id, now),
             )
             lease = Lease(session_id, owner, kind, turn_id, since, now, False)
-            return Acquired(lease, mine=True, took_over=took_over)
+            return Acquired(lease, mine=True, took_over=took_over, journaled=journaled)
 
         return self._write(work)
 

@@ -44,6 +44,7 @@ from .base import StoreError
 from .catalog import upgrade
 from .codec import safe_text
 from .pgimport import ImportOps
+from .pgwrites import CHANNEL, PgWriteOps
 from .schema import tables, upgrade_folds
 from .statements import Dialect, Statements
 
@@ -60,7 +61,6 @@ replay in a column of its own (``tl_folds.replay``; the SQLite store's schema 8)
 older schema is brought up to this one by running the ``CREATE … IF NOT EXISTS``
 statements again and `store.catalog.upgrade`."""
 
-CHANNEL = "threadline"
 CONNECT_TIMEOUT = 3
 """Seconds a connection attempt waits, so an unreachable server fails start-up fast."""
 
@@ -73,6 +73,8 @@ HEAR_SECONDS = 0.02
 
 CHUNK_BUFFER_BYTES = 4 * 1024 * 1024
 """Journal text held in memory while the server is unreachable; past it the turn fails."""
+
+JOURNAL_WINDOW = 0.02  # `SessionStore.journal_window`: under load, a write per 20 ms
 
 T = TypeVar("T")
 
@@ -158,10 +160,11 @@ DIALECT = Dialect(
 delete decisions on a session serialized by an advisory lock across machines."""
 
 
-class PostgresStore(ImportOps):
+class PostgresStore(PgWriteOps, ImportOps):
     """`store.base.SessionStore` on a PostgreSQL database shared by many machines."""
 
     dialect = DIALECT
+    journal_window = JOURNAL_WINDOW
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -397,6 +400,13 @@ class PostgresStore(ImportOps):
 
     def _write(self, work: Callable[[Statements], T]) -> T:
         return self._run(lambda conn: work(Statements(conn, DIALECT)), write=True)
+
+    def _write_one(self, work: Callable[[Statements], T]) -> T:
+        if self._chunks:
+            return self._write(work)
+        result = self._run(lambda conn: work(Statements(conn, DIALECT)), write=False, tx=False)
+        self._written(0)
+        return result
 
     def _quiet(self, work: Callable[[Statements], T]) -> T:
         """Not a change others fold in: no notification. One attempt: the next beat

@@ -33,6 +33,9 @@ class SqlBase(ABC):
     """Whether the schema has the catalog (archive, tags, previews, the search index):
     a role that may not upgrade an older PostgreSQL schema works without it."""
 
+    journal_window: float = 0.0
+    """`store.base.SessionStore.journal_window`: none by default (writes in process)."""
+
     @property
     def _cols(self) -> str:
         """The ``sessions`` columns a row is read from (`rows.session_row`)."""
