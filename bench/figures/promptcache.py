@@ -18,7 +18,11 @@ The shared model server: the same GGUF run by the keeper's ``llama_cpp.server`` 
 thread, the embedded model's context size), its sessions' prompts kept by
 ``warmserver`` (``prompt_cache_mb`` at its default); the peer is the same entry with
 ``prompt_cache_mb = 0`` (plain ``llama_cpp.server``: the last prompt only). One
-sidecar each, the same cases.
+sidecar each, the same cases; then the same cases again with a pause of `PAUSE` before
+each prompt, as a user reading the answer and typing takes (longer): the server
+evaluates the next turn's opening after each answer (``ahead``), and with prompts sent
+back to back that overlaps only the ~25 ms between an answer's end and the next
+request.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ FIGURE = "local model warm context"
 SERVER_FIGURE = "shared model server warm context"
 SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 TURNS = 8
+PAUSE = 1.0
+"""Seconds before each prompt in the shared server's second pass."""
 
 
 def ask(who: str, i: int) -> str:
@@ -60,8 +66,10 @@ def _session(conn: Connection, model: str | None) -> str:
     )
 
 
-def _ttft(conn: Connection, sid: str, text: str) -> float:
-    """ms from the prompt sent to its first answer chunk read; waits for the answer."""
+def _ttft(conn: Connection, sid: str, text: str, pause: float = 0.0) -> float:
+    """ms from the prompt sent (``pause`` seconds from now) to its first answer chunk
+    read; waits for the answer."""
+    time.sleep(pause)
     first: list[int] = []
     seen = threading.Event()
 
@@ -83,21 +91,27 @@ def _ttft(conn: Connection, sid: str, text: str) -> float:
     return (first[0] - pending.t_sent) / 1e6
 
 
-def _cases(conn: Connection, alone: int, model: str | None = None) -> dict[str, list[float]]:
+def _cases(
+    conn: Connection, alone: int, model: str | None = None, pause: float = 0.0
+) -> dict[str, list[float]]:
     """``alone`` sessions of ``TURNS`` turns one after the other (``alone{k}``), then
-    A and B alternately, then a fork and its parent."""
+    A and B alternately, then a fork and its parent; ``pause`` seconds before each
+    prompt. A pass with pauses asks its own questions (not the kept prompts of the
+    pass before it on the same server)."""
     out: dict[str, list[float]] = {}
+    tag = "Later " if pause else ""
     for k in range(alone):
         one = _session(conn, model)
-        out[f"alone{k}"] = [_ttft(conn, one, ask(f"Alone {k}", i)) for i in range(TURNS)]
+        asks = [ask(f"{tag}Alone {k}", i) for i in range(TURNS)]
+        out[f"alone{k}"] = [_ttft(conn, one, text, pause) for text in asks]
     a, b = _session(conn, model), _session(conn, model)
     out["A"], out["B"] = [], []
     for i in range(TURNS):
-        out["A"].append(_ttft(conn, a, ask("Tab A", i)))
-        out["B"].append(_ttft(conn, b, ask("Tab B", i)))
+        out["A"].append(_ttft(conn, a, ask(f"{tag}Tab A", i), pause))
+        out["B"].append(_ttft(conn, b, ask(f"{tag}Tab B", i), pause))
     parent = _session(conn, model)
     for i in range(4):
-        _ttft(conn, parent, ask("Parent", i))
+        _ttft(conn, parent, ask(f"{tag}Parent", i), pause)
     out["fork"], out["parent"] = [], []
     for k in range(alone):  # a fork and its parent's next turn; again from there
         child = str(conn.call("session/fork", {"sessionId": parent})["sessionId"])
@@ -106,7 +120,7 @@ def _cases(conn: Connection, alone: int, model: str | None = None) -> dict[str, 
         # so the order alternates (the fork first in the smoke run).
         order = [("fork", child, "Fork"), ("parent", parent, "Parent")]
         for key, sid, who in order if k % 2 == 0 else order[::-1]:
-            out[key].append(_ttft(conn, sid, ask(who, 4 + k)))
+            out[key].append(_ttft(conn, sid, ask(tag + who, 4 + k), pause))
     return out
 
 
@@ -151,6 +165,8 @@ def _shared(ctx: Context, alone: int) -> list[Row]:
     conns = [
         spawn(THREADLINE, h, env=_config(h, mb)) for h, mb in zip(homes, (None, 0), strict=True)
     ]
+    paused_on: dict[str, list[float]] = {}
+    paused_off: dict[str, list[float]] = {}
     try:
         for conn in conns:  # start the server, load the model
             _ttft(conn, _session(conn, "shared"), "Hello.")
@@ -158,13 +174,21 @@ def _shared(ctx: Context, alone: int) -> list[Row]:
         on = _cases(conns[0], alone, "shared")
         ctx.log(f"promptcache: shared server, cache on in {time.monotonic() - t0:.0f} s")
         off = _cases(conns[1], alone, "shared")
+        if not ctx.quick:  # (not in the CI's smoke run: a minute of pauses)
+            t0 = time.monotonic()
+            paused_on = _cases(conns[0], alone, "shared", PAUSE)
+            ctx.log(f"promptcache: shared server, pauses, {time.monotonic() - t0:.0f} s")
+            paused_off = _cases(conns[1], alone, "shared", PAUSE)
     finally:
         for conn in conns:
             conn.close()
         for h in (s for home in homes for s in all_servers(home)):
             if not stop(h):
                 print(f"promptcache: keeper of {h.folder} did not stop", file=sys.stderr)
-    return _rows(SERVER_FIGURE, on, off)
+    rows = _rows(SERVER_FIGURE, on, off)
+    if not ctx.quick:
+        rows += _rows(f"{SERVER_FIGURE}, {PAUSE:g} s before each prompt", paused_on, paused_off)
+    return rows
 
 
 def _rows(figure: str, on: dict[str, list[float]], off: dict[str, list[float]]) -> list[Row]:

@@ -93,3 +93,23 @@ def test_a_kept_state_restores_its_prompt_and_supersedes_its_prefix(
     cache[longer] = llm.save_state()
     assert len(cache) == 2, "A's first state is a prefix of its next: dropped"
     assert cache[[*a, 0]].n_tokens == len(longer)
+
+
+def test_a_kept_state_shares_with_a_prompt_only_the_tokens_it_holds(
+    llm: llama_cpp.Llama,
+) -> None:
+    """The model's token buffer keeps an older, longer context's tokens past the ones it
+    holds; llama-cpp-python compares a kept state's buffer whole with the prompt and
+    loads the state when that shares more than the context. A kept state's buffer
+    holds nothing past its tokens, so it never seems to share more than it holds."""
+    longer, short = prompt(llm, 3), prompt(llm, 4)[:20]
+    llm.reset()
+    llm.eval(longer)
+    llm.reset()
+    llm.eval(short)  # the buffer past these 20 tokens still holds `longer`'s
+    cache = KeptStates(64 * MIB)
+    cache[short] = llm.save_state()
+    follows = short + longer[len(short) :]
+    kept = cache[follows]
+    assert kept.n_tokens == len(short)
+    assert llama_cpp.Llama.longest_token_prefix(kept.input_ids.tolist(), follows) == len(short)

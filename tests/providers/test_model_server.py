@@ -524,3 +524,52 @@ async def test_the_servers_prompt_cache_stays_within_its_bound(
         assert kept[-1][3] >= 2, "states were dropped to stay within the bound"
         assert again.reused >= turns[2].prompt, (turns, again)
         assert again.evaluated < again.prompt / 2, again
+
+
+AHEAD = re.compile(
+    rb"threadline ahead: evaluated (\d+) tokens after the answer, context (\d+) tokens, kept,"
+)
+
+
+async def evaluated_ahead(home: Path, answers: int) -> int | None:
+    """The context's tokens once the server has evaluated ahead after the ``answers``-th
+    answer; None if it says nothing."""
+    h = only_home(home)
+    deadline = time.monotonic() + 15
+    while len(found := AHEAD.findall(h.server_log.read_bytes())) < answers:
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.1)
+    return int(found[answers - 1][1])
+
+
+async def test_after_an_answer_the_next_turns_opening_is_evaluated_ahead(
+    config: Path, home: Path, cleanup: None
+) -> None:
+    """After each answer the server evaluates what the session's next prompt starts with
+    (the answer's end as the template closes it, the next user message's opening) and
+    keeps that state: A's next turn, straight after or after B's turn came between,
+    evaluates only its own message and the assistant's header, all before it reused."""
+    import llama_cpp
+
+    model = gguf()
+    vocab = llama_cpp.Llama(str(model), vocab_only=True, verbose=False)
+
+    def own_part(text: str) -> int:
+        rendered = f"{text}<|im_end|>\n<|im_start|>assistant\n".encode()
+        return len(vocab.tokenize(rendered, add_bos=False, special=True))
+
+    async with one_sidecar(config, home, model, max_tokens=8) as (client, a):
+        b = await session(client)
+        # Each prompt as soon as the last answer is in: what was evaluated ahead is
+        # there first (it queued for the model before the answer's end went out).
+        await logged_turn(client, home, a, ask("A", 1))
+        second = await logged_turn(client, home, a, ask("A", 2))  # the context holds it
+        # (without evaluating ahead: 6 more, "<|im_end|>\n<|im_start|>user\n" and the
+        # answer's last token, sampled at its length and never evaluated)
+        assert second.evaluated == own_part(ask("A", 2)), second
+        assert second.reused == await evaluated_ahead(home, 1), second
+        await logged_turn(client, home, b, ask("B", 1))
+        third = await logged_turn(client, home, a, ask("A", 3))  # restored from the cache
+        assert third.evaluated == own_part(ask("A", 3)), third
+        assert third.reused == await evaluated_ahead(home, 2), third

@@ -74,6 +74,10 @@ class Feed:
         (an empty list otherwise); True: look again soon even if nothing changes
         (`Inbox` holds those whose sender is gone)."""
         self._again: set[str] = set()
+        self.looked: dict[str, tuple[PendingPrompt, ...]] = {}
+        """The prompts not finished yet in each session at its last look (`watch`): a
+        look after a turn ended answers whether anything waits to run next
+        (`Inbox._drain`), without a read of its own."""
 
     # -- subscriptions --------------------------------------------------------------------
 
@@ -95,6 +99,7 @@ class Feed:
 
     def unsubscribe(self, session_id: str) -> None:
         self.subscribed.pop(session_id, None)
+        self.looked.pop(session_id, None)
         self.turns.pop(session_id, None)
         self._again.discard(session_id)
 
@@ -184,6 +189,7 @@ class Feed:
         self._last = time.monotonic()
         watched = self.store.watch([s.id for s in sessions])
         for session in sessions:
+            self.looked[session.id] = watched[session.id].pending
             try:
                 self._show(session, watched[session.id])
             except SessionNotFound:

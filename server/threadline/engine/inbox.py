@@ -304,7 +304,14 @@ class Inbox:
             # The prompts that joined the work that just ended (steers) are answered at
             # the feed's next look; that look first, so that every client has those
             # answers before the next turn's first update.
+            self.feed.looked.pop(session.id, None)  # a look from before the work ended
             await self.feed.next_round(LOOK_SECONDS)
+            seen = self.feed.looked.pop(session.id, None)
+            if seen is not None and not any(p.state == "waiting" for p in seen):
+                # That look read the queue after the work ended: nothing waited. A
+                # prompt sent since found the session idle and ran at once, or waits
+                # in its sender's `wait`, which runs it (one read a turn fewer).
+                return
             while (head := self._head(session)) is not None:
                 content = head.prompt
                 task = prompt_task(session, content, self.fork, message_id=head.id)

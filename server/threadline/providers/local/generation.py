@@ -28,6 +28,21 @@ WARM_MAX = 16
 """At most this many tokens are evaluated ahead for a session's next prompt."""
 
 
+def warm_ahead(llm: Llama, tokens: list[int]) -> int:
+    """Evaluate the few tokens of ``tokens`` after what the context holds, if it holds
+    a prefix of them (else nothing: a guess that went wrong costs nothing). Returns how
+    many were evaluated; never more than `WARM_MAX`. The caller holds the model: the
+    embedded provider under its lock, the shared server's `ahead` under the server's."""
+    held = llm.n_tokens
+    if held == 0 or common_prefix(llm.input_ids[:held].tolist(), tokens) < held:
+        return 0
+    rest = tokens[held:]
+    if not rest or len(rest) > WARM_MAX:
+        return 0
+    llm.eval(rest)
+    return len(rest)
+
+
 class Cancelled(Exception):
     """Generation was cancelled (flag set or the consumer went away)."""
 
@@ -76,18 +91,8 @@ class Generator:
         self._check()
 
     def warm(self, tokens: list[int]) -> int:
-        """Evaluate the few tokens of ``tokens`` after what the context holds, if it
-        holds a prefix of them (else nothing: a guess that went wrong costs nothing).
-        Returns how many were evaluated; never more than `WARM_MAX`."""
-        llm = self._llm
-        held = llm.n_tokens
-        if held == 0 or common_prefix(llm.input_ids[:held].tolist(), tokens) < held:
-            return 0
-        rest = tokens[held:]
-        if not rest or len(rest) > WARM_MAX:
-            return 0
-        llm.eval(rest)
-        return len(rest)
+        """`warm_ahead` on this generator's model."""
+        return warm_ahead(self._llm, tokens)
 
     def reply(
         self,

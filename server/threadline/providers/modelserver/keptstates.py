@@ -22,11 +22,14 @@ state larger than the bound is not kept.
 
 from __future__ import annotations
 
+import ctypes
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import llama_cpp
 import numpy as np
-from llama_cpp import BaseLlamaCache, LlamaState
+import numpy.typing as npt
+from llama_cpp import BaseLlamaCache, Llama, LlamaState
 
 from ..local.tokenstates import KeptByTokens, common_prefix
 
@@ -44,10 +47,19 @@ def kept_bytes(state: LlamaState) -> int:
 class KeptStates(BaseLlamaCache):
     """Bounded by the bytes it holds, least recently saved dropped first."""
 
-    def __init__(self, capacity_bytes: int, *, keep_logits: bool = False) -> None:
+    def __init__(
+        self,
+        capacity_bytes: int,
+        *,
+        keep_logits: bool = False,
+        after: Callable[[tuple[int, ...]], None] | None = None,
+    ) -> None:
         super().__init__(capacity_bytes)
         self.keep_logits = keep_logits
         self._kept = KeptByTokens[LlamaState](capacity_bytes)
+        self.after = after
+        """Told each completion's tokens (prompt and answer) once its state is kept, on
+        the thread that ran it (`ahead.Ahead.after`)."""
 
     @property
     def dropped(self) -> int:
@@ -82,11 +94,7 @@ class KeptStates(BaseLlamaCache):
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
         tokens = tuple(key)
-        state = value if self.keep_logits else without_logits(value)
-        size = kept_bytes(state)
-        self._kept.keep(
-            tokens, state, size, lambda old: len(old) - common_prefix(old, tokens) < SUPERSEDED
-        )
+        self._keep(tokens, value if self.keep_logits else without_logits(value))
         # One line per completion in the server's log: what is kept, against the bound.
         print(
             f"threadline prompt cache: kept {len(self._kept)} states, {self._kept.size} of "
@@ -94,18 +102,71 @@ class KeptStates(BaseLlamaCache):
             file=sys.stderr,
             flush=True,
         )
+        if self.after is not None:
+            self.after(tokens)
+
+    def keep_ahead(self, llm: Llama, answered: tuple[int, ...]) -> bool:
+        """Keep what ``llm`` holds now (``answered``, the last completion's tokens, and
+        the next turn's opening evaluated after it) in place of ``answered``'s state,
+        which it supersedes; False if that state is no longer kept (dropped, or too
+        large for the bound: so would this one be)."""
+        if answered not in self._kept:
+            return False
+        seed = self._kept[answered].seed  # saved moments ago, from this model
+        state = llm.save_state() if self.keep_logits else evaluated_state(llm, seed)
+        self._keep(tuple(llm.input_ids[: llm.n_tokens].tolist()), state)
+        return True
+
+    def _keep(self, tokens: tuple[int, ...], state: LlamaState) -> None:
+        self._kept.keep(
+            tokens,
+            state,
+            kept_bytes(state),
+            lambda old: len(old) - common_prefix(old, tokens) < SUPERSEDED,
+        )
+
+
+def evaluated_state(llm: Llama, seed: int) -> LlamaState:
+    """``llm``'s state as `without_logits` keeps it, copied without the logits rows
+    ``Llama.save_state`` copies first (``n_tokens × n_vocab`` floats, ~59 MB at 300
+    tokens of SmolLM2) only for them to be dropped."""
+    size = llama_cpp.llama_state_get_size(llm.ctx)
+    buffer = (ctypes.c_uint8 * size)()
+    n = llama_cpp.llama_state_get_data(llm.ctx, buffer, size)
+    return LlamaState(
+        input_ids=only_held(llm.input_ids, llm.n_tokens),
+        scores=np.zeros((1, llm.n_vocab()), dtype=np.single),
+        n_tokens=llm.n_tokens,
+        llama_state=ctypes.string_at(buffer, n),
+        llama_state_size=n,
+        seed=seed,
+    )
 
 
 def without_logits(state: LlamaState) -> LlamaState:
     """``state`` with its (never written) logits replaced by one zero row: ``load_state``
     assigns them to the model's rows for the state's tokens, and one row broadcasts (a
     full-shape array would be allocated and copied on every load only to write zeros).
-    The token ids are kept whole (``load_state`` makes them the model's buffer)."""
+    The token ids are kept whole (``load_state`` makes them the model's buffer), past
+    the state's tokens blanked (`only_held`)."""
     return LlamaState(
-        input_ids=state.input_ids,
+        input_ids=only_held(state.input_ids, state.n_tokens),
         scores=np.zeros((1, state.scores.shape[1]), dtype=state.scores.dtype),
         n_tokens=state.n_tokens,
         llama_state=state.llama_state,
         llama_state_size=state.llama_state_size,
         seed=state.seed,
     )
+
+
+def only_held(input_ids: npt.NDArray[np.intc], n_tokens: int) -> npt.NDArray[np.intc]:
+    """A copy of the model's token buffer with what follows its ``n_tokens`` set to -1.
+    llama-cpp-python loads a kept state when its token buffer, compared whole, shares
+    more with the prompt than the context does; past ``n_tokens`` the buffer still holds
+    an older, longer context's tokens, which matched the next message's first tokens
+    when sessions ask alike ("Later Alone 1, question 3" after "Later Alone 0, question
+    3"): the state the context already held was loaded again (50–500 ms under load,
+    most of it ``load_state`` zeroing the logits rows)."""
+    ids = input_ids.copy()
+    ids[n_tokens:] = -1
+    return ids

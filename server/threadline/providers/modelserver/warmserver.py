@@ -4,7 +4,8 @@
 takes every argument of ``llama_cpp.server`` (its own parser, built from its settings
 models), builds its app (``create_app``), gives the loaded model a
 :class:`~.keptstates.KeptStates` of N MiB (``Llama.set_cache``), and serves it with
-uvicorn as ``llama_cpp.server`` does. The keeper runs it for a ``llama_cpp.server``
+uvicorn as ``llama_cpp.server`` does; after each chat answer it evaluates the next turn's
+opening ahead (:mod:`.ahead`). The keeper runs it for a ``llama_cpp.server``
 entry whose ``prompt_cache_mb`` is above 0; with 0 it runs ``llama_cpp.server``
 itself. Only llama-cpp-python's public API is used: the model is taken from the
 app's own dependency (``get_llama_proxy``), as its routes take it.
@@ -18,6 +19,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
+from .ahead import Ahead
 from .keptstates import KeptStates
 
 if TYPE_CHECKING:
@@ -56,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     capacity = int(args.prompt_cache_mb * MIB)
     if capacity > 0:
         llm = asyncio.run(_model())
-        llm.set_cache(KeptStates(capacity, keep_logits=model.logits_all))
+        cache = KeptStates(capacity, keep_logits=model.logits_all)
+        cache.after = Ahead(llm, cache).after
+        llm.set_cache(cache)
     uvicorn.run(
         app,
         host=server.host,
