@@ -429,11 +429,10 @@ def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
     """A fresh sidecar's first request does not wait for a connection to be made, nor
     read a long session's fold on a connection that never carried megabytes: the
     pool's first connection is made at start-up, having named the tables a session's
-    opening reads and read `WARM_BYTES` the server made up (`store.pgpool`), its
-    last statement as the server shows it."""
+    opening reads (`store.pgpool`), its last statement as the server shows it."""
     import psycopg
 
-    from threadline.store.pgpool import MIN_SIZE, WARM
+    from threadline.store.pgpool import MIN_SIZE, PRIME
     from threadline.store.postgres import CHANNEL, PostgresStore
 
     store = PostgresStore(pg_url)
@@ -444,9 +443,7 @@ def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
                 "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
                 "AND application_name = 'threadline'"
             ).fetchall()
-        assert sorted(q for (q,) in rows) == sorted(
-            [f"LISTEN {CHANNEL}", *[WARM.replace("%s", "$1")] * MIN_SIZE]
-        )
+        assert sorted(q for (q,) in rows) == sorted([f"LISTEN {CHANNEL}", *[PRIME] * MIN_SIZE])
         store.create_session("s", "/tmp", {}, "t0")
         assert store.get_session("s") is not None
     finally:
@@ -455,10 +452,10 @@ def test_postgres_pool_is_made_and_primed_at_start_up(pg_url: str) -> None:
 
 def test_postgres_priming_a_connection_never_fails_it(pg_url: str) -> None:
     """Tables missing (a database not set up yet) or not granted leave a pooled
-    connection unprimed but usable, and still warmed."""
+    connection unprimed but usable."""
     import psycopg
 
-    from threadline.store.pgpool import WARM, prime
+    from threadline.store.pgpool import PRIME, prime
 
     with (
         psycopg.connect(pg_url, autocommit=True) as conn,
@@ -468,7 +465,7 @@ def test_postgres_priming_a_connection_never_fails_it(pg_url: str) -> None:
         last = other.execute(
             "SELECT query FROM pg_stat_activity WHERE pid = %s", (conn.info.backend_pid,)
         ).fetchone()
-        assert last == (WARM.replace("%s", "$1"),)
+        assert last == (PRIME,)
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
