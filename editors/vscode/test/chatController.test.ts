@@ -231,6 +231,31 @@ test("after a sidecar restart a new controller reloads the session on screen, co
   assert.deepEqual(second.of("context"), [{ type: "context", used: 705, size: 8192 }]);
 });
 
+test("a prompt typed while the session replays waits for the replay: its turn follows the history", async (t) => {
+  const { client } = await sidecar(t);
+  const model = scripted({ rounds: [[{ text: "One." }], [{ text: "Two." }], [{ text: "Three." }], [{ text: "Four." }]] });
+  const first = controller(client, { model });
+  for (const text of ["first", "second", "third"]) await first.chat.handle({ type: "prompt", text });
+  const sid = first.chat.currentSessionId!;
+  first.chat.dispose();
+
+  // A view that opens on the session (a reloaded webview, a restarted sidecar) and the
+  // user sends at once, while the replay still streams.
+  const sink = new RecordingSink();
+  const chat = new ChatController(client, sink, { cwd: () => CWD, tools: () => [], defaultModel: () => model, initialSessionId: sid });
+  const ready = chat.handle({ type: "ready" });
+  await chat.handle({ type: "prompt", text: "fourth" });
+  await ready;
+  const userTexts = sink.messages.flatMap((m) => {
+    if (m.type === "turnStarted") return [m.text];
+    if (m.type !== "update") return [];
+    const u = m.notification.update;
+    return u.sessionUpdate === "user_message_chunk" && u.content.type === "text" ? [u.content.text] : [];
+  });
+  assert.deepEqual(userTexts, ["first", "second", "third", "fourth"]);
+  assert.equal(sink.of("turnEnded").at(-1)?.stopReason, "end_turn");
+});
+
 test("compacting is announced around the call; a fork names its parent by title", async (t) => {
   const { client } = await sidecar(t);
   const model = scripted({ rounds: [[{ text: "An answer long enough to be worth a summary, ".repeat(8) }]], summary: [{ text: "Short." }] });

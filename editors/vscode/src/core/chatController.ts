@@ -159,6 +159,11 @@ export class ChatController implements Disposable {
   private reportedBusy = false;
   /** A rewind this controller is making: its own `rewound` notice is not a reload. */
   private rewinding = false;
+  /**
+   * The replay in flight (`session/load` streams the history into the view). A prompt
+   * typed meanwhile waits for it, so its turn lands after the history, not inside it.
+   */
+  private replay: Promise<unknown> = Promise.resolve();
   /** Questions the agent asks (`elicitation/create`) that wait for the user's form. */
   private readonly questions = new Map<number, { params: CreateElicitationParams; answer(result: CreateElicitationResult): void }>();
   private static questionIds = 0;
@@ -416,6 +421,7 @@ export class ChatController implements Disposable {
    */
   async prompt(text: string, whileRunning?: WhileRunning, images: ImageAttachment[] = []): Promise<void> {
     const blocks = promptBlocks(text, images);
+    await this.replay;
     if (this.sessionId && this.busy) return this.promptWhileRunning(this.sessionId, text, blocks, whileRunning ?? "queue");
     this.setRunning(true);
     try {
@@ -747,7 +753,13 @@ export class ChatController implements Disposable {
    * Make `sessionId` current and replay its history into the view (`session/load`).
    * Returns the parent's title (forks name their parent by title, never by raw id).
    */
-  private async show(sessionId: string, parentSessionId: string | null = null): Promise<string> {
+  private show(sessionId: string, parentSessionId: string | null = null): Promise<string> {
+    const shown = this.replayInto(sessionId, parentSessionId);
+    this.replay = shown.catch(() => undefined);
+    return shown;
+  }
+
+  private async replayInto(sessionId: string, parentSessionId: string | null): Promise<string> {
     const { sessions } = await this.client.list({});
     let info = sessions.find((s) => s.sessionId === sessionId);
     if (!info) {
