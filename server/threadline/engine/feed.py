@@ -65,6 +65,8 @@ class Feed:
         self._last = 0.0
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
+        self._poked: set[str] = set()
+        """Sessions to look at in the next round whatever the change feed says."""
         self._round: asyncio.Event | None = None
         self._down_until = 0.0
         self.rounds = 0
@@ -113,8 +115,9 @@ class Feed:
         except StoreError as exc:
             self._unreachable(exc)
 
-    def poke(self) -> None:
-        """Look at the store now rather than at the next poll."""
+    def poke(self, session_id: str) -> None:
+        """Look at this session now rather than at the next poll."""
+        self._poked.add(session_id)
         if self._wake is not None:
             self._wake.set()
 
@@ -155,9 +158,15 @@ class Feed:
                 if time.monotonic() < self._down_until:
                     pass  # the store is unreachable: look again after a pause
                 elif token != self._token or self._wake.is_set() or stale:
+                    changed = self._changed(token, stale)
                     self._token = token
                     self._wake.clear()
-                    self._fan_out(list(self.subscribed.values()))
+                    poked, self._poked = self._poked, set()
+                    if changed is None:
+                        self._fan_out(list(self.subscribed.values()), everyone=True)
+                    else:
+                        ids = changed | poked
+                        self._fan_out([s for s in self.subscribed.values() if s.id in ids])
                     self._done_round()
                     self._down_until = 0.0
             except asyncio.CancelledError:
@@ -182,11 +191,22 @@ class Feed:
         if done is not None:
             done.set()
 
-    def _fan_out(self, sessions: list[Session]) -> None:
+    def _changed(self, token: int, stale: bool) -> frozenset[str] | None:
+        """The subscribed sessions that changed elsewhere since the last round (none if
+        the token did not move: a poke); None: look at all of them (the store cannot
+        tell which, or it is time to see whether owners are still alive)."""
+        if stale or self._token is None:
+            return None
+        if token == self._token:
+            return frozenset()
+        return self.store.changed_since(self._token)
+
+    def _fan_out(self, sessions: list[Session], *, everyone: bool = False) -> None:
+        if everyone:
+            self._last = time.monotonic()
         if not sessions:
             return
         self.rounds += 1
-        self._last = time.monotonic()
         watched = self.store.watch([s.id for s in sessions])
         for session in sessions:
             self.looked[session.id] = watched[session.id].pending

@@ -259,7 +259,7 @@ class Inbox:
         try:
             return await self.live.run(session, tracked)
         finally:
-            self.feed.poke()
+            self.feed.poke(session.id)
             if tracked.ended_well:
                 self.drain_soon(session)
 
@@ -305,6 +305,7 @@ class Inbox:
             # the feed's next look; that look first, so that every client has those
             # answers before the next turn's first update.
             self.feed.looked.pop(session.id, None)  # a look from before the work ended
+            self.feed.poke(session.id)
             await self.feed.next_round(LOOK_SECONDS)
             seen = self.feed.looked.pop(session.id, None)
             if seen is not None and not any(p.state == "waiting" for p in seen):
@@ -327,7 +328,7 @@ class Inbox:
                     return
         finally:
             self._draining.discard(session.id)
-            self.feed.poke()
+            self.feed.poke(session.id)
 
     async def _run_claimed(self, session: Session, tracked: Tracked, head: PendingPrompt) -> bool:
         """Take ``head`` under the session's lease and run it; False if another process
@@ -373,7 +374,7 @@ class Inbox:
                 len(held),
                 session.id,
             )
-            self.feed.poke()
+            self.feed.poke(session.id)
         return False
 
     # -- the queue's methods ---------------------------------------------------------------
@@ -402,7 +403,7 @@ class Inbox:
     def remove(self, session: Session, prompt_id: str | None) -> list[str]:
         removed = [p.id for p in self.store.remove_pending(session.id, prompt_id)]
         self.feed.refresh(session)
-        self.feed.poke()
+        self.feed.poke(session.id)
         return removed
 
     def resume(self, session: Session) -> list[str]:

@@ -268,6 +268,13 @@ class SessionStore(Protocol):
         read that must see what committed before it."""
         ...
 
+    def changed_since(self, token: int) -> frozenset[str] | None:
+        """The sessions other processes changed since ``token`` (a `peek_token`), as
+        far as this process has heard; None when it cannot tell which (SQLite's
+        ``data_version`` says only that something did). A watcher that shows many
+        sessions reads only these (`engine.feed`)."""
+        ...
+
     # -- sessions ---------------------------------------------------------------------
 
     def create_session(

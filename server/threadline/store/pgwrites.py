@@ -38,6 +38,7 @@ from .catalog import index_rows
 from .codec import dumps
 from .eventlog import message_places
 from .leases import LEASE_UPSERT, lease_values
+from .pgchanges import payload
 from .rows import LEASE_COLS, iso
 from .sql import SqlStore
 from .statements import Statements
@@ -87,7 +88,8 @@ class PgWriteOps(SqlStore):
     """The writes of a streamed turn as one statement each (see the module)."""
 
     _instance: str
-    """This store's id, the notification's payload (so it does not count its own)."""
+    """This store's id, first in the notification's payload (so it does not count its
+    own); the session written follows it (`store.pgchanges`)."""
 
     @abstractmethod
     def _write_one(self, work: Callable[[Statements], T]) -> T:
@@ -145,7 +147,7 @@ class PgWriteOps(SqlStore):
             )
             args.append(self._text(first))
             args += [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]
-        return [*args, CHANNEL, self._instance]
+        return [*args, CHANNEL, payload(self._instance, [session_id])]
 
     def update_session(
         self,
@@ -169,7 +171,8 @@ class PgWriteOps(SqlStore):
         )
         conf = None if config is None else dumps(config)
         args = (clean, conf, now, session_id, session_id, session_id, clean, clean)
-        self._write_one(lambda db: db.one(sql, (*args, CHANNEL, self._instance)))
+        notice = payload(self._instance, [session_id])
+        self._write_one(lambda db: db.one(sql, (*args, CHANNEL, notice)))
 
     def begin_stream(self, session_id: str, message_id: str, meta: dict[str, Any]) -> None:
         sql = (
@@ -178,7 +181,8 @@ class PgWriteOps(SqlStore):
             "ON CONFLICT(session_id) DO UPDATE SET message_id=excluded.message_id, "
             f"payload=excluded.payload) SELECT {_NOTIFY}"
         )
-        args = (session_id, session_id, message_id, dumps(meta), CHANNEL, self._instance)
+        notice = payload(self._instance, [session_id])
+        args = (session_id, session_id, message_id, dumps(meta), CHANNEL, notice)
         self._write_one(lambda db: db.one(sql, args))
 
     def release_lease(self, session_id: str, owner: Owner) -> None:
@@ -186,7 +190,7 @@ class PgWriteOps(SqlStore):
             "WITH ok AS (SELECT 1), d AS (DELETE FROM leases WHERE session_id=? AND owner_id=?) "
             f"SELECT {_NOTIFY}"
         )
-        args = (session_id, owner.id, CHANNEL, self._instance)
+        args = (session_id, owner.id, CHANNEL, payload(self._instance, [session_id]))
         self._write_one(lambda db: db.one(sql, args))
 
     def acquire_lease(
@@ -200,7 +204,8 @@ class PgWriteOps(SqlStore):
             f"SELECT {_NOTIFY}, (SELECT count(*) FROM ok)"
         )
         values = lease_values(session_id, owner, kind, turn_id, now)
-        args = (*values, session_id, session_id, CHANNEL, self._instance)
+        notice = payload(self._instance, [session_id])
+        args = (*values, session_id, session_id, CHANNEL, notice)
         r = self._write_one(lambda db: db.one(sql, args))
         if r is None or not r[1]:
             return super().acquire_lease(session_id, owner, kind, turn_id, now)

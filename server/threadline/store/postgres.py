@@ -43,6 +43,7 @@ from psycopg_pool import PoolTimeout
 from .base import StoreError
 from .catalog import upgrade
 from .codec import safe_text
+from .pgchanges import HeardChanges, payload
 from .pgimport import ImportOps
 from .pgpool import open_pool
 from .pgwrites import CHANNEL, PgWriteOps
@@ -172,7 +173,7 @@ class PostgresStore(PgWriteOps, ImportOps):
         self.where = describe(url)
         self._instance = uuid.uuid4().hex[:16]
         self._conninfo = self._with_defaults(url)
-        self._seen = 0
+        self._heard = HeardChanges(self._instance)
         self._chunks: list[tuple[str, str, str]] = []
         """Journal chunks (session, block, text) waiting for the server to come back."""
         self._chunk_bytes = 0
@@ -305,8 +306,7 @@ class PostgresStore(PgWriteOps, ImportOps):
         return False
 
     def _on_notify(self, n: Notify) -> None:
-        if n.payload != self._instance:
-            self._seen += 1
+        self._heard.hear(n.payload)
 
     def _run(
         self,
@@ -452,14 +452,18 @@ class PostgresStore(PgWriteOps, ImportOps):
             except psycopg.Error:
                 # Notifications may have been missed while the connection was down:
                 # report a change so readers look, and listen again when it is back.
-                self._seen += 1
+                self._heard.missed()
                 if time.monotonic() >= self._next_listen:
                     self._next_listen = time.monotonic() + 1.0
                     self._relisten()
-            return self._seen
+            return self._heard.token
 
     def peek_token(self) -> int:
-        return self._seen
+        return self._heard.token
+
+    def changed_since(self, token: int) -> frozenset[str] | None:
+        with self._listen_lock:
+            return self._heard.since(token)
 
     def _drain(self) -> None:
         """Read notifications as they arrive, so `peek_token` is current without a
@@ -495,8 +499,7 @@ class PostgresStore(PgWriteOps, ImportOps):
                 pgconn = self._listen.pgconn
                 pgconn.consume_input()
                 while (n := pgconn.notifies()) is not None:
-                    if n.extra.decode() != self._instance:
-                        self._seen += 1
+                    self._heard.hear(n.extra.decode())
             except psycopg.Error:
                 return False
             return True
@@ -585,7 +588,7 @@ class PostgresStore(PgWriteOps, ImportOps):
                     [c[1] for c in batch],
                     [c[2] for c in batch],
                     CHANNEL,
-                    self._instance,
+                    payload(self._instance, (c[0] for c in batch)),
                 ),
             )
 

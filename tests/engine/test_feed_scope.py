@@ -1,0 +1,71 @@
+"""A window reads only the sessions another process changed (PostgreSQL: a streamed
+turn's writes name their session in the notification, `store.pgchanges`); a write
+that names none still makes it look at every session it shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.engine.test_queue_reads import new_session
+from tests.tools.fakes import FakeEditor
+from threadline.engine.engine import Engine
+from threadline.providers.registry import ProviderRegistry
+from threadline.store.postgres import PostgresStore
+
+
+async def until(what: str, condition: Callable[[], bool], seconds: float = 20) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_window_reads_only_the_sessions_changed_elsewhere(
+    pg_url: str, tmp_path: Path
+) -> None:
+    store = PostgresStore(pg_url)
+    store.ready(10)
+    other = PostgresStore(pg_url)
+    engine = Engine(store, ProviderRegistry(), FakeEditor())
+    looks: list[set[str]] = []
+    watch = store.watch
+
+    def counted(session_ids: Sequence[str]) -> Any:
+        looks.append(set(session_ids))
+        return watch(session_ids)
+
+    store.watch = counted  # type: ignore[method-assign]
+    try:
+        one = new_session(engine, tmp_path, "scripted:echo")
+        two = new_session(engine, tmp_path, "scripted:echo")
+        shown = {sid: engine.get(sid).shown for sid in (one, two)}
+        await engine.feed.next_round(1.0)
+        await asyncio.sleep(0.3)
+        looks.clear()
+
+        # Another process's title and journal for `one`: only `one` is read, and shown.
+        other.update_session(one, title="named elsewhere")
+        other.append_chunks(one, [("text", "streamed elsewhere")])
+        await until("the title shown", lambda: shown[one].title == "named elsewhere")
+        await asyncio.sleep(0.3)
+        assert looks
+        assert all(ids == {one} for ids in looks), looks
+
+        # A write of the shared path names no session: both are read.
+        looks.clear()
+        other.create_session("made-elsewhere", str(tmp_path), {}, "t0")
+        await until("a look at both", lambda: {one, two} in looks)
+
+        # And `two`, changed elsewhere, is read and shown too.
+        looks.clear()
+        other.update_session(two, title="two, elsewhere")
+        await until("the second title shown", lambda: shown[two].title == "two, elsewhere")
+        assert all(ids == {two} for ids in looks), looks
+    finally:
+        await engine.shutdown()
+        other.close()
+        store.close()
