@@ -69,3 +69,44 @@ async def test_a_window_reads_only_the_sessions_changed_elsewhere(
         await engine.shutdown()
         other.close()
         store.close()
+
+
+async def test_a_request_reads_its_session_again_only_when_it_changed_elsewhere(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Before a request works on a session the engine catches it up with other
+    processes' commits (`LiveSessions.sync`); on a store where other sidecars stream
+    all the time, the session's row is read only when a change named it."""
+    store = PostgresStore(pg_url)
+    store.ready(10)
+    other = PostgresStore(pg_url)
+    engine = Engine(store, ProviderRegistry(), FakeEditor())
+    reads: list[str] = []
+    get_session = store.get_session
+
+    def counted(session_id: str, include_deleted: bool = False) -> Any:
+        reads.append(session_id)
+        return get_session(session_id, include_deleted)
+
+    try:
+        one = new_session(engine, tmp_path, "scripted:echo")
+        two = new_session(engine, tmp_path, "scripted:echo")
+        store.get_session = counted  # type: ignore[method-assign]
+        for n in range(3):
+            other.update_session(two, title=f"busy elsewhere {n}")
+            other.append_chunks(two, [("text", f"chunk {n}")])
+            engine.live.sync(engine.live.sessions[one])
+        assert one not in reads
+        other.update_session(one, title="renamed elsewhere")
+        assert engine.live.sync(engine.live.sessions[one]).title == "renamed elsewhere"
+        assert reads == [one]
+        engine.live.sync(engine.live.sessions[two])
+        assert two in reads  # named since it was current
+        reads.clear()
+        other.create_session("made-elsewhere", str(tmp_path), {}, "t0")  # names none
+        engine.live.sync(engine.live.sessions[one])
+        assert reads == [one]
+    finally:
+        await engine.shutdown()
+        other.close()
+        store.close()

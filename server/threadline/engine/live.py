@@ -146,6 +146,7 @@ class LiveSessions:
             self.delegator,
         )
         session.checked = self._generation
+        session.checked_token = self._token
         session.on_awaiting = self._say_awaiting
         self.sessions[row.id] = session
         return session
@@ -161,12 +162,18 @@ class LiveSessions:
             log.warning("could not say that %s waits for its user: %s", session.id, exc)
 
     def sync(self, session: Session) -> Session:
-        """Fold in what other processes committed; one cheap look when nothing did."""
+        """Fold in what other processes committed; one cheap look when nothing did, and
+        none of the session's row when the changes heard since it was current name
+        other sessions only (a team store where other sidecars stream all the time)."""
         token = self.store.change_token()
         if token != self._token:
             self._token = token
             self._generation += 1
         if session.checked == self._generation:
+            return session
+        changed = self.store.changed_since(session.checked_token)
+        if changed is not None and session.id not in changed:
+            session.checked, session.checked_token = self._generation, token
             return session
         row = self.store.get_session(session.id)
         if row is None:
@@ -176,7 +183,7 @@ class LiveSessions:
             session.catch_up(self.store.load_events(session.id, after_seq=session.seq), row)
         else:
             session.catch_up([], row)
-        session.checked = self._generation
+        session.checked, session.checked_token = self._generation, token
         return session
 
     def forget(self, session: Session) -> None:

@@ -169,6 +169,10 @@ class Session:
         """The session's own last event this process has folded into the transcript."""
         self.checked = -1
         """The engine's store generation at which ``seq`` was last compared with the store."""
+        self.checked_token = 0
+        """The store's change token when this process last knew the session current:
+        other processes' changes named since then (`SessionStore.changed_since`) say
+        whether it must be read again."""
         self.store = store
         self.providers = providers
         self.link = link
