@@ -99,6 +99,24 @@ DIALECT = Dialect(
 """SQLite speaks the shared spelling; its write transaction excludes other writers."""
 
 
+def _into_wal(db: sqlite3.Connection) -> None:
+    """Switch to write-ahead logging. On a new file that takes an exclusive lock, and
+    SQLite does not wait for it (no busy handler): of two editor windows started at
+    once on a fresh home, the second failed at start with "database is locked". So
+    wait here, within the same `BUSY_TIMEOUT`."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    delay = 0.005
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
 class EventStore(SqlStore):
     """Append-only session logs with copy-on-write forks."""
 
@@ -135,7 +153,7 @@ class EventStore(SqlStore):
         db = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
         )
-        db.execute("PRAGMA journal_mode=WAL")
+        _into_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=OFF")
         return db
