@@ -32,6 +32,10 @@ SESSION_BUSY = -32010
 """The session's turn runs in another window (or this one is still compacting)."""
 
 PROMPT = "\u276f "  # a heavy angle quote marks the prompt
+TURN_CONTENT = frozenset(
+    ("agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan")
+)
+"""Updates that are a turn's own content (a steering line's turn shows its line first)."""
 
 
 def _read_text(path: str) -> str:
@@ -100,6 +104,19 @@ class Chat:
         self._background: set[asyncio.Task[Any]] = set()
         self.waiting: list[tuple[str, asyncio.Task[dict[str, Any]]]] = []
         """Lines typed while a turn ran, queued in the session: each runs as a turn next."""
+        self.steering: list[tuple[str, asyncio.Task[dict[str, Any]]]] = []
+        """``>`` lines typed while a turn ran: answered with the turn they joined, or, sent
+        too late to join it, run as a turn of their own (shown like a queued line)."""
+        self.heading: str | None = None
+        """The line of a turn not known to be its own yet: printed with its first update."""
+        self.view_turn: str | None = None
+        """The turn whose content the view shows (its first content update's)."""
+        self.early: list[tuple[str, dict[str, Any]]] = []
+        self.deciding = False
+        """Waiting for a steering line's answer: until it says whether the line joined
+        the last turn, the content that arrives is the next turn's, and waits."""
+        """Content of the next turn that came before this chat heard the last one end (it
+        starts as soon as the sidecar ended that one): shown in the next turn's view."""
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -166,6 +183,17 @@ class Chat:
             return
         if self.replaying:
             return
+        if kind in TURN_CONTENT and self.view is not None and (self.deciding or tl.get("turnId")):
+            if self.deciding:
+                self.early.append((session_id, update))
+                return
+            if self.view_turn is None:
+                self.view_turn = str(tl["turnId"])
+            elif tl["turnId"] != self.view_turn:
+                self.early.append((session_id, update))
+                return
+        if kind in TURN_CONTENT:
+            self._show_heading()
         view = self.view
         if kind == "current_mode_update":
             mode = str(update.get("currentModeId") or "")
@@ -483,11 +511,22 @@ class Chat:
             self.console.print(Text(f"error: {exc.message}", style="red"))
             return
         request = self.client.prompt(self.session_id, text, content=content)
-        await self._turn(asyncio.get_running_loop().create_task(request))
-        while self.waiting and not self.quit.is_set():
-            text, queued = self.waiting.pop(0)
-            self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)
-            await self._turn(queued)
+        await self.follow_turns(asyncio.get_running_loop().create_task(request))
+
+    async def follow_turns(self, request: asyncio.Task[dict[str, Any]]) -> None:
+        """Show a turn, then what was typed while it ran: steering too late to join it
+        first (the server runs that before the queue), then the queued lines."""
+        last = await self._turn(request)
+        while not self.quit.is_set():
+            if self.steering:
+                text, steer = self.steering.pop(0)
+                last = await self._turn(steer, joined=last, heading=text) or last
+            elif self.waiting:
+                text, queued = self.waiting.pop(0)
+                self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)
+                last = await self._turn(queued) or last
+            else:
+                return
 
     async def _type_ahead(self) -> None:
         """Lines typed while a turn runs: Enter queues the line in the session (it runs
@@ -505,15 +544,29 @@ class Chat:
                 self.waiting.append((text, task))
                 self.console.print(Text(f"  ⧗ queued: {text}", style="cyan"), highlight=False)
                 continue
-            self._background.add(task)
-            task.add_done_callback(lambda t: self._background.discard(t) or t.exception())
+            self.steering.append((text, task))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
             self.console.print(Text(f"  ↪ steering: {text}", style="cyan"), highlight=False)
 
-    async def _turn(self, request: asyncio.Task[dict[str, Any]]) -> None:
-        """Show one turn (this chat's prompt, or one it queued) until it ends."""
+    async def _turn(
+        self,
+        request: asyncio.Task[dict[str, Any]],
+        *,
+        joined: str | None = None,
+        heading: str | None = None,
+    ) -> str | None:
+        """Show one turn (this chat's prompt, or one it queued) until it ends; its turn
+        id. A steering line (``heading``) answered with the turn it joined (``joined``)
+        shows nothing more; one that ran on its own is shown as a turn, headed by it."""
+        self.heading = heading
+        self.deciding = joined is not None
         self.view = TurnView(self.console, self.cwd)
+        self.view_turn = None
         self.interrupting = False
         self.view.start()
+        early, self.early = self.early, []
+        for session_id, update in early:
+            self.on_update(session_id, update)
         self.turn = request
         self.lines.echo(False)
         typing = asyncio.get_running_loop().create_task(self._type_ahead())
@@ -523,9 +576,10 @@ class Chat:
             if not self.quit.is_set():
                 raise
             self.view.stop()
-            return
+            return None
         except (RpcError, ConnectionError) as exc:
             self.view.stop()
+            self.heading = None
             if isinstance(exc, RpcError):
                 self.console.print(Text(f"error: {exc.message}", style="red"))
                 reason = (exc.data or {}).get("reason") if isinstance(exc.data, dict) else None
@@ -535,18 +589,31 @@ class Chat:
                     self.console.print(Text("  /interrupt stops it from here", style="dim"))
             else:
                 self.console.print(Text(f"error: {exc}", style="red"))
-            return
+            return None
         finally:
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
             self.turn = None
+            self.deciding = False
             self.lines.echo(True, discard_typeahead=True)
         if ((result.get("_meta") or {}).get("threadline") or {}).get("queue"):
             self.view.stop()
             self.view = None
+            self.heading = None
             self.console.print(Text("  ⧗ held in the queue (/queue run)", style="yellow"))
-            return
+            return None
+        label = ((result.get("_meta") or {}).get("threadline") or {}).get("turnId")
+        if joined is not None:
+            if label == joined:  # it joined the turn shown: nothing more to show
+                self.view.stop()
+                self.view = None
+                self.heading = None
+                return label
+            self._show_heading()
+            early, self.early = self.early, []
+            for session_id, update in early:  # this turn's content, held until now
+                self.on_update(session_id, update)
         view = self.view
         view.stop()
         self.view = None
@@ -555,8 +622,19 @@ class Chat:
             self.console.print(Text("[interrupted]", style="yellow"))
         else:
             self.last_was_sigint = False
-        label = ((result.get("_meta") or {}).get("threadline") or {}).get("turnId")
+        self._show_heading()
         self.console.print(view.usage_line(stop, result.get("usage"), label, self.mode))
+        return label
+
+    def _show_heading(self) -> None:
+        """A steering line that runs as a turn of its own, said once, before its turn."""
+        if self.heading is None:
+            return
+        text, self.heading = self.heading, None
+        if self.view is not None:
+            self.view.flush()
+        self.console.print(Text(PROMPT + text, style="bold magenta"), highlight=False)
+        self.console.print(Text("  ↪ too late to join the turn: runs as its own", style="dim"))
 
     async def run_command(self, work: Awaitable[None]) -> None:
         """A slash command, which Ctrl-C cancels (its request is withdrawn)."""
