@@ -158,7 +158,7 @@ class Feed:
                 if time.monotonic() < self._down_until:
                     pass  # the store is unreachable: look again after a pause
                 elif token != self._token or self._wake.is_set() or stale:
-                    changed = self._changed(token, stale)
+                    changed = self._changed(stale)
                     self._token = token
                     self._wake.clear()
                     poked, self._poked = self._poked, set()
@@ -191,14 +191,12 @@ class Feed:
         if done is not None:
             done.set()
 
-    def _changed(self, token: int, stale: bool) -> frozenset[str] | None:
-        """The subscribed sessions that changed elsewhere since the last round (none if
-        the token did not move: a poke); None: look at all of them (the store cannot
-        tell which, or it is time to see whether owners are still alive)."""
+    def _changed(self, stale: bool) -> frozenset[str] | None:
+        """The subscribed sessions that changed elsewhere since the last round; None:
+        look at all of them (the store cannot tell which, as SQLite cannot, or it is
+        time to see whether owners are still alive)."""
         if stale or self._token is None:
             return None
-        if token == self._token:
-            return frozenset()
         return self.store.changed_since(self._token)
 
     def _fan_out(self, sessions: list[Session], *, everyone: bool = False) -> None:
