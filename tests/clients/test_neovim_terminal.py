@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +60,21 @@ class Tmux:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "nvim")
 
-    def wait_for(self, pattern: str, timeout: float = 30) -> str:
+    def wait_for(
+        self, pattern: str, timeout: float = 30, explain: Callable[[], str] | None = None
+    ) -> str:
+        """The screen once ``pattern`` is on it; ``explain`` adds what else a failure
+        should show (Neovim's messages, the sidecar's log)."""
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
             if re.search(pattern, screen):
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"{pattern!r} not on screen within {timeout} s:\n{screen}")
+                more = explain() if explain is not None else ""
+                raise AssertionError(
+                    f"{pattern!r} not on screen within {timeout} s:\n{screen}{more}"
+                )
             time.sleep(0.1)
 
     def close(self) -> None:
@@ -88,6 +95,23 @@ def tmux_sessions() -> Iterator[list[Tmux]]:
     yield opened
     for t in opened:
         t.close()
+
+
+def diagnose(tmux: Tmux, home: Path) -> Callable[[], str]:
+    """What a failed wait shows besides the screen: `:messages` (a plugin error is
+    reported there) and the end of the sidecar's log."""
+
+    def explain() -> str:
+        tmux.keys("Escape")
+        tmux.type(":messages")
+        tmux.keys("Enter")
+        time.sleep(0.5)
+        messages = tmux.screen()
+        logs = sorted(home.rglob("*.log"))
+        tail = "".join(p.read_text(errors="replace")[-4000:] for p in logs)
+        return f"\n--- :messages\n{messages}\n--- sidecar log\n{tail}"
+
+    return explain
 
 
 def words(text: str) -> str:
@@ -190,11 +214,13 @@ def test_new_ask_fork_ask_in_the_first_window_interrupt(
     tmux.wait_for(r"Ask:")
     tmux.type("second question")
     tmux.keys("Enter")
-    # The prompt in the buffer and its echo streaming back: the turn runs (the typed
-    # line alone, still on the command line of a loaded machine, is not enough).
-    tmux.wait_for(r"second question[\s\S]*second question")
+    # The echo streaming back as the answer: the turn runs. (The answer's first line
+    # carries its message id; the prompt's line does not, nor does the command line,
+    # which still shows `Ask: second question` — a pattern that counted that line
+    # sent <C-c> before the prompt had gone out, and the turn ran to its end.)
+    tmux.wait_for(r"second question\s+msg_")
     tmux.keys("C-c")
-    screen = tmux.wait_for(r"\[interrupted\]")
+    screen = tmux.wait_for(r"\[interrupted\]", explain=diagnose(tmux, home))
     assert not re.search(r"second question\s+\(end\)", screen)
 
     tmux.type(":lua DumpChats()")
