@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import realparts
-from tests.clients.stored import history, text_of
+from tests.clients.stored import history, stored_sessions, text_of
 from tests.support import scripted
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,7 +109,10 @@ def diagnose(tmux: Tmux, home: Path) -> Callable[[], str]:
         messages = tmux.screen()
         logs = sorted(home.rglob("*.log"))
         tail = "".join(p.read_text(errors="replace")[-4000:] for p in logs)
-        return f"\n--- :messages\n{messages}\n--- sidecar log\n{tail}"
+        stored = {
+            sid: [words(text_of(m)) for m in history(home, sid)] for sid in stored_sessions(home)
+        }
+        return f"\n--- :messages\n{messages}\n--- sidecar log\n{tail}\n--- stored\n{stored}"
 
     return explain
 
