@@ -205,9 +205,11 @@ class Feed:
         if not sessions:
             return
         self.rounds += 1
+        token = self.store.peek_token()
         watched = self.store.watch([s.id for s in sessions])
         for session in sessions:
             self.looked[session.id] = watched[session.id].pending
+            session.queue_seen(token, watched[session.id].pending)
             try:
                 self._show(session, watched[session.id])
             except SessionNotFound:

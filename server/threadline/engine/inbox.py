@@ -248,6 +248,7 @@ class Inbox:
             prompt = self.store.add_pending(
                 session.id, new_id("msg"), mode, content, self.live.owner.id, now_iso()
             )
+            session.prompts_changed()
             accepted(session)
             if stored is not None:
                 stored(prompt.id)
@@ -391,6 +392,7 @@ class Inbox:
         edited = None
         if prompt is not None and prompt.session_id == session.id:
             edited = self.store.edit_pending(prompt_id, content)
+            session.prompts_changed()
         if edited is None:
             raise InvalidParams(
                 f"prompt {prompt_id} is not waiting in session {session.id} (it ran, or was "
@@ -414,6 +416,7 @@ class Inbox:
         leases.begin_waiting()
         try:
             released = [p.id for p in self.store.release_pending(session.id, self.live.owner.id)]
+            session.prompts_changed()
         except BaseException:
             leases.end_waiting()
             raise

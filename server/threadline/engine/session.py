@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import CheckpointError
 from ..providers.base import ChatMessage, ChatRequest, Provider, ToolCallFinal, ToolSpec
-from ..store.base import SessionRow, SessionStore, StoreConflict, StoredEvent, StoreError
+from ..store.base import (
+    PendingPrompt,
+    SessionRow,
+    SessionStore,
+    StoreConflict,
+    StoredEvent,
+    StoreError,
+)
 from ..tools import modes
 from ..tools.approvals import Approvals
 from ..tools.base import CommandShown, Tool, ToolContext
@@ -173,6 +180,9 @@ class Session:
         """The store's change token when this process last knew the session current:
         other processes' changes named since then (`SessionStore.changed_since`) say
         whether it must be read again."""
+        self._steering_looked: int | None = None
+        """The store's change token when the prompts waiting for this session were last
+        read for steering (`take_steering`); None: read them at the next look."""
         self.store = store
         self.providers = providers
         self.link = link
@@ -447,12 +457,23 @@ class Session:
     # -- prompts sent while it works ----------------------------------------------------
 
     def take_steering(self, turn_id: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        """The store is read only when a prompt may have come since the last look: one
+        sent here (`prompts_changed`), or a change another process made that names this
+        session or that the store cannot place (always, on SQLite). On PostgreSQL each
+        look was a round trip before and after every model call of every turn."""
         taken: list[tuple[str, list[dict[str, Any]]]] = []
+        looked = self._steering_looked
+        if looked is not None:
+            changed = self.store.changed_since(looked)
+            if changed is not None and self.id not in changed:
+                return taken
+        token = self.store.peek_token()
         try:
             waiting_now = self.store.pending(self.id)
         except StoreError as exc:  # the turn goes on; steering joins at a later call
             log.warning("could not look for steering input of %s: %s", self.id, exc)
             return taken
+        self._steering_looked = token
         for waiting in waiting_now:
             if waiting.mode != "steer" or waiting.state != "waiting":
                 continue
@@ -460,6 +481,19 @@ class Session:
             if got is not None:
                 taken.append((got.id, got.prompt))
         return taken
+
+    def queue_seen(self, token: int, pending: Sequence[PendingPrompt]) -> None:
+        """The session's prompts as a read begun at ``token`` found them (the feed's
+        look, which a turn's start makes): with none waiting to steer, the turn's first
+        look for steering need not read them again."""
+        steering = any(p.mode == "steer" and p.state == "waiting" for p in pending)
+        self._steering_looked = None if steering else token
+
+    def prompts_changed(self) -> None:
+        """A prompt of this session was sent, edited or resumed in this process (which
+        does not hear its own changes on the store's feed): the next look for steering
+        reads the store."""
+        self._steering_looked = None
 
     def show_prompt(self, message: Msg) -> None:
         if message["messageId"] in self.shown.prompts:
