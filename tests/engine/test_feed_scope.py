@@ -5,7 +5,8 @@ that names none still makes it look at every session it shows."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,22 @@ from tests.tools.fakes import FakeEditor
 from threadline.engine.engine import Engine
 from threadline.providers.registry import ProviderRegistry
 from threadline.store.postgres import PostgresStore
+
+
+@contextlib.asynccontextmanager
+async def two_processes(pg_url: str) -> AsyncIterator[tuple[Engine, PostgresStore]]:
+    """An engine on a PostgreSQL store, and the store of another process on the same
+    database (its writes are heard as another sidecar's)."""
+    store = PostgresStore(pg_url)
+    store.ready(10)
+    other = PostgresStore(pg_url)
+    engine = Engine(store, ProviderRegistry(), FakeEditor())
+    try:
+        yield engine, other
+    finally:
+        await engine.shutdown()
+        other.close()
+        store.close()
 
 
 async def until(what: str, condition: Callable[[], bool], seconds: float = 20) -> None:
@@ -27,19 +44,16 @@ async def until(what: str, condition: Callable[[], bool], seconds: float = 20) -
 async def test_a_window_reads_only_the_sessions_changed_elsewhere(
     pg_url: str, tmp_path: Path
 ) -> None:
-    store = PostgresStore(pg_url)
-    store.ready(10)
-    other = PostgresStore(pg_url)
-    engine = Engine(store, ProviderRegistry(), FakeEditor())
-    looks: list[set[str]] = []
-    watch = store.watch
+    async with two_processes(pg_url) as (engine, other):
+        store = engine.store
+        looks: list[set[str]] = []
+        watch = store.watch
 
-    def counted(session_ids: Sequence[str]) -> Any:
-        looks.append(set(session_ids))
-        return watch(session_ids)
+        def counted(session_ids: Sequence[str]) -> Any:
+            looks.append(set(session_ids))
+            return watch(session_ids)
 
-    store.watch = counted  # type: ignore[method-assign]
-    try:
+        store.watch = counted  # type: ignore[method-assign]
         one = new_session(engine, tmp_path, "scripted:echo")
         two = new_session(engine, tmp_path, "scripted:echo")
         shown = {sid: engine.get(sid).shown for sid in (one, two)}
@@ -65,10 +79,6 @@ async def test_a_window_reads_only_the_sessions_changed_elsewhere(
         other.update_session(two, title="two, elsewhere")
         await until("the second title shown", lambda: shown[two].title == "two, elsewhere")
         assert all(ids == {two} for ids in looks), looks
-    finally:
-        await engine.shutdown()
-        other.close()
-        store.close()
 
 
 async def test_a_request_reads_its_session_again_only_when_it_changed_elsewhere(
@@ -77,18 +87,15 @@ async def test_a_request_reads_its_session_again_only_when_it_changed_elsewhere(
     """Before a request works on a session the engine catches it up with other
     processes' commits (`LiveSessions.sync`); on a store where other sidecars stream
     all the time, the session's row is read only when a change named it."""
-    store = PostgresStore(pg_url)
-    store.ready(10)
-    other = PostgresStore(pg_url)
-    engine = Engine(store, ProviderRegistry(), FakeEditor())
-    reads: list[str] = []
-    get_session = store.get_session
+    async with two_processes(pg_url) as (engine, other):
+        store = engine.store
+        reads: list[str] = []
+        get_session = store.get_session
 
-    def counted(session_id: str, include_deleted: bool = False) -> Any:
-        reads.append(session_id)
-        return get_session(session_id, include_deleted)
+        def counted(session_id: str, include_deleted: bool = False) -> Any:
+            reads.append(session_id)
+            return get_session(session_id, include_deleted)
 
-    try:
         one = new_session(engine, tmp_path, "scripted:echo")
         two = new_session(engine, tmp_path, "scripted:echo")
         store.get_session = counted  # type: ignore[method-assign]
@@ -106,7 +113,3 @@ async def test_a_request_reads_its_session_again_only_when_it_changed_elsewhere(
         other.create_session("made-elsewhere", str(tmp_path), {}, "t0")  # names none
         engine.live.sync(engine.live.sessions[one])
         assert reads == [one]
-    finally:
-        await engine.shutdown()
-        other.close()
-        store.close()

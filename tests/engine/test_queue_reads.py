@@ -14,22 +14,27 @@ from tests.support import scripted
 from tests.tools.fakes import FakeEditor
 from threadline.engine.engine import Engine
 from threadline.providers.registry import ProviderRegistry
+from threadline.store.base import SessionStore
 from threadline.store.sqlite import EventStore
 from threadline_protocol import methods as pm
 
 
 class QueueReads:
-    """Counts the store's reads of a session's prompt queue."""
+    """The store's reads of a session's prompt queue: which sessions', in order."""
 
-    def __init__(self, store: EventStore) -> None:
-        self.count = 0
+    def __init__(self, store: SessionStore) -> None:
+        self.sessions: list[str] = []
         read = store.pending
 
         def counted(session_id: str) -> Any:
-            self.count += 1
+            self.sessions.append(session_id)
             return read(session_id)
 
         store.pending = counted  # type: ignore[method-assign]
+
+    @property
+    def count(self) -> int:
+        return len(self.sessions)
 
 
 def new_session(engine: Engine, cwd: Path, model: str) -> str:

@@ -8,31 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
-from tests.engine.test_feed_scope import until
-from tests.engine.test_queue_reads import new_session, prompt, settled
+from tests.engine.test_feed_scope import two_processes, until
+from tests.engine.test_queue_reads import QueueReads, new_session, prompt, settled
 from tests.support import scripted
 from tests.tools.fakes import FakeEditor
 from threadline.engine.engine import Engine
 from threadline.engine.ids import new_id, now_iso
 from threadline.providers.registry import ProviderRegistry
-from threadline.store.base import SessionStore
-from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import EventStore
 from threadline_protocol import methods as pm
-
-
-def count_queue_reads(store: SessionStore) -> list[str]:
-    reads: list[str] = []
-    read = store.pending
-
-    def counted(session_id: str) -> Any:
-        reads.append(session_id)
-        return read(session_id)
-
-    store.pending = counted  # type: ignore[method-assign]
-    return reads
 
 
 def said(engine: Engine, sid: str) -> list[tuple[str, str]]:
@@ -53,21 +38,23 @@ async def started(engine: Engine, sid: str) -> None:
     await until("the turn running", lambda: engine.get(sid).running is not None)
 
 
+async def warmed(engine: Engine, cwd: Path) -> tuple[str, QueueReads]:
+    """A session that ran a turn, and the queue reads counted from then on."""
+    sid = new_session(engine, cwd, "scripted:echo")
+    await prompt(engine, sid, "warm up")
+    await settled(engine)
+    return sid, QueueReads(engine.store)
+
+
 SLOW = scripted([{"text": "first "}, {"sleep": 0.6}, {"text": "done"}])
 
 
 async def test_postgres_turns_read_the_queue_only_when_a_prompt_may_have_come(
     pg_url: str, tmp_path: Path
 ) -> None:
-    store = PostgresStore(pg_url)
-    store.ready(10)
-    other = PostgresStore(pg_url)
-    engine = Engine(store, ProviderRegistry(), FakeEditor())
-    try:
-        sid = new_session(engine, tmp_path, "scripted:echo")
-        await prompt(engine, sid, "warm up")
-        await settled(engine)
-        reads = count_queue_reads(store)
+    async with two_processes(pg_url) as (engine, other):
+        store = engine.store
+        sid, reads = await warmed(engine, tmp_path)
         for n in range(3):
             assert (await prompt(engine, sid, f"question {n}")).stop_reason == "end_turn"
             await settled(engine)
@@ -78,7 +65,7 @@ async def test_postgres_turns_read_the_queue_only_when_a_prompt_may_have_come(
         await settled(engine)
         # Nothing was sent to the sessions meanwhile: no look for steering read the
         # queue (SQLite's turns read it twice each, test_queue_reads).
-        assert reads == []
+        assert reads.sessions == []
 
         # Another process sends a prompt to steer a running turn: once heard, the
         # look after the answer reads the queue and the prompt joins the turn.
@@ -103,7 +90,7 @@ async def test_postgres_turns_read_the_queue_only_when_a_prompt_may_have_come(
             ("assistant", "first done"),
         ]
         assert len(set(turns(engine, slow))) == 1
-        assert slow in reads
+        assert slow in reads.sessions
 
         # A prompt sent to steer in this process is not heard on the feed: it is read
         # all the same, and joins.
@@ -131,10 +118,6 @@ async def test_postgres_turns_read_the_queue_only_when_a_prompt_may_have_come(
             ("assistant", "first done"),
         ]
         assert len(set(turns(engine, slow)[-4:])) == 1
-    finally:
-        await engine.shutdown()
-        other.close()
-        store.close()
 
 
 async def test_sqlite_turns_read_the_queue_at_every_look(tmp_path: Path) -> None:
@@ -143,13 +126,10 @@ async def test_sqlite_turns_read_the_queue_at_every_look(tmp_path: Path) -> None
     store = EventStore(tmp_path / "threadline.db")
     engine = Engine(store, ProviderRegistry(), FakeEditor())
     try:
-        sid = new_session(engine, tmp_path, "scripted:echo")
-        await prompt(engine, sid, "warm up")
-        await settled(engine)
-        reads = count_queue_reads(store)
+        sid, reads = await warmed(engine, tmp_path)
         assert (await prompt(engine, sid, "question")).stop_reason == "end_turn"
         await settled(engine)
-        assert len(reads) == 2
+        assert reads.count == 2
     finally:
         await engine.shutdown()
         store.close()
