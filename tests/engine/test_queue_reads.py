@@ -1,8 +1,9 @@
-"""How often a turn reads the prompt queue (`store.pending`): once before it runs (a
-prompt never overtakes one that waits) and once where steering may join (the end of
-its answer). After the work ends, the feed's look at the store (`watch`, which reads
-each shown session's queue anyway) answers whether anything waits to run next; the
-queue is read again only when something does, and what waits still runs."""
+"""How often a turn reads the prompt queue (`store.pending`) on SQLite: at its two
+looks for steering, before its model call and at the end of its answer (on PostgreSQL,
+which can say which sessions another process changed, only when a prompt may have come:
+test_steering_reads). After the work ends, the feed's look at the store (`watch`, which
+reads each shown session's queue anyway) answers whether anything waits to run next;
+the queue is read again only when something does, and what waits still runs."""
 
 from __future__ import annotations
 
